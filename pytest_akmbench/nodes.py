@@ -1,0 +1,60 @@
+"""Collection nodes: one ``TaskFile`` per task.yaml, one ``CellItem`` per (arm, seed)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .runner import Cell
+
+if TYPE_CHECKING:
+    from .plugin import BenchState
+
+CELL_KEY = pytest.StashKey[Cell]()
+SAMPLE_KEY = pytest.StashKey[dict[str, Any]]()
+
+
+class TaskFile(pytest.File):
+    """A task.yaml under the tasks root; its items are the task's cells."""
+
+    def collect(self) -> Any:
+        from .plugin import STATE_KEY
+
+        state: BenchState = self.config.stash[STATE_KEY]
+        error = state.errors.get(self.path)
+        if error is not None:
+            raise self.CollectError(error)
+        task = state.selected.get(self.path)
+        if task is None:
+            return
+        for arm in state.settings.arms:
+            for seed in range(1, state.settings.seeds + 1):
+                cell = Cell(task=task, arm=arm, seed=seed)
+                item = CellItem.from_parent(self, name=cell.name, callobj=_check_cell)
+                item.stash[CELL_KEY] = cell
+                item.add_marker(
+                    pytest.mark.cell(task=task.id, arm=arm, seed=seed, domain=task.domain, slice=task.slice)
+                )
+                item.extra_keyword_matches.update({task.id, task.domain})
+                yield item
+
+
+class CellItem(pytest.Function):
+    """A benchmark cell; the sample is produced by the ``bench_sample`` fixture at setup."""
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, 0, f"cell: {self.stash[CELL_KEY].key}"
+
+
+
+def _check_cell(bench_sample: dict[str, Any]) -> None:
+    """Pass when the verifier accepted the agent's work; fail with the reason otherwise."""
+    outcome = bench_sample["outcome"]
+    if outcome == "pass":
+        return
+    tail = bench_sample.get("verifier", {}).get("output_tail", "").strip()
+    message = f"{outcome}: {bench_sample.get('reason') or ''}"
+    if tail and outcome == "fail":
+        message += "\n" + "\n".join(tail.splitlines()[-15:])
+    pytest.fail(message, pytrace=False)

@@ -1,0 +1,361 @@
+"""pytest wiring: options, settings, collection of cells, the cell fixtures, the report hooks.
+
+Inert unless asked for: with no ``--bench-*`` option and no ``bench_corpus``/``bench_config``
+ini key, the plugin collects nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from . import hooks, procs
+from .agents import Agent, SessionInfo, builtin_agents
+from .config import ARMS, Settings, clamp_parallel, load_run_config, resolve
+from .corpus import Corpus, Task, find_task_files, load_task, check_stash, restrict, select
+from .errors import BenchError, CorpusError
+from .nodes import CELL_KEY, SAMPLE_KEY, TaskFile
+from .runner import Cell, RunContext, run_cell
+from .selection import deselect_by_keyword
+from .session import BenchSession
+
+# (setting name, metavar, help); each becomes --bench-NAME and ini key bench_NAME.
+_OPTIONS: list[tuple[str, str, str]] = [
+    ("config", "FILE", "Run config (JSON, schema v1) naming tasks, arms, seeds, budgets, model"),
+    ("corpus", "DIR", "Tasks root of the corpus (default: corpus/tasks)"),
+    ("stashes", "DIR", "Directory of stash fixtures (default: corpus/stashes)"),
+    ("tasks", "SEL", "Task selector: all, train, eval, a domain, a task id, or ids a/b,c/d"),
+    ("arms", "LIST", f"Comma-separated arms out of {', '.join(ARMS)} (default: noakm,akm)"),
+    ("seeds", "N", "Trials per task and arm, numbered 1..N (default: 3)"),
+    ("agent", "NAME", "Agent adapter: opencode (default), oracle, nop or one a plugin registers"),
+    ("model", "MODEL", "Model as provider/model, e.g. scripted/oracle"),
+    ("providers", "FILE", "Providers file for opencode"),
+    ("budget-tokens", "N", "Token budget per cell where the task declares none (default: 30000)"),
+    ("budget-wall-ms", "MS", "Wall-clock budget per cell where the task declares none (default: 120000)"),
+    ("budget-turns", "N", "Model turns allowed per cell (default: unlimited)"),
+    ("verify-timeout", "SECONDS", "Timeout of one verifier run (default: 120)"),
+    ("store", "DIR", "Sample store directory (default: .akmbench/store)"),
+    ("report", "DIR", "Where report.json and summary.md go (default: .akmbench/report)"),
+    ("tmp", "DIR", "Root of the per-cell run dirs (default: ~/.cache/pytest-akmbench/runs)"),
+    ("akm", "PATH", "The akm executable given to the akm arm"),
+    ("opencode", "PATH", "The opencode executable"),
+]
+_FLAGS = [
+    ("force-parallel", "Allow --parallel above 4 without a warning"),
+    ("keep-runs", "Keep each cell's run dir after it ends, for debugging"),
+]
+
+STATE_KEY = pytest.StashKey["BenchState"]()
+
+
+@dataclass
+class BenchState:
+    """Everything resolved for this run, shared by every hook in this process."""
+
+    settings: Settings
+    corpus: Corpus
+    tasks: list[Task]
+    slice: str
+    selected: dict[Path, Task]
+    errors: dict[Path, str]
+    task_dirs: set[Path]
+    explicit: bool
+    run_id: str = ""
+    agent: Agent = field(default=None)  # type: ignore[assignment]
+    model: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    started: bool = False
+
+    @property
+    def report_dir(self) -> Path:
+        return self.settings.report or self.settings.rootdir / ".akmbench" / "report"
+
+    @property
+    def tmp_root(self) -> Path:
+        if self.settings.tmp:
+            return self.settings.tmp
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(cache) / "pytest-akmbench" / "runs"
+
+    def context(self) -> RunContext:
+        s = self.settings
+        return RunContext(
+            run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
+            model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
+            budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, akm=s.akm, keep_runs=s.keep_runs,
+        )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("akmbench", "agent benchmark cells (pytest-akmbench)")
+    for name, metavar, help_text in _OPTIONS:
+        dest = "bench_" + name.replace("-", "_")
+        group.addoption(f"--bench-{name}", dest=dest, metavar=metavar, default=None, help=help_text)
+        parser.addini(dest, help_text, default=None)
+    for name, help_text in _FLAGS:
+        dest = "bench_" + name.replace("-", "_")
+        group.addoption(f"--bench-{name}", dest=dest, action="store_true", default=None, help=help_text)
+        parser.addini(dest, help_text, default=None)
+    group.addoption("--parallel", dest="bench_parallel", metavar="N", default=None,
+                    help="Run cells in N processes (pytest-xdist -n, clamped to 1..8)")
+    parser.addini("bench_parallel", "Default for --parallel", default=None)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hooks)
+
+
+def pytest_akmbench_agents() -> list[Agent]:
+    agents: list[Agent] = builtin_agents()
+    try:
+        from . import opencode
+    except ImportError:
+        return agents
+    return [*opencode.agents(), *agents]
+
+
+def _raw(config: pytest.Config, name: str) -> tuple[Any, Any]:
+    dest = "bench_" + name
+    cli = config.getoption(dest, None)
+    ini = config.getini(dest)
+    return cli, (ini if ini not in (None, "", []) else None)
+
+
+def _setup(config: pytest.Config) -> BenchState | None:
+    names = [n.replace("-", "_") for n, _, _ in _OPTIONS] + [n.replace("-", "_") for n, _ in _FLAGS] + ["parallel"]
+    raw = {n: _raw(config, n) for n in names}
+    explicit = any(cli is not None for cli, _ in raw.values())
+    if not explicit and raw["corpus"][1] is None and raw["config"][1] is None:
+        return None
+    rootdir = config.rootpath
+    cwd = config.invocation_params.dir
+    cfg_raw, cfg_ini = raw.pop("config")
+    run_config = None
+    if cfg_raw or cfg_ini:
+        run_config = load_run_config(Path(cwd if cfg_raw else rootdir) / (cfg_raw or cfg_ini))
+    corpus_cli, corpus_ini = raw.pop("corpus")
+    stash_cli, stash_ini = raw.pop("stashes")
+    tasks_root = Path(cwd) / corpus_cli if corpus_cli else rootdir / (corpus_ini or "corpus/tasks")
+    stashes_root = Path(cwd) / stash_cli if stash_cli else rootdir / (stash_ini or "corpus/stashes")
+    settings = resolve(
+        rootdir=rootdir, cwd=Path(cwd), config=run_config,
+        cli={k: v[0] for k, v in raw.items()}, ini={k: v[1] for k, v in raw.items()},
+        tasks_root=tasks_root.resolve(), stashes_root=stashes_root.resolve(),
+    )
+    return _load(settings, explicit)
+
+
+def _load(settings: Settings, explicit: bool) -> BenchState:
+    """Load every task leniently: a bad task.yaml becomes that file's collection error."""
+    if not settings.tasks_root.is_dir():
+        raise CorpusError(f"{settings.tasks_root}: tasks root not found; pass --bench-corpus DIR")
+    tasks: list[Task] = []
+    errors: dict[Path, str] = {}
+    seen: dict[str, Path] = {}
+    files = find_task_files(settings.tasks_root)
+    for path in files:
+        try:
+            task = load_task(path)
+            if task.id in seen:
+                raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
+            check_stash(task, settings.stashes_root)
+        except CorpusError as err:
+            errors[path] = str(err)
+            continue
+        seen[task.id] = path
+        tasks.append(task)
+    tasks.sort(key=lambda t: t.id)
+    corpus = Corpus(settings.tasks_root, settings.stashes_root, tuple(tasks))
+    chosen, slice_label = select(corpus, settings.tasks)
+    if settings.tasks_override is not None:
+        narrowed, _ = select(Corpus(corpus.tasks_root, corpus.stashes_root, tuple(chosen)), settings.tasks_override)
+        chosen = restrict(chosen, [t.id for t in narrowed])
+    if not chosen and not errors:
+        raise CorpusError(f"{settings.tasks_root}: the selection matched no task")
+    return BenchState(
+        settings=settings, corpus=corpus, tasks=chosen, slice=slice_label,
+        selected={t.yaml_path: t for t in chosen}, errors=errors,
+        task_dirs={p.parent for p in files}, explicit=explicit,
+    )
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
+    if not (config.option.help or config.option.version):
+        try:
+            state = _setup(config)
+        except BenchError as err:
+            raise pytest.UsageError(str(err)) from None
+        if state is not None:
+            config.stash[STATE_KEY] = state
+            if state.explicit and config.args_source != pytest.Config.ArgsSource.ARGS:
+                # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
+                config.args = [str(state.settings.tasks_root)]
+            if not hasattr(config, "workerinput"):
+                _apply_parallel(config, state)
+    return (yield)
+
+
+def _apply_parallel(config: pytest.Config, state: BenchState) -> None:
+    wanted = state.settings.parallel
+    if wanted is None or getattr(config.option, "numprocesses", None) is not None:
+        return
+    if not config.pluginmanager.hasplugin("xdist"):
+        raise pytest.UsageError("--parallel needs pytest-xdist; pip install pytest-xdist")
+    n, warning = clamp_parallel(wanted, state.settings.force_parallel)
+    if warning:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+    if n > 1:
+        config.option.numprocesses = n
+        if config.option.dist == "no":
+            # Cells take uneven time; stealing keeps every worker busy to the end.
+            config.option.dist = "worksteal"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "cell(task, arm, seed, domain, slice): a benchmark cell; select with -m \"cell(arm='akm')\""
+    )
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    workerinput = getattr(config, "workerinput", None)
+    state.run_id = workerinput["akmbench_run_id"] if workerinput else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+    state.agent = _find_agent(config, state.settings.agent)
+    state.model = state.settings.model
+    procs.become_subreaper()
+    _install_sigterm()
+    try:
+        state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
+                                      options=_agent_options(state)))
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
+    state.started = True
+    if workerinput is None:
+        config.pluginmanager.register(BenchSession(state), "akmbench-session")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(_XdistHooks(state), "akmbench-xdist")
+
+
+def _find_agent(config: pytest.Config, name: str) -> Agent:
+    found: dict[str, Agent] = {}
+    for batch in reversed(config.hook.pytest_akmbench_agents()):
+        for agent in batch or ():
+            found[agent.name] = agent
+    if name not in found:
+        raise pytest.UsageError(f"--bench-agent: unknown agent {name!r}; available: {', '.join(sorted(found))}")
+    return found[name]
+
+
+def _install_sigterm() -> None:
+    # SIGTERM would otherwise end pytest without finalizers, leaving agents running.
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. an embedding runner)
+        pass
+
+
+class _XdistHooks:
+    """Hooks that exist only with pytest-xdist: hand the run id to every worker."""
+
+    def __init__(self, state: BenchState) -> None:
+        self.state = state
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["akmbench_run_id"] = self.state.run_id
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.run_id:
+        return
+    if state.started:
+        state.agent.stop()
+    # A crashed worker's cells leave marked processes behind: nothing of this run survives it.
+    procs.sweep(state.run_id + "/", orphans=False)
+    for name in ("akmbench-session", "akmbench-xdist"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    s = state.settings
+    return [
+        f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
+        f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
+        + (f", model {state.model}" if state.model else "") + f", run {state.run_id}",
+    ]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    if collection_path == state.settings.stashes_root or state.settings.stashes_root in collection_path.parents:
+        return True
+    if collection_path.parent in state.task_dirs and collection_path.name != "task.yaml":
+        return True  # workspaces, tests and solutions are the task's, never the session's items
+    return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    state = parent.config.stash.get(STATE_KEY, None)
+    if state is None or file_path.name != "task.yaml":
+        return None
+    if file_path in state.selected or file_path in state.errors:
+        return TaskFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if STATE_KEY in config.stash:
+        deselect_by_keyword(config, items)
+
+
+@pytest.fixture
+def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
+    """The processes of this cell. Its finalizer kills every one of them and their orphans."""
+    state: BenchState = request.config.stash[STATE_KEY]
+    tracker = procs.ProcessTracker(f"{state.run_id}/{request.node.nodeid}")
+    request.addfinalizer(tracker.kill_all)
+    return tracker
+
+
+@pytest.fixture
+def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> dict[str, Any]:
+    """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
+    state: BenchState = request.config.stash[STATE_KEY]
+    cell: Cell = request.node.stash[CELL_KEY]
+    sample = run_cell(cell, state.context(), bench_procs)
+    request.node.stash[SAMPLE_KEY] = sample
+    if sample["outcome"] == "harness_error":
+        pytest.fail(f"harness_error: {sample['reason']}", pytrace=False)
+    return sample
+
+
+def _agent_options(state: BenchState) -> dict[str, Any]:
+    s = state.settings
+    return {"rootdir": str(s.rootdir), "opencode": s.opencode and str(s.opencode), "akm": s.akm and str(s.akm),
+            "providers": s.providers and str(s.providers)}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    report = yield
+    if call.when == "teardown" and SAMPLE_KEY in item.stash:
+        report.akmbench_sample = item.stash[SAMPLE_KEY]
+    return report

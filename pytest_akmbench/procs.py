@@ -1,0 +1,226 @@
+"""Start processes for a cell and make sure none of them outlives it.
+
+opencode starts every tool command with setsid(), so killing the agent's process group
+leaves those commands running. Three mechanisms together close that gap (opencode.md §8):
+
+1. this process becomes a child subreaper, so orphans of the agent are re-parented to us
+   instead of init, and every process we spawn starts in its own session;
+2. each spawn carries a marker variable in its environment, inherited by every descendant
+   that does not scrub its environment, so a sweep can find them wherever they were
+   re-parented (a crashed xdist worker's orphans land on the controller);
+3. after SIGTERM, a grace period and SIGKILL to each tracked group, the sweep kills the
+   process group of every process that is our orphan or carries the marker, repeating
+   until nothing new turns up.
+
+Linux only: it reads /proc and uses prctl.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = "AKMBENCH_RUN"
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants re-parent to this process; False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class _ProcInfo:
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+
+
+def _proc_info(pid: int) -> _ProcInfo | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses; fields resume after the last ')'.
+    fields = raw[raw.rfind(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None
+    return _ProcInfo(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]))
+
+
+def _all_pids() -> Iterator[int]:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            yield int(name)
+
+
+def _has_marker(pid: int, prefix: bytes) -> bool:
+    try:
+        return any(v.startswith(prefix) for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+    except OSError:
+        return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(pids: set[int]) -> None:
+    # Collect the zombies of orphans re-parented onto us; only those, so that children
+    # owned by someone else in this process (xdist's workers) are left to their owner.
+    for pid in list(pids):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            pids.discard(pid)
+
+
+def sweep(marker_prefix: str, *, orphans: bool = True, keep: Sequence[int] = ()) -> int:
+    """Kill every process whose ``MARKER`` starts with ``marker_prefix``, and (with
+    ``orphans``) every process re-parented onto us from another session.
+
+    Returns how many process groups or processes were signalled. ``keep`` lists pids never
+    to touch.
+    """
+    me = os.getpid()
+    my_sid = os.getsid(0)
+    token = f"{MARKER}={marker_prefix}".encode()
+    protected = {me, *keep}
+    adopted: set[int] = set()
+    killed = 0
+    for _ in range(10):
+        victims: set[int] = set()
+        for pid in _all_pids():
+            if pid in protected:
+                continue
+            info = _proc_info(pid)
+            if info is None:
+                continue
+            orphan = orphans and info.ppid == me and info.sid != my_sid
+            if orphan or _has_marker(pid, token):
+                if info.ppid == me:
+                    adopted.add(pid)
+                victims.add(info.pgid if info.pgid not in protected and info.pgid != os.getpgid(0) else -pid)
+        if not victims:
+            break
+        for target in victims:
+            if target < 0:
+                try:
+                    os.kill(-target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            else:
+                _signal_group(target, signal.SIGKILL)
+            killed += 1
+        time.sleep(0.05)
+        _reap(adopted)
+    deadline = time.monotonic() + 1.0
+    while adopted and time.monotonic() < deadline:
+        time.sleep(0.02)
+        _reap(adopted)
+    return killed
+
+
+class ProcessTracker:
+    """Spawns a cell's processes in new sessions and kills all of them on ``kill_all``.
+
+    The pytest layer creates one per cell in a fixture and registers ``kill_all`` as the
+    finalizer right away, so it runs on pass, fail, budget, exception and interrupt.
+    """
+
+    def __init__(self, marker_value: str, *, grace_s: float = 3.0) -> None:
+        self.marker_value = marker_value
+        self.grace_s = grace_s
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def env_with_marker(self, env: Mapping[str, str]) -> dict[str, str]:
+        return {**env, MARKER: self.marker_value}
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        stdin: int | None = subprocess.DEVNULL,
+        stdout: int | None = subprocess.PIPE,
+        stderr: int | None = subprocess.STDOUT,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in a new session, marked, and remember it for ``kill_all``."""
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=self.env_with_marker(env),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        self._procs.append(proc)
+        return proc
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout_s: float,
+        output_limit: int = 64 * 1024,
+    ) -> tuple[int | None, str, bool]:
+        """Run to completion with a timeout; returns (exit code or None, output tail, timed_out).
+
+        Output (stdout and stderr merged) is kept to its last ``output_limit`` bytes.
+        """
+        proc = self.spawn(argv, cwd=cwd, env=env)
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            self.stop(proc)
+            out, _ = proc.communicate()
+            timed_out = True
+        self.stop(proc)  # background children of a finished command die with it
+        text = (out or b"")[-output_limit:].decode("utf-8", "replace")
+        return (None if timed_out else proc.returncode), text, timed_out
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGTERM the process's group, wait the grace period, then SIGKILL it."""
+        if proc.poll() is None:
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=self.grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        _signal_group(proc.pid, signal.SIGKILL)
+        try:
+            proc.wait(timeout=self.grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def kill_all(self) -> None:
+        """Stop every tracked process, then sweep the orphans and marked stragglers."""
+        for proc in self._procs:
+            self.stop(proc)
+        sweep(self.marker_value)
+        for proc in self._procs:
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        self._procs.clear()

@@ -1,0 +1,293 @@
+"""Execute one cell: prepare an isolated run dir, run the agent, run the verifier, make a sample.
+
+Isolation (PRODUCT §7.1-7.2): every cell gets a fresh run dir under the bench tmp root with
+a copy of the workspace and private HOME/XDG dirs, so nothing of the user's own opencode or
+akm configuration is read or written. Only the akm arm gets a private copy of the stash
+fixture (plus ``stash_overlay``), ``AKM_STASH_DIR`` and the akm executable on PATH; every
+other arm finds an ``akm`` on PATH that only says it is not available, so an akm installed
+system-wide cannot leak into the control arm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .agents import Agent, AgentRequest, AgentResult, Limits
+from .corpus import Task, fixture_hash
+from .procs import ProcessTracker
+from .prompts import build_prompt
+from .verifiers import Verdict, verify
+
+SAMPLE_SCHEMA = 1
+OUTCOMES = ("pass", "fail", "budget_exceeded", "harness_error")
+_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
+_NO_AKM = "#!/bin/sh\necho 'akm: not available in this arm' >&2\nexit 127\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One (task, arm, seed); seeds count from 1."""
+
+    task: Task
+    arm: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}-s{self.seed}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.task.id}[{self.name}]"
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """Session-wide facts every cell of a run shares."""
+
+    run_id: str
+    tmp_root: Path
+    stashes_root: Path
+    agent: Agent
+    model: str | None
+    budget_tokens: int
+    budget_wall_ms: int
+    budget_turns: int | None
+    verify_timeout_s: float
+    akm: Path | None = None
+    transcripts_dir: Path | None = None
+    keep_runs: bool = False
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def limits_for(task: Task, ctx: RunContext) -> Limits:
+    """The task's own budget where it declares one, else the run-level default."""
+    wall_ms = task.budget.wall_ms or ctx.budget_wall_ms
+    return Limits(wall_s=wall_ms / 1000, tokens=task.budget.tokens or ctx.budget_tokens, turns=ctx.budget_turns)
+
+
+@lru_cache(maxsize=4096)
+def tree_hash(path: Path) -> str:
+    """SHA-256 over a directory's regular files (relative path NUL bytes NUL), caches skipped."""
+    h = hashlib.sha256()
+    if not path.is_dir():
+        return h.hexdigest()
+    entries: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".pytest_cache")]
+        entries.extend(os.path.relpath(os.path.join(dirpath, n), path) for n in filenames)
+    for rel in sorted(entries):
+        full = path / rel
+        if full.is_file() and not full.is_symlink():
+            h.update(rel.encode() + b"\0" + full.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> dict[str, Any]:
+    """Everything that must match for two samples of a cell to be comparable (PRODUCT §8)."""
+    limits = limits_for(task, ctx)
+    stash = None
+    if arm == "akm":
+        stash = fixture_hash(ctx.stashes_root / task.stash)
+        if task.stash_overlay:
+            stash += ":" + tree_hash((task.task_dir / task.stash_overlay).resolve())
+    return {
+        "model": ctx.model,
+        "agent": ctx.agent.name,
+        "agent_version": ctx.agent.version,
+        "prompt_version": prompt_version,
+        "task_hash": tree_hash(task.task_dir),
+        "stash_hash": stash,
+        "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
+    }
+
+
+def fingerprint_hash(fp: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(fp, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    # Regular files and directories only, .gitkeep skipped: the reference's copy rule (§3.8).
+    dst.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        for d in dirnames:
+            (dst / rel / d).mkdir(exist_ok=True)
+        for name in filenames:
+            source = Path(dirpath) / name
+            if name == ".gitkeep" or not source.is_file() or source.is_symlink():
+                continue
+            shutil.copy2(source, dst / rel / name)
+
+
+def _write_exe(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | None]:
+    """Create the run dir; returns (run dir, agent environment, private stash or None)."""
+    base = ctx.tmp_root / ctx.run_id
+    base.mkdir(parents=True, exist_ok=True)
+    safe = cell.task.id.replace("/", "-")
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{safe}-{cell.name}-", dir=base))
+    _copy_tree(cell.task.workspace, run_dir / "workspace")
+    home = run_dir / "home"
+    xdg = {
+        "XDG_CONFIG_HOME": home / ".config",
+        "XDG_DATA_HOME": home / ".local" / "share",
+        "XDG_CACHE_HOME": home / ".cache",
+        "XDG_STATE_HOME": home / ".local" / "state",
+    }
+    for path in xdg.values():
+        path.mkdir(parents=True)
+    (run_dir / "tmp").mkdir()
+    bin_dir = run_dir / "bin"
+    bin_dir.mkdir()
+    env = {k: os.environ[k] for k in _PASS_THROUGH if k in os.environ}
+    env.update({k: str(v) for k, v in xdg.items()})
+    env.update(HOME=str(home), TMPDIR=str(run_dir / "tmp"), **ctx.extra_env)
+    stash: Path | None = None
+    if cell.arm == "akm":
+        stash = run_dir / "stash"
+        _copy_tree(ctx.stashes_root / cell.task.stash, stash)
+        if cell.task.stash_overlay:
+            _copy_tree((cell.task.task_dir / cell.task.stash_overlay).resolve(), stash)
+        env["AKM_STASH_DIR"] = str(stash)
+        if ctx.akm is not None:
+            (bin_dir / "akm").symlink_to(ctx.akm)
+    else:
+        _write_exe(bin_dir / "akm", _NO_AKM)
+    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", os.defpath)])
+    return run_dir, env, stash
+
+
+def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
+    """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome."""
+    started_at = _now()
+    t0 = time.monotonic()
+    prompt_version = "n/a"
+    run_dir: Path | None = None
+    result = AgentResult()
+    verdict: Verdict | None = None
+    reason: str | None = None
+    transcript_rel: str | None = None
+    t_agent = t_verify = t0
+    try:
+        run_dir, env, stash = prepare(cell, ctx)
+        workspace = run_dir / "workspace"
+        prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace)
+        transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
+        request = AgentRequest(
+            task=cell.task, arm=cell.arm, seed=cell.seed, workspace=workspace, run_dir=run_dir, env=env,
+            prompt=prompt, prompt_version=prompt_version, limits=limits_for(cell.task, ctx),
+            transcript=transcript, procs=procs, stash_dir=stash, model=ctx.model,
+        )
+        t_agent = time.monotonic()
+        result = ctx.agent.run(request)
+        procs.kill_all()  # nothing the agent started may watch the verifier run
+        t_verify = time.monotonic()
+        if result.error:
+            outcome, reason = "harness_error", result.error
+        elif result.budget:
+            outcome, reason = "budget_exceeded", f"{result.budget} budget exceeded ({result.budget_tag or 'unknown'})"
+        else:
+            scratch = run_dir / "verify"
+            scratch.mkdir(exist_ok=True)
+            verify_env = {k: v for k, v in env.items() if not k.startswith("AKM_")}
+            verdict = verify(
+                cell.task, workspace=workspace, final_text=result.final_text, scratch=scratch,
+                env=verify_env, procs=procs, timeout_s=ctx.verify_timeout_s,
+            )
+            if verdict.error:
+                outcome, reason = "harness_error", verdict.error
+            else:
+                outcome = "pass" if verdict.passed else "fail"
+                reason = None if verdict.passed else _fail_reason(verdict)
+    except Exception as err:  # noqa: BLE001 - any harness fault becomes a recorded harness_error
+        outcome, reason = "harness_error", f"harness: {type(err).__name__}: {err}"
+    finally:
+        procs.kill_all()
+        t_end = time.monotonic()
+        if run_dir is not None and not ctx.keep_runs:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    if not result.transcript_written:
+        transcript_rel = None
+    fp = fingerprint(cell.task, cell.arm, ctx, prompt_version)
+    return {
+        "schema": SAMPLE_SCHEMA,
+        "task_id": cell.task.id,
+        "arm": cell.arm,
+        "seed": cell.seed,
+        "domain": cell.task.domain,
+        "slice": cell.task.slice,
+        "outcome": outcome,
+        "reason": reason,
+        "budget": result.budget,
+        "budget_tag": result.budget_tag,
+        "tokens": result.tokens,
+        "token_measurement": result.token_measurement,
+        "cost_usd": result.cost_usd,
+        "turns": result.turns,
+        "tool_calls": result.tool_calls,
+        "wallclock_ms": round((t_verify - t_agent) * 1000),
+        "timing_ms": {
+            "setup": round((t_agent - t0) * 1000),
+            "agent": round((t_verify - t_agent) * 1000),
+            "verify": round((t_end - t_verify) * 1000),
+            "total": round((t_end - t0) * 1000),
+        },
+        "verifier": {
+            "kind": cell.task.verifier,
+            "exit_code": verdict.exit_code if verdict and verdict.exit_code is not None else -1,
+            "output_tail": verdict.tail if verdict else "",
+        },
+        "final_text_tail": result.final_text[-500:],
+        "akm": result.akm,
+        "transcript": transcript_rel,
+        "agent": {"name": ctx.agent.name, "version": ctx.agent.version},
+        "model": ctx.model,
+        "prompt_version": prompt_version,
+        "fingerprint": fp,
+        "fingerprint_hash": fingerprint_hash(fp),
+        "run_id": ctx.run_id,
+        "started_at": started_at,
+        "finished_at": _now(),
+        "warnings": list(result.warnings),
+    }
+
+
+def _transcript_path(cell: Cell, ctx: RunContext, run_dir: Path) -> tuple[Path, str | None]:
+    if ctx.transcripts_dir is None:
+        return run_dir / "transcript.jsonl", None
+    rel = f"transcripts/{ctx.run_id}/{cell.task.id.replace('/', '-')}-{cell.name}.jsonl"
+    path = ctx.transcripts_dir / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path, rel
+
+
+def _fail_reason(verdict: Verdict) -> str:
+    if verdict.timed_out:
+        return "verifier timed out"
+    lines = [line.strip() for line in verdict.output.strip().splitlines() if line.strip()]
+    # pytest's "E   assert ..." lines say why; otherwise the last line a script printed.
+    explained = [line for line in lines if line.startswith(("E ", "FAILED "))]
+    chosen = explained[0] if explained else (lines[-1] if lines else f"verifier exited {verdict.exit_code}")
+    return chosen[:300]

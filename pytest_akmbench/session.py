@@ -1,0 +1,94 @@
+"""The controller side of a bench run: gather samples from reports, write the report at the end.
+
+Registered only on the controller (never on xdist workers), so nothing is written twice.
+Samples arrive through ``pytest_runtest_logreport`` as plain dicts, the same path with and
+without ``-n``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from . import report
+
+if TYPE_CHECKING:
+    from .plugin import BenchState
+
+
+class BenchSession:
+    """Collects samples; writes report.json and summary.md at session end."""
+
+    def __init__(self, state: BenchState) -> None:
+        self.state = state
+        self.samples: dict[str, dict[str, Any]] = {}
+        self.cells: set[tuple[str, str, int]] = set()
+        self.paths: tuple[Path, Path] | None = None
+        self.envelope: dict[str, Any] | None = None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from .nodes import CELL_KEY
+
+        if session.config.option.collectonly:
+            return
+        for item in session.items:
+            if CELL_KEY in item.stash:
+                cell = item.stash[CELL_KEY]
+                self.cells.add((cell.task.id, cell.arm, cell.seed))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        sample = getattr(report, "akmbench_sample", None)
+        if sample is not None and report.when == "teardown":
+            self.samples[report.nodeid] = sample
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.cells and not self.samples:
+            return
+        state = self.state
+        # The report covers what was selected (after -k/-m), not the whole configuration.
+        task_ids = {task_id for task_id, _, _ in self.cells}
+        arms = tuple(a for a in state.settings.arms if any(arm == a for _, arm, _ in self.cells))
+        done = {(s["task_id"], s["arm"], s["seed"]) for s in self.samples.values()}
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or not self.cells <= done
+        inp = report.ReportInput(
+            tasks=[t for t in state.tasks if t.id in task_ids],
+            arms=arms,
+            seeds=state.settings.seeds,
+            slice=state.slice,
+            stashes_root=state.settings.stashes_root,
+            samples=list(self.samples.values()),
+            model=state.model,
+            agent=state.agent.name,
+            agent_version=state.agent.version,
+            complete=not interrupted,
+            warnings=list(state.warnings),
+            cwd=state.settings.rootdir,
+        )
+        self.envelope = report.build(inp)
+        self.paths = report.write(state.report_dir, self.envelope)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.paths is None or self.envelope is None:
+            return
+        tr = terminalreporter
+        tr.write_sep("-", "akmbench")
+        for arm in self.envelope["corpus"]["arms"]:
+            agg = self.envelope["aggregate"].get(arm)
+            if agg is None:
+                tr.write_line(f"{arm}: not run")
+                continue
+            rate = "n/a" if agg["pass_rate"] is None else f"{agg['pass_rate']:.2f}"
+            tr.write_line(
+                f"{arm}: pass_rate {rate} over {agg['tasks']} tasks, {agg['runs']} runs"
+                f" ({agg['harness_error_count']} harness errors, {agg['budget_exceeded_count']} over budget)"
+            )
+        delta = self.envelope["aggregate"].get("delta")
+        if delta and delta["pass_rate"] is not None:
+            tr.write_line(f"delta (akm - noakm): {delta['pass_rate']:+.2f}")
+        if not self.envelope["complete"]:
+            tr.write_line("report is INCOMPLETE: not every selected cell ran")
+        tr.write_line(f"report: {self.paths[0]}")
+        tr.write_line(f"summary: {self.paths[1]}")
