@@ -143,12 +143,24 @@ def _setup(config: pytest.Config) -> BenchState | None:
     stash_cli, stash_ini = raw.pop("stashes")
     tasks_root = Path(cwd) / corpus_cli if corpus_cli else rootdir / (corpus_ini or "corpus/tasks")
     stashes_root = Path(cwd) / stash_cli if stash_cli else rootdir / (stash_ini or "corpus/stashes")
+    tasks_root = tasks_root.resolve()
+    if not explicit and not _args_reach(config, Path(cwd), tasks_root):
+        return None  # e.g. plain `pytest` running the project's own tests beside an ini corpus
     settings = resolve(
         rootdir=rootdir, cwd=Path(cwd), config=run_config,
         cli={k: v[0] for k, v in raw.items()}, ini={k: v[1] for k, v in raw.items()},
-        tasks_root=tasks_root.resolve(), stashes_root=stashes_root.resolve(),
+        tasks_root=tasks_root, stashes_root=stashes_root.resolve(),
     )
     return _load(settings, explicit)
+
+
+def _args_reach(config: pytest.Config, cwd: Path, tasks_root: Path) -> bool:
+    """Whether a collection argument is the tasks root, inside it, or one of its parents."""
+    for arg in config.args:
+        path = (cwd / arg.split("::")[0]).resolve()
+        if path == tasks_root or path in tasks_root.parents or tasks_root in path.parents:
+            return True
+    return False
 
 
 def _load(settings: Settings, explicit: bool) -> BenchState:

@@ -21,6 +21,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -186,18 +187,21 @@ class ProcessTracker:
     ) -> tuple[int | None, str, bool]:
         """Run to completion with a timeout; returns (exit code or None, output tail, timed_out).
 
-        Output (stdout and stderr merged) is kept to its last ``output_limit`` bytes.
+        Output (stdout and stderr merged) goes to an unnamed file rather than a pipe, so a
+        background child that inherited it cannot keep us waiting after the command exits.
+        Only the last ``output_limit`` bytes are kept.
         """
-        proc = self.spawn(argv, cwd=cwd, env=env)
-        try:
-            out, _ = proc.communicate(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            self.stop(proc)
-            out, _ = proc.communicate()
-            timed_out = True
-        self.stop(proc)  # background children of a finished command die with it
-        text = (out or b"")[-output_limit:].decode("utf-8", "replace")
+        with tempfile.TemporaryFile() as out:
+            proc = self.spawn(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                proc.wait(timeout=timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            self.stop(proc)  # background children of a finished command die with it
+            size = out.seek(0, os.SEEK_END)
+            out.seek(max(0, size - output_limit))
+            text = out.read().decode("utf-8", "replace")
         return (None if timed_out else proc.returncode), text, timed_out
 
     def stop(self, proc: subprocess.Popen[bytes]) -> None:

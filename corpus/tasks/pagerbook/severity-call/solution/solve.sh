@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+set -eu
+echo 'SEVERITY: RED-2'

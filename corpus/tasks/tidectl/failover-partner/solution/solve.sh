@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+set -eu
+echo 'PARTNER=cell-apse-2 WINDOW=30m'

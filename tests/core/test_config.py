@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_akmbench.config import clamp_parallel, load_run_config, parse_arms, resolve
+from pytest_akmbench.errors import ConfigError
+
+
+def write_config(tmp_path: Path, **fields: object) -> Path:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"schemaVersion": 1, **fields}))
+    return path
+
+
+class TestRunConfig:
+    """Schema v1 validation; every error names the file and the field."""
+
+    def test_valid(self, tmp_path: Path) -> None:
+        """A config with the reference's fields and ours loads."""
+        cfg = load_run_config(
+            write_config(tmp_path, name="quick", tasks=["a/b"], arms=["noakm", "akm"], seeds=2, agent="oracle", akm="bin/akm")
+        )
+        assert cfg.name == "quick"
+        assert cfg.resolve_path("akm") == tmp_path / "bin" / "akm"
+
+    @pytest.mark.parametrize(
+        "fields, fragment",
+        [
+            ({"seedz": 3}, "unknown field 'seedz'"),
+            ({"seeds": "3"}, "seeds: expected int, got \"3\""),
+            ({"seeds": 0}, "seeds: must be a positive integer"),
+            ({"forceParallel": 1}, "forceParallel: expected bool"),
+            ({"arms": ["akm", "akm"]}, "arms: arm 'akm' is listed twice"),
+            ({"arms": ["akm", "control"]}, "arms: unknown arm 'control'"),
+            ({"arms": []}, "arms: expected a non-empty list"),
+            ({"tasks": [1]}, "tasks: every entry must be a task id string"),
+            ({"schemaVersion": 2}, "schemaVersion: must be 1"),
+        ],
+    )
+    def test_errors(self, tmp_path: Path, fields: dict, fragment: str) -> None:
+        """Unknown fields, wrong types and duplicate arms are one-line errors."""
+        path = write_config(tmp_path, **fields)
+        with pytest.raises(ConfigError) as err:
+            load_run_config(path)
+        assert str(err.value).startswith(f"{path}: ")
+        assert fragment in str(err.value)
+        assert "\n" not in str(err.value)
+
+    def test_missing_file_is_usage(self, tmp_path: Path) -> None:
+        """A config that does not exist is a usage error."""
+        with pytest.raises(ConfigError) as err:
+            load_run_config(tmp_path / "nope.json")
+        assert err.value.usage
+
+    def test_bad_json(self, tmp_path: Path) -> None:
+        """Invalid JSON names the line and column."""
+        path = tmp_path / "bad.json"
+        path.write_text('{"schemaVersion": 1,\n "seeds": }')
+        with pytest.raises(ConfigError, match=r"invalid JSON at line 2 column"):
+            load_run_config(path)
+
+    def test_providers_and_ref_exclusive(self, tmp_path: Path) -> None:
+        """providers and providersRef together are a usage error."""
+        with pytest.raises(ConfigError) as err:
+            load_run_config(write_config(tmp_path, providers={}, providersRef="p.json"))
+        assert err.value.usage
+
+
+class TestPrecedence:
+    """CLI beats config file beats ini beats default."""
+
+    def settings(self, tmp_path: Path, cli: dict, ini: dict, **cfg: object):
+        config = load_run_config(write_config(tmp_path, **cfg)) if cfg else None
+        return resolve(
+            rootdir=tmp_path, cwd=tmp_path, cli=cli, ini=ini, config=config,
+            tasks_root=tmp_path / "t", stashes_root=tmp_path / "s",
+        )
+
+    def test_order(self, tmp_path: Path) -> None:
+        """Each layer wins over the ones below it."""
+        assert self.settings(tmp_path, {}, {}).seeds == 3
+        assert self.settings(tmp_path, {}, {"seeds": "4"}).seeds == 4
+        assert self.settings(tmp_path, {}, {"seeds": "4"}, seeds=5).seeds == 5
+        s = self.settings(tmp_path, {"seeds": "6"}, {"seeds": "4"}, seeds=5)
+        assert s.seeds == 6
+        assert s.origins["seeds"] == "--bench-seeds"
+
+    def test_error_names_the_source(self, tmp_path: Path) -> None:
+        """A bad value says which layer it came from."""
+        with pytest.raises(ConfigError, match=r"^ini bench_seeds: expected a positive integer, got 'many'$"):
+            self.settings(tmp_path, {}, {"seeds": "many"})
+        with pytest.raises(ConfigError, match=r"^--bench-arms: unknown arm 'ctrl'"):
+            self.settings(tmp_path, {"arms": "ctrl"}, {})
+
+    def test_config_tasks_with_cli_override(self, tmp_path: Path) -> None:
+        """The config's tasks selector stays; --bench-tasks narrows it."""
+        s = self.settings(tmp_path, {"tasks": "a/x,a/y"}, {}, tasks="a")
+        assert s.tasks == "a"
+        assert s.tasks_override == ["a/x", "a/y"]
+
+
+class TestParallel:
+    """--parallel is clamped to [1, 8] with a warning above 4 unless forced."""
+
+    @pytest.mark.parametrize("value, expected, warns", [(1, 1, False), (4, 4, False), (6, 6, True), (20, 8, True)])
+    def test_clamp(self, value: int, expected: int, warns: bool) -> None:
+        """Values clamp and warn like the reference."""
+        clamped, warning = clamp_parallel(value, force=False)
+        assert clamped == expected
+        assert (warning is not None) == warns
+
+    def test_force(self) -> None:
+        """Forcing silences the warning but not the clamp."""
+        assert clamp_parallel(20, force=True) == (8, None)
+
+
+def test_parse_arms_from_text() -> None:
+    """Comma-separated arms parse in order."""
+    assert parse_arms("akm, noakm") == ("akm", "noakm")

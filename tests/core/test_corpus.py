@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_akmbench.corpus import (
+    Corpus,
+    Task,
+    find_task_files,
+    fixture_hash,
+    fixtures_stamp,
+    load_corpus,
+    load_task,
+    restrict,
+    select,
+    slice_of,
+    task_corpus_hash,
+)
+from pytest_akmbench.errors import CorpusError
+from tests.support.corpus import standard_corpus, write_stash, write_task
+
+
+class TestSliceRule:
+    """Reference §3.4: first byte of SHA-1(id) even -> train, odd -> eval."""
+
+    @pytest.mark.parametrize(
+        "task_id, first_byte, expected",
+        [  # first bytes from `printf '%s' ID | sha1sum`
+            ("inkwell/add-healthcheck", 0x8D, "eval"),
+            ("drillbit/backup-policy", 0x6E, "train"),
+            ("alpha/one", 0xF6, "train"),
+            ("beta/two", 0x2B, "eval"),
+        ],
+    )
+    def test_hash_parity(self, task_id: str, first_byte: int, expected: str) -> None:
+        """The slice follows the parity of the SHA-1 digest's first byte."""
+        assert first_byte % 2 == (expected == "eval")
+        assert slice_of(task_id) == expected
+
+    def test_declared_slice_wins(self, tmp_path: Path) -> None:
+        """A declared slice overrides the hash rule."""
+        write_stash(tmp_path / "s")
+        write_task(tmp_path / "t", "inkwell/add-healthcheck", extra={"slice": "train"})
+        task = load_task(tmp_path / "t" / "inkwell" / "add-healthcheck" / "task.yaml")
+        assert task.slice == "train"
+
+
+class TestHashes:
+    """taskCorpusHash and fixtureContentHash byte-for-byte as reference §3.5-3.6."""
+
+    def test_task_corpus_hash_vector(self, tmp_path: Path) -> None:
+        """SHA-256 over sorted `id NUL yaml NUL`; vector from `printf ... | sha256sum`."""
+        tasks = []
+        for task_id in ("b/y", "a/x"):
+            d = tmp_path / task_id
+            d.mkdir(parents=True)
+            (d / "task.yaml").write_text(f"id: {task_id}\n")
+            tasks.append(
+                Task(
+                    id=task_id, title="t", domain="d", difficulty="easy", stash="s", verifier="script",
+                    task_dir=d, yaml_text=f"id: {task_id}\n",
+                )
+            )
+        assert task_corpus_hash(tasks) == "7a333fb1cf60784a46e2f862f9aade384a48503487397f771422678a8080dc1d"
+
+    def test_fixture_hash_vector(self, tmp_path: Path) -> None:
+        """SHA-256 over sorted relative paths of regular files, `path NUL bytes NUL`."""
+        fx = tmp_path / "fx"
+        (fx / "skills" / "s").mkdir(parents=True)
+        (fx / "MANIFEST.json").write_text("M")
+        (fx / "skills" / "s" / "SKILL.md").write_text("S")
+        (fx / "link").symlink_to(fx / "MANIFEST.json")  # symlinks are skipped
+        assert fixture_hash(fx) == "deb2f97ec4e31dc41691f927f6ac2372c32c2b3bb1832d2f72309f092eab5b1f"
+
+    def test_combined_fixture_hash_vector(self, tmp_path: Path) -> None:
+        """The combined hash feeds `name NUL hex NUL` per distinct stash."""
+        fx = tmp_path / "fx"
+        (fx / "skills" / "s").mkdir(parents=True)
+        (fx / "MANIFEST.json").write_text("M")
+        (fx / "skills" / "s" / "SKILL.md").write_text("S")
+        write_task(tmp_path / "t", "a/one", stash="fx")
+        write_task(tmp_path / "t", "a/two", stash="fx")
+        tasks = list(load_corpus(tmp_path / "t", tmp_path).tasks)
+        fixtures, combined = fixtures_stamp(tasks, tmp_path)
+        assert fixtures == {"fx": "deb2f97ec4e31dc41691f927f6ac2372c32c2b3bb1832d2f72309f092eab5b1f"}
+        assert combined == "918f2ea161c68a6e03804acecec27506030436e0a8f8d8e81f863ede4dff1172"
+
+
+class TestDiscovery:
+    """Tasks are found by walking the tasks root."""
+
+    def test_examples_and_nested_dirs_are_skipped(self, tmp_path: Path) -> None:
+        """`_example` domains are excluded and the walk stops at a task dir."""
+        write_task(tmp_path, "a/one")
+        write_task(tmp_path, "_example/example-task")
+        (tmp_path / "a" / "one" / "workspace" / "task.yaml").write_text("not a task")
+        assert [p.parent.name for p in find_task_files(tmp_path)] == ["one"]
+
+    def test_standard_corpus_loads_sorted(self, tmp_path: Path) -> None:
+        """Tasks come back sorted by id with their verifier kinds."""
+        tasks_root, stashes = standard_corpus(tmp_path)
+        corpus = load_corpus(tasks_root, stashes)
+        assert [(t.id, t.verifier) for t in corpus.tasks] == [
+            ("alpha/pytest-task", "pytest"),
+            ("alpha/script-task", "script"),
+            ("beta/regex-task", "regex"),
+        ]
+
+
+class TestValidation:
+    """A bad task.yaml is a one-line error naming the file and the field."""
+
+    @pytest.mark.parametrize(
+        "extra, field_name, fragment",
+        [
+            ({"difficulty": "brutal"}, "difficulty", "'brutal' is not one of easy, medium, hard"),
+            ({"verifier": "vibes"}, "verifier", "not one of script, pytest, regex"),
+            ({"memory_ability": "recall"}, "memory_ability", "not one of"),
+            ({"colour": "red"}, "colour", "unknown field"),
+            ({"budget": {"tokens": -5, "wallMs": 100}}, "budget.tokens", "positive number"),
+            ({"budget": {"tokens": "lots"}}, "budget.tokens", "not a number"),
+            ({"title": ""}, "title", "required non-empty string"),
+            ({"abstention_case": "yes"}, "abstention_case", "true or false"),
+            ({"verifier": "regex"}, "expected_match", "required for verifier: regex"),
+            ({"verifier": "regex", "expected_match": "(unclosed"}, "expected_match", "invalid regular expression"),
+        ],
+    )
+    def test_bad_field(self, tmp_path: Path, extra: dict, field_name: str, fragment: str) -> None:
+        """Each invalid value names the file, the field and what is wrong."""
+        write_task(tmp_path, "a/one", extra=extra)
+        path = tmp_path / "a" / "one" / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        message = str(err.value)
+        assert message.startswith(f"{path}: {field_name}: ")
+        assert fragment in message
+        assert "\n" not in message
+
+    def test_malformed_yaml(self, tmp_path: Path) -> None:
+        """Unparsable YAML says where."""
+        write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: [unclosed\n")
+        with pytest.raises(CorpusError, match=r"task\.yaml: invalid YAML \(line \d+\)"):
+            load_task(tmp_path / "a" / "one" / "task.yaml")
+
+    def test_akm_ignored_keys_are_accepted(self, tmp_path: Path) -> None:
+        """Keys akm parses but never reads do not break an akm corpus."""
+        write_task(tmp_path, "a/one", extra={"metadata": {"x": 1}, "expected_workflows": ["w"]})
+        assert load_task(tmp_path / "a" / "one" / "task.yaml").id == "a/one"
+
+    def test_duplicate_id(self, tmp_path: Path) -> None:
+        """Two task.yaml files with one id are an error naming both."""
+        write_stash(tmp_path / "stashes")
+        write_task(tmp_path / "tasks", "a/one")
+        write_task(tmp_path / "tasks", "a/two", extra={"id": "a/one"})
+        with pytest.raises(CorpusError, match=r"id: duplicate task id 'a/one', also in"):
+            load_corpus(tmp_path / "tasks", tmp_path / "stashes")
+
+    def test_missing_stash_fixture(self, tmp_path: Path) -> None:
+        """A stash without MANIFEST.json is an error naming the task file and the fix."""
+        write_task(tmp_path / "tasks", "a/one", stash="nowhere")
+        with pytest.raises(CorpusError, match=r"task\.yaml: stash: fixture 'nowhere' not found .*--bench-stashes"):
+            load_corpus(tmp_path / "tasks", tmp_path / "stashes")
+
+
+class TestSelectors:
+    """Run-config `tasks` selectors (reference §1.4)."""
+
+    @pytest.fixture
+    def corpus(self, tmp_path: Path) -> Corpus:
+        tasks_root, stashes = standard_corpus(tmp_path)
+        write_task(tasks_root, "beta/trained", extra={"slice": "train"})
+        write_task(tasks_root, "beta/evaluated", extra={"slice": "eval"})
+        return load_corpus(tasks_root, stashes)
+
+    def test_all(self, corpus: Corpus) -> None:
+        """`all` and no selector give every task and slice label all."""
+        assert select(corpus, None) == select(corpus, "all")
+        assert len(select(corpus, "all")[0]) == 5
+
+    def test_slice(self, corpus: Corpus) -> None:
+        """A slice literal filters by effective slice and labels the selection."""
+        tasks, label = select(corpus, "train")
+        assert label == "train"
+        assert "beta/trained" in [t.id for t in tasks] and "beta/evaluated" not in [t.id for t in tasks]
+        assert all(t.slice == "train" for t in tasks)
+
+    def test_domain_and_id(self, corpus: Corpus) -> None:
+        """A bare word is a domain, a word with a slash a task id."""
+        assert [t.id for t in select(corpus, "alpha")[0]] == ["alpha/pytest-task", "alpha/script-task"]
+        assert [t.id for t in select(corpus, "beta/regex-task")[0]] == ["beta/regex-task"]
+
+    def test_list_keeps_order(self, corpus: Corpus) -> None:
+        """A list selects those ids in the list's order."""
+        assert [t.id for t in select(corpus, ["beta/regex-task", "alpha/script-task"])[0]] == [
+            "beta/regex-task", "alpha/script-task",
+        ]
+
+    @pytest.mark.parametrize(
+        "selector, message",
+        [
+            ("gamma", "no task with id or domain 'gamma'; domains: alpha, beta"),
+            ("gamma/x", "task not found: 'gamma/x'"),
+            ([], "empty list"),
+            (["alpha/script-task", "alpha/script-task"], "listed twice"),
+        ],
+    )
+    def test_errors(self, corpus: Corpus, selector: object, message: str) -> None:
+        """Selecting nothing or something unknown is an error, not an empty run."""
+        with pytest.raises(CorpusError, match=message):
+            select(corpus, selector)  # type: ignore[arg-type]
+
+    def test_restrict(self, corpus: Corpus) -> None:
+        """A --bench-tasks override keeps the selection order and rejects strays."""
+        tasks, _ = select(corpus, "alpha")
+        assert [t.id for t in restrict(tasks, ["alpha/script-task"])] == ["alpha/script-task"]
+        with pytest.raises(CorpusError, match="not in the selection: beta/regex-task"):
+            restrict(tasks, ["beta/regex-task"])

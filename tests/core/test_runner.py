@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_akmbench.agents import AgentRequest, AgentResult, NopAgent, OracleAgent
+from pytest_akmbench.corpus import Task, load_corpus
+from pytest_akmbench.procs import ProcessTracker, become_subreaper
+from pytest_akmbench.runner import Cell, RunContext, run_cell
+from tests.support.corpus import standard_corpus, write_stash, write_task
+
+
+def alive_with(marker: str) -> list[str]:
+    """Command lines of live processes containing ``marker`` (read from ps, not from our code)."""
+    out = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and not line.lstrip().startswith("Z")]
+
+
+class EnvSpy:
+    """An agent that records what it was given and writes nothing."""
+
+    name = "spy"
+    version = "1"
+
+    def __init__(self) -> None:
+        self.request: AgentRequest | None = None
+
+    def start(self, session: object) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        self.request = request
+        akm = subprocess.run(["akm", "search", "x"], env=dict(request.env), capture_output=True, text=True)
+        return AgentResult(final_text=f"akm exit {akm.returncode}", exit_code=0)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> dict[str, Task]:
+    tasks_root, stashes = standard_corpus(tmp_path)
+    write_task(tasks_root, "alpha/broken", verify=None)
+    (tasks_root / "alpha" / "broken" / "verify.sh").unlink()
+    write_task(tasks_root, "alpha/slow-verify", verify="sleep 30\n")
+    write_task(tasks_root, "alpha/exits-127", verify="exit 127\n")
+    write_task(tasks_root, "alpha/overlay", extra={"stash_overlay": "overlay"})
+    (tasks_root / "alpha" / "overlay" / "overlay" / "knowledge").mkdir(parents=True)
+    (tasks_root / "alpha" / "overlay" / "overlay" / "knowledge" / "extra.md").write_text("extra\n")
+    return load_corpus(tasks_root, stashes).by_id()
+
+
+def context(tmp_path: Path, agent: object, **kw: object) -> RunContext:
+    defaults = dict(
+        run_id="test-run", tmp_root=tmp_path / "runs", stashes_root=tmp_path / "corpus" / "stashes", agent=agent,
+        model=None, budget_tokens=1000, budget_wall_ms=20000, budget_turns=None, verify_timeout_s=30.0,
+    )
+    defaults.update(kw)
+    return RunContext(**defaults)  # type: ignore[arg-type]
+
+
+class TestOutcomes:
+    """The verifier decides pass/fail; only harness faults are harness_error."""
+
+    @pytest.mark.parametrize("task_id", ["alpha/script-task", "alpha/pytest-task", "beta/regex-task"])
+    def test_oracle_passes_every_verifier_kind(self, tmp_path: Path, corpus: dict[str, Task], task_id: str) -> None:
+        """The oracle's solution passes script, pytest and regex verifiers."""
+        sample = run_cell(Cell(corpus[task_id], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/1"))
+        assert sample["outcome"] == "pass", sample
+        assert sample["verifier"]["exit_code"] == 0
+
+    @pytest.mark.parametrize("task_id", ["alpha/script-task", "alpha/pytest-task", "beta/regex-task"])
+    def test_nop_fails_every_verifier_kind(self, tmp_path: Path, corpus: dict[str, Task], task_id: str) -> None:
+        """An untouched workspace fails, with a reason."""
+        sample = run_cell(Cell(corpus[task_id], "akm", 2), context(tmp_path, NopAgent()), ProcessTracker("t/2"))
+        assert sample["outcome"] == "fail"
+        assert sample["reason"]
+        assert sample["seed"] == 2 and sample["arm"] == "akm"
+
+    def test_pytest_failure_reason_is_the_assertion(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """A pytest verifier's failure reason quotes the failing assertion."""
+        sample = run_cell(Cell(corpus["alpha/pytest-task"], "noakm", 1), context(tmp_path, NopAgent()), ProcessTracker("t/3"))
+        assert sample["reason"].startswith(("E ", "FAILED "))
+
+    def test_missing_verify_script_is_harness_error(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """No verify.sh means the harness cannot judge: harness_error with a reason."""
+        sample = run_cell(Cell(corpus["alpha/broken"], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/4"))
+        assert sample["outcome"] == "harness_error"
+        assert "verify.sh not found" in sample["reason"]
+
+    def test_script_exit_127_is_a_failure(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """Unlike the reference, a script's own exit 127 is a fail, not a harness error."""
+        sample = run_cell(Cell(corpus["alpha/exits-127"], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/5"))
+        assert sample["outcome"] == "fail"
+
+    def test_verifier_timeout_is_a_failure(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """A verifier that hangs is stopped at its timeout and counts as fail."""
+        started = time.monotonic()
+        sample = run_cell(
+            Cell(corpus["alpha/slow-verify"], "noakm", 1),
+            context(tmp_path, OracleAgent(), verify_timeout_s=1.0),
+            ProcessTracker("t/6"),
+        )
+        assert time.monotonic() - started < 10
+        assert sample["outcome"] == "fail"
+        assert sample["reason"] == "verifier timed out"
+
+    def test_oracle_without_solution_is_harness_error(self, tmp_path: Path) -> None:
+        """The oracle needs solution/solve.sh; without it the cell is a harness error."""
+        write_stash(tmp_path / "corpus" / "stashes")
+        write_task(tmp_path / "corpus" / "tasks", "a/nosolve", solve=None)
+        task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
+        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/7"))
+        assert sample["outcome"] == "harness_error"
+        assert "solution/solve.sh" in sample["reason"]
+
+    def test_wall_budget_of_the_task_is_honoured(self, tmp_path: Path) -> None:
+        """A solution running past the task's own wallMs is budget_exceeded, hung."""
+        write_stash(tmp_path / "corpus" / "stashes")
+        write_task(tmp_path / "corpus" / "tasks", "a/slow", solve="sleep 60\n", extra={"budget": {"tokens": 10, "wallMs": 500}})
+        task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
+        started = time.monotonic()
+        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/8"))
+        assert time.monotonic() - started < 8
+        assert (sample["outcome"], sample["budget"], sample["budget_tag"]) == ("budget_exceeded", "wall", "hung")
+        assert sample["fingerprint"]["budget"]["wall_ms"] == 500
+
+
+class TestIsolation:
+    """Arms differ only in what they intend to; nothing leaks between cells or to the user."""
+
+    def test_control_arm_sees_no_akm(self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch) -> None:
+        """noakm gets no stash, no AKM_* variable and an akm on PATH that refuses to run."""
+        monkeypatch.setenv("AKM_STASH_DIR", "/users/own/stash")
+        spy = EnvSpy()
+        sample = run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, spy), ProcessTracker("t/9"))
+        assert spy.request is not None
+        assert not [k for k in spy.request.env if k.startswith("AKM_")]
+        assert spy.request.stash_dir is None
+        assert sample["final_text_tail"] == "akm exit 127"
+
+    def test_akm_arm_gets_a_private_stash_with_overlay(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """The akm arm's stash is a copy (plus overlay) inside the run dir, in AKM_STASH_DIR."""
+        spy = EnvSpy()
+        seen: dict[str, object] = {}
+
+        def run(request: AgentRequest) -> AgentResult:
+            stash = Path(request.env["AKM_STASH_DIR"])
+            seen["files"] = sorted(str(p.relative_to(stash)) for p in stash.rglob("*") if p.is_file())
+            seen["inside"] = stash.parent == request.run_dir
+            return AgentResult()
+
+        spy.run = run  # type: ignore[method-assign]
+        run_cell(Cell(corpus["alpha/overlay"], "akm", 1), context(tmp_path, spy), ProcessTracker("t/10"))
+        assert seen["inside"] is True
+        assert seen["files"] == ["MANIFEST.json", "knowledge/extra.md", "skills/howto/SKILL.md"]
+
+    def test_private_home_and_cleanup(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """HOME and XDG dirs are private to the run dir, which is gone after the cell."""
+        spy = EnvSpy()
+        run_cell(Cell(corpus["alpha/script-task"], "akm", 1), context(tmp_path, spy), ProcessTracker("t/11"))
+        req = spy.request
+        assert req is not None
+        for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "TMPDIR"):
+            assert Path(req.env[key]).is_relative_to(req.run_dir)
+        assert req.workspace.parent == req.run_dir
+        assert not req.run_dir.exists()
+        assert os.path.commonpath([req.run_dir, tmp_path / "runs"]) == str(tmp_path / "runs")
+
+    def test_workspace_is_a_copy(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """The oracle writes into the copy; the corpus's workspace stays untouched."""
+        run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/12"))
+        assert not (corpus["alpha/script-task"].workspace / "out.txt").exists()
+
+
+class TestNoSurvivors:
+    """Every process a cell started is gone when the cell ends."""
+
+    def test_background_children_are_killed(self, tmp_path: Path) -> None:
+        """Detached sleeps started by a solution (nohup, setsid, &) do not outlive the cell."""
+        become_subreaper()
+        tag = f"{os.getpid()}{int(time.time() * 1000) % 100000}"
+        pids = tmp_path / "pids"
+        solve = (
+            f"nohup sleep 6{tag}1 >/dev/null 2>&1 & echo $! >> {pids}\n"
+            f"setsid sleep 6{tag}2 >/dev/null 2>&1 & echo $! >> {pids}\n"
+            f"(sleep 6{tag}3 & echo $! >> {pids})\n"
+            "echo hello > out.txt\n"
+        )
+        write_stash(tmp_path / "corpus" / "stashes")
+        write_task(tmp_path / "corpus" / "tasks", "a/spawner", solve=solve)
+        task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
+        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/13"))
+        assert sample["outcome"] == "pass"
+        assert len(pids.read_text().split()) == 3  # all three were really started
+        assert alive_with(f"sleep 6{tag}") == []
