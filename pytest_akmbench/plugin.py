@@ -71,6 +71,7 @@ class BenchState:
     model: str | None = None
     warnings: list[str] = field(default_factory=list)
     started: bool = False
+    previous_sigterm: Any = None
 
     @property
     def report_dir(self) -> Path:
@@ -242,7 +243,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.agent = _find_agent(config, state.settings.agent)
     state.model = state.settings.model
     procs.become_subreaper()
-    _install_sigterm()
+    state.previous_sigterm = _install_sigterm()
     try:
         state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
                                       options=_agent_options(state)))
@@ -265,15 +266,15 @@ def _find_agent(config: pytest.Config, name: str) -> Agent:
     return found[name]
 
 
-def _install_sigterm() -> None:
+def _install_sigterm() -> Any:
     # SIGTERM would otherwise end pytest without finalizers, leaving agents running.
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     try:
-        signal.signal(signal.SIGTERM, handler)
+        return signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread (e.g. an embedding runner)
-        pass
+        return None
 
 
 class _XdistHooks:
@@ -285,6 +286,13 @@ class _XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["akmbench_run_id"] = self.state.run_id
 
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Under xdist the controller collects nothing; the workers' item ids say which
+        # cells were selected, so the report can tell a finished run from an interrupted one.
+        session = node.config.pluginmanager.get_plugin("akmbench-session")
+        if session is not None:
+            session.add_node_ids(ids)
+
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
@@ -292,6 +300,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     if state.started:
         state.agent.stop()
+    if state.previous_sigterm is not None:
+        signal.signal(signal.SIGTERM, state.previous_sigterm)
     # A crashed worker's cells leave marked processes behind: nothing of this run survives it.
     procs.sweep(state.run_id + "/", orphans=False)
     for name in ("akmbench-session", "akmbench-xdist"):

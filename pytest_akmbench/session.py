@@ -38,6 +38,16 @@ class BenchSession:
                 cell = item.stash[CELL_KEY]
                 self.cells.add((cell.task.id, cell.arm, cell.seed))
 
+    def add_node_ids(self, ids: list[str]) -> None:
+        """Record the cells behind node ids like ``corpus/t/a/task.yaml::akm-s2``."""
+        root = self.state.settings.rootdir
+        for nodeid in ids:
+            path, _, name = nodeid.partition("::")
+            task = self.state.selected.get((root / path).resolve())
+            arm, _, seed = name.rpartition("-s")
+            if task is not None and seed.isdigit():
+                self.cells.add((task.id, arm, int(seed)))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         sample = getattr(report, "akmbench_sample", None)
         if sample is not None and report.when == "teardown":

@@ -63,7 +63,7 @@ def _regex(task: Task, final_text: str) -> Verdict:
     pattern = task.expected_match or ""
     if re.search(pattern, final_text):
         return Verdict(True, 0, f"regex match: {pattern}")
-    return Verdict(False, 1, f"regex did not match: {pattern}\nfinal text: {final_text[-500:]}")
+    return Verdict(False, 1, f"regex did not match: {pattern}")
 
 
 def _script(task: Task, workspace: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float) -> Verdict:

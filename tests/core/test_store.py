@@ -1,0 +1,246 @@
+"""Tests of the append-only sample store (pytest_akmbench.store)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import multiprocessing
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_akmbench.errors import StoreError
+from pytest_akmbench.store import SampleStore, done_trials, fingerprint_hash, latest_valid
+
+FP_A = {"model": "m1", "arm_config": {"k": 1}}
+FP_B = {"model": "m2", "arm_config": {"k": 1}}
+
+
+def sample(task: str = "t1", arm: str = "akm", seed: int = 1, outcome: str = "pass", fp: dict = FP_A, **extra) -> dict:
+    return {"task_id": task, "arm": arm, "seed": seed, "outcome": outcome,
+            "fingerprint": fp, "fingerprint_hash": fingerprint_hash(fp), **extra}
+
+
+def by_hash(record: dict) -> str:
+    return record["fingerprint_hash"]
+
+
+def _writer(directory: str, writer: int, count: int, start: multiprocessing.synchronize.Event) -> None:
+    # fsync=False: this test is about interleaving under the lock, not about disk flushes.
+    store = SampleStore(Path(directory), fsync=False)
+    start.wait()
+    for i in range(count):
+        # Sizes cycle through ~1, 2, 4 and 10 KB; the 10 KB ones exceed PIPE_BUF (4096).
+        size = (1_000, 2_000, 4_000, 10_000)[i % 4] + writer * 7
+        store.append({"writer": writer, "i": i, "pad": f"w{writer}" * (size // 2), "text": "é✓\u2028"})
+
+
+class TestRoundTrip:
+    def test_append_then_read_preserves_records_and_order(self, tmp_path: Path) -> None:
+        """Records come back equal to what was appended, in append order, with no warnings."""
+        store = SampleStore(tmp_path / "store")
+        records = [sample(seed=s, extra={"nested": [1, 2.5, None, True], "text": "ünï\ncode\u2028"}) for s in range(1, 6)]
+        records.append({"arbitrary": {"json": ["object"]}})
+        for r in records:
+            store.append(r)
+        assert store.read() == (records, [])
+        assert list(store.iter_records()) == records
+
+    def test_missing_store_reads_empty(self, tmp_path: Path) -> None:
+        """A directory without a store (or no directory at all) reads as no records and no warnings."""
+        assert SampleStore(tmp_path / "nope").read() == ([], [])
+
+    def test_append_creates_directory_with_private_files_one_line_each(self, tmp_path: Path) -> None:
+        """The first append creates the directory, a 0600 store and lock file, and writes compact single lines."""
+        store = SampleStore(tmp_path / "a" / "b")
+        store.append({"x": 1, "y": "z"})
+        store.append({"x": 2})
+        assert store.path.read_bytes() == b'{"x":1,"y":"z"}\n{"x":2}\n'
+        assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(store.lock_path.stat().st_mode) == 0o600
+
+    def test_bad_records_are_rejected_without_touching_the_file(self, tmp_path: Path) -> None:
+        """A non-dict or non-serialisable record raises TypeError and leaves the store unchanged."""
+        store = SampleStore(tmp_path)
+        store.append({"ok": 1})
+        with pytest.raises(TypeError):
+            store.append(["not", "a", "dict"])  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            store.append({"bad": object()})
+        assert store.read() == ([{"ok": 1}], [])
+
+    def test_unwritable_directory_raises_store_error(self, tmp_path: Path) -> None:
+        """An I/O failure surfaces as a StoreError naming the store file."""
+        (tmp_path / "file").write_text("")
+        store = SampleStore(tmp_path / "file" / "sub")  # parent is a regular file
+        with pytest.raises(StoreError, match="samples.jsonl"):
+            store.append({"x": 1})
+
+
+class TestConcurrentAppend:
+    def test_eight_processes_appending_at_once_never_interleave(self, tmp_path: Path) -> None:
+        """8 processes x 2,000 records of 1-10 KB yield exactly 16,000 intact lines, each record once."""
+        writers, count = 8, 2_000
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        start = ctx.Event()
+        procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, count, start)) for w in range(writers)]
+        for p in procs:
+            p.start()
+        start.set()
+        for p in procs:
+            p.join(60)
+            assert p.exitcode == 0
+        store = SampleStore(tmp_path)
+        with open(store.path, "rb") as f:
+            lines = f.read().split(b"\n")
+        assert lines[-1] == b"" and len(lines) - 1 == writers * count
+        assert all(isinstance(json.loads(line), dict) for line in lines[:-1])
+        records, warnings = store.read()
+        assert warnings == []
+        seen = [(r["writer"], r["i"]) for r in records]
+        assert sorted(seen) == [(w, i) for w in range(writers) for i in range(count)]
+        assert max(len(line) for line in lines) > 10_000  # some records really exceeded PIPE_BUF
+        for w in range(writers):  # each writer's own records stay in its append order
+            assert [i for ww, i in seen if ww == w] == list(range(count))
+
+    def test_durable_appends_read_back(self, tmp_path: Path) -> None:
+        """The default fsync=True mode writes the same bytes as the fast mode."""
+        store = SampleStore(tmp_path)
+        assert store.fsync is True
+        for s in range(1, 21):
+            store.append(sample(seed=s))
+        assert store.read() == ([sample(seed=s) for s in range(1, 21)], [])
+
+    def test_read_waits_for_an_append_in_flight(self, tmp_path: Path) -> None:
+        """A read during a locked, half-finished write sees the whole record, not a torn line."""
+        store = SampleStore(tmp_path)
+        store.append({"n": 1})
+        line = json.dumps({"n": 2}).encode() + b"\n"
+        lock_fd = os.open(store.lock_path, os.O_RDWR)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)  # act as a writer holding the lock mid-write
+        with open(store.path, "ab") as f:
+            f.write(line[:4])
+        result: list = []
+        reader = threading.Thread(target=lambda: result.append(store.read()))
+        reader.start()
+        time.sleep(0.2)
+        assert reader.is_alive()  # blocked on the shared lock, not reading half a line
+        with open(store.path, "ab") as f:
+            f.write(line[4:])
+        os.close(lock_fd)
+        reader.join(5)
+        assert result == [([{"n": 1}, {"n": 2}], [])]
+
+
+class TestTornAndCorruptLines:
+    def test_torn_last_line_is_skipped_then_repaired_by_next_append(self, tmp_path: Path) -> None:
+        """A half-written last line yields one warning; the next append starts on its own line and reads back."""
+        store = SampleStore(tmp_path)
+        good = [sample(seed=s) for s in range(1, 4)]
+        for r in good:
+            store.append(r)
+        with open(store.path, "ab") as f:  # a writer killed mid-record
+            f.write(json.dumps(sample(seed=4)).encode()[:25])
+        records, warnings = store.read()
+        assert records == good
+        assert warnings == [f"{store.path}:4: skipped unreadable record (torn or corrupt line)"]
+        store.append(sample(seed=5))
+        assert store.path.read_bytes().count(b"\n") == 5
+        records, warnings = store.read()
+        assert records == [*good, sample(seed=5)]
+        assert warnings == [f"{store.path}:4: skipped unreadable record (torn or corrupt line)"]
+
+    def test_corrupt_line_in_the_middle_of_a_large_store(self, tmp_path: Path) -> None:
+        """One garbage line among 2,500 records is skipped with a warning; every other record is kept in order."""
+        store = SampleStore(tmp_path, fsync=False)
+        for i in range(2_500):
+            store.append({"i": i})
+            if i == 1_200:
+                with open(store.path, "ab") as f:
+                    f.write(b'{"i": 99999, "trunc\x00\xff\n')
+        records, warnings = store.read()
+        assert [r["i"] for r in records] == list(range(2_500))
+        assert warnings == [f"{store.path}:1202: skipped unreadable record (torn or corrupt line)"]
+
+    def test_non_objects_and_fragments_are_skipped_blank_lines_ignored(self, tmp_path: Path) -> None:
+        """Valid JSON that is not an object, and fragments that only parse when joined, are each reported."""
+        store = SampleStore(tmp_path)
+        store.path.write_bytes(b'{"a":1}\n[1,2]\n\n42\n{"x":[1\n2]}\n"s"\n{"b":2}\n')
+        records, warnings = store.read()
+        assert records == [{"a": 1}, {"b": 2}]
+        assert [w.rsplit(":", 2)[-2] for w in warnings] == ["2", "4", "5", "6", "7"]
+
+
+class TestIndexes:
+    def test_fingerprint_hash_is_canonical_sha256_prefix(self) -> None:
+        """The hash ignores key order and is the first 16 hex chars of sha256 of compact sorted JSON."""
+        fp = {"b": [1, {"d": 2, "c": 3}], "a": "x"}
+        expected = hashlib.sha256(b'{"a":"x","b":[1,{"c":3,"d":2}]}').hexdigest()[:16]
+        assert fingerprint_hash(fp) == expected == fingerprint_hash(dict(reversed(fp.items())))
+
+    def test_done_trials_counts_only_valid_samples_of_the_same_fingerprint(self) -> None:
+        """harness_error samples and other fingerprints do not mark a seed done; pass, fail and budget_exceeded do."""
+        records = [
+            sample(seed=1, outcome="pass"),
+            sample(seed=2, outcome="fail"),
+            sample(seed=3, outcome="budget_exceeded"),
+            sample(seed=4, outcome="harness_error"),
+            sample(seed=5, fp=FP_B),
+            sample(task="t2", seed=1, outcome="harness_error"),
+        ]
+        done = done_trials(records, by_hash)
+        assert done == {("t1", "akm", fingerprint_hash(FP_A)): {1, 2, 3}, ("t1", "akm", fingerprint_hash(FP_B)): {5}}
+        assert done_trials(records, by_hash, valid=lambda r: True)[("t2", "akm", fingerprint_hash(FP_A))] == {1}
+
+    def test_records_without_a_usable_identity_are_ignored(self) -> None:
+        """Records lacking task/arm, with a bool, zero or non-int seed, or without a fingerprint are skipped."""
+        records = [sample(seed=True), sample(seed=0), sample(seed="1"), {"arm": "akm", "seed": 1, "outcome": "pass"},
+                   {"task_id": "t", "arm": "akm", "seed": 1, "outcome": "pass"}]
+        assert done_trials(records) == {} and latest_valid(records) == {}
+
+    def test_default_fingerprint_of_falls_back_to_hashing_the_fingerprint(self) -> None:
+        """Without fingerprint_hash, the default key hashes the record's fingerprint dict."""
+        record = sample()
+        del record["fingerprint_hash"]
+        assert done_trials([record]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
+
+    def test_latest_valid_keeps_the_last_valid_record(self) -> None:
+        """A later valid sample supersedes an earlier one; a later harness_error does not."""
+        first, second = sample(outcome="pass", run="r1"), sample(outcome="fail", run="r2")
+        broken = sample(outcome="harness_error", run="r3")
+        other = sample(seed=2, run="r1")
+        latest = latest_valid([first, other, second, broken], by_hash)
+        fph = fingerprint_hash(FP_A)
+        assert latest == {("t1", "akm", fph, 1): second, ("t1", "akm", fph, 2): other}
+
+
+class TestTranscripts:
+    def test_new_transcript_rel_layout_and_sanitising(self, tmp_path: Path) -> None:
+        """Paths follow transcripts/<run>/<cell>-<attempt>.jsonl; unsafe keys are sanitised yet kept distinct."""
+        store = SampleStore(tmp_path)
+        assert store.new_transcript_rel("run1", "t1.akm.3", "a1") == "transcripts/run1/t1.akm.3-a1.jsonl"
+        a = store.new_transcript_rel("run1", "dom/t1[akm-3]", "a1")
+        b = store.new_transcript_rel("run1", "dom_t1_akm-3_", "a1")
+        assert a != b and a.startswith("transcripts/run1/dom_t1_akm-3_~") and a.count("/") == 2
+        evil = store.new_transcript_rel("../..", "../x", "/etc")
+        assert ".." not in evil.split("/") and store.transcript_path(evil).is_relative_to(tmp_path)
+        assert len(store.new_transcript_rel("r", "k" * 1000, "a").rsplit("/", 1)[1]) < 200
+
+    def test_transcript_path_resolves_and_optionally_creates_parents(self, tmp_path: Path) -> None:
+        """A relative path resolves under the store directory; mkdir=True creates its parent only on request."""
+        store = SampleStore(tmp_path / "s")
+        rel = store.new_transcript_rel("run1", "cell", "a1")
+        path = store.transcript_path(rel)
+        assert path == tmp_path / "s" / "transcripts" / "run1" / "cell-a1.jsonl" and not path.parent.exists()
+        assert store.transcript_path(rel, mkdir=True).parent.is_dir()
+
+    @pytest.mark.parametrize("rel", ["../outside.jsonl", "/etc/passwd", "transcripts/../../x", ""])
+    def test_transcript_path_rejects_escaping_paths(self, tmp_path: Path, rel: str) -> None:
+        """Absolute, empty and '..' paths from a record are refused with a StoreError."""
+        with pytest.raises(StoreError):
+            SampleStore(tmp_path).transcript_path(rel)

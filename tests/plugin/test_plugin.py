@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.corpus import standard_corpus, write_task
+
+INI = "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A project with the standard three-task corpus and an ini naming it."""
+    standard_corpus(pytester.path)
+    pytester.makeini(INI)
+    return pytester
+
+
+def read_report(base: Path, name: str = "out") -> dict[str, Any]:
+    return json.loads((base / name / "report.json").read_text())
+
+
+def collected(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if "::" in line]
+
+
+class TestInert:
+    """Without a corpus or a --bench option the plugin does nothing."""
+
+    def test_plain_project(self, pytester: pytest.Pytester) -> None:
+        """A normal test suite runs as if the plugin were not installed."""
+        pytester.makepyfile("def test_one():\n    assert True\n")
+        result = pytester.runpytest("-W", "error")
+        result.assert_outcomes(passed=1)
+        assert "akmbench:" not in result.stdout.str() and "-- akmbench --" not in result.stdout.str()
+        assert not (pytester.path / ".akmbench").exists()
+
+    def test_ini_corpus_but_tests_elsewhere(self, bench: pytest.Pytester) -> None:
+        """Plain pytest beside an ini corpus runs only the project's own tests."""
+        bench.makeini(INI + "testpaths = tests\n")
+        (bench.path / "tests").mkdir()
+        (bench.path / "tests" / "test_own.py").write_text("def test_own():\n    pass\n")
+        result = bench.runpytest()
+        result.assert_outcomes(passed=1)
+        assert not (bench.path / ".akmbench").exists()
+
+
+class TestCollection:
+    """One item per (task, arm, seed) with stable ids and markers."""
+
+    def test_node_ids(self, bench: pytest.Pytester) -> None:
+        """Cells are task.yaml::<arm>-s<seed>, seeds 1..N, arms in configured order."""
+        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "2", "--co", "-q")
+        ids = collected(result)
+        assert len(ids) == 3 * 2 * 2
+        assert ids[:4] == [
+            "corpus/tasks/alpha/pytest-task/task.yaml::noakm-s1",
+            "corpus/tasks/alpha/pytest-task/task.yaml::noakm-s2",
+            "corpus/tasks/alpha/pytest-task/task.yaml::akm-s1",
+            "corpus/tasks/alpha/pytest-task/task.yaml::akm-s2",
+        ]
+
+    def test_task_files_are_not_collected_as_tests(self, bench: pytest.Pytester) -> None:
+        """A pytest task's tests/ and the stash are the task's, not the session's."""
+        (bench.path / "corpus" / "stashes" / "st" / "scripts").mkdir()
+        (bench.path / "corpus" / "stashes" / "st" / "scripts" / "test_stash.py").write_text("def test_x(): pass\n")
+        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--co", "-q")
+        assert all("task.yaml::" in line for line in collected(result))
+        assert len(collected(result)) == 6
+
+    @pytest.mark.parametrize(
+        "args, expected",
+        [
+            (["-k", "akm"], {"akm"}),
+            (["-k", "noakm"], {"noakm"}),
+            (["-k", "not noakm"], {"akm", "synthetic"}),
+            (["-k", "akm or synthetic"], {"akm", "synthetic"}),
+            (["-m", "cell(arm='akm')"], {"akm"}),
+        ],
+    )
+    def test_arm_selection_is_exact(self, bench: pytest.Pytester, args: list[str], expected: set[str]) -> None:
+        """-k akm selects the akm arm only: the 'akm' inside 'noakm' does not match."""
+        result = bench.runpytest(
+            "corpus", "--bench-agent", "nop", "--bench-arms", "noakm,akm,synthetic", "--bench-seeds", "3", "--co", "-q", *args
+        )
+        ids = collected(result)
+        assert {i.split("::")[1].split("-s")[0] for i in ids} == expected
+        assert len(ids) == 3 * 3 * len(expected)
+
+    def test_task_and_seed_selection(self, bench: pytest.Pytester) -> None:
+        """A task name and a seed token select exactly; s1 does not match s10."""
+        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "10", "--co", "-q", "-k", "script-task and s1")
+        assert collected(result) == [
+            "corpus/tasks/alpha/script-task/task.yaml::noakm-s1",
+            "corpus/tasks/alpha/script-task/task.yaml::akm-s1",
+        ]
+
+    def test_markers_carry_the_cell(self, bench: pytest.Pytester) -> None:
+        """-m selects by domain and slice through the cell marker."""
+        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--co", "-q", "-m", "cell(domain='beta')")
+        assert collected(result) == [
+            "corpus/tasks/beta/regex-task/task.yaml::noakm-s1",
+            "corpus/tasks/beta/regex-task/task.yaml::akm-s1",
+        ]
+
+    def test_config_without_paths_collects_the_corpus(self, bench: pytest.Pytester) -> None:
+        """--bench-config alone collects the configured corpus, not the project's testpaths."""
+        bench.makeini(INI + "testpaths = tests\n")
+        (bench.path / "tests").mkdir()
+        (bench.path / "tests" / "test_own.py").write_text("def test_own():\n    raise AssertionError\n")
+        (bench.path / "run.json").write_text(json.dumps({"schemaVersion": 1, "tasks": "alpha", "seeds": 1, "agent": "oracle"}))
+        result = bench.runpytest("--bench-config", "run.json", "--bench-report", "out")
+        result.assert_outcomes(passed=4)
+        assert read_report(bench.path)["corpus"]["selectedTaskIds"] == ["alpha/pytest-task", "alpha/script-task"]
+
+    def test_tasks_override_narrows_the_config(self, bench: pytest.Pytester) -> None:
+        """--bench-tasks picks ids inside the config's selection."""
+        (bench.path / "run.json").write_text(json.dumps({"schemaVersion": 1, "tasks": "alpha", "seeds": 1}))
+        result = bench.runpytest("--bench-config", "run.json", "--bench-agent", "nop", "--bench-tasks", "alpha/script-task", "--co", "-q")
+        assert len(collected(result)) == 2
+
+
+class TestErrors:
+    """Bad input is a one-line error naming the file and the fix; never a traceback."""
+
+    def test_malformed_task_is_a_collection_error(self, bench: pytest.Pytester) -> None:
+        """A bad task.yaml stops the run with its file and field named."""
+        write_task(bench.path / "corpus" / "tasks", "beta/bad", extra={"difficulty": "brutal"})
+        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1")
+        result.stdout.fnmatch_lines(["*task.yaml: difficulty: 'brutal' is not one of easy, medium, hard*"])
+        assert "Traceback" not in result.stdout.str()
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.assert_outcomes(errors=1)
+
+    def test_config_error(self, bench: pytest.Pytester) -> None:
+        """An unknown config field is a usage error naming the file."""
+        (bench.path / "run.json").write_text('{"schemaVersion": 1, "seedz": 2}')
+        result = bench.runpytest("--bench-config", "run.json")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["ERROR: *run.json: unknown field 'seedz'; known fields: *"])
+        assert "Traceback" not in result.stderr.str()
+
+    def test_zero_task_selection(self, bench: pytest.Pytester) -> None:
+        """A selector that matches nothing is an error, not an empty run."""
+        result = bench.runpytest("corpus", "--bench-tasks", "gamma", "--bench-agent", "nop")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["ERROR: tasks: no task with id or domain 'gamma'; domains: alpha, beta"])
+
+    def test_unknown_agent_and_arm(self, bench: pytest.Pytester) -> None:
+        """Unknown agents and arms say what exists."""
+        result = bench.runpytest("corpus", "--bench-agent", "gpt9")
+        result.stderr.fnmatch_lines(["ERROR: --bench-agent: unknown agent 'gpt9'; available: *nop*oracle*"])
+        result = bench.runpytest("corpus", "--bench-arms", "akm,control")
+        result.stderr.fnmatch_lines(["ERROR: --bench-arms: unknown arm 'control'; arms are noakm, akm, synthetic"])
+
+
+class TestOutcomes:
+    """PASSED = solved; fail and budget are FAILED; harness_error is an ERROR with its reason."""
+
+    def test_oracle_passes(self, bench: pytest.Pytester) -> None:
+        """The oracle solves every task of the corpus."""
+        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out")
+        result.assert_outcomes(passed=6)
+
+    def test_nop_fails_with_the_verifier_output(self, bench: pytest.Pytester) -> None:
+        """An untouched workspace fails; the message quotes the verifier."""
+        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-report", "out", "-k", "regex")
+        result.assert_outcomes(failed=2)
+        result.stdout.fnmatch_lines(["*fail: regex did not match: answer is 4\\d*"])
+
+    def test_harness_error_is_an_error(self, bench: pytest.Pytester) -> None:
+        """A task without its verify.sh errors with the reason, and stays out of the pass rate."""
+        write_task(bench.path / "corpus" / "tasks", "beta/no-verifier")
+        (bench.path / "corpus" / "tasks" / "beta" / "no-verifier" / "verify.sh").unlink()
+        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out", "-k", "beta")
+        result.assert_outcomes(passed=2, errors=2)
+        result.stdout.fnmatch_lines(["*harness_error: verify.sh not found at *"])
+        task = next(t for t in read_report(bench.path)["tasks"] if t["id"] == "beta/no-verifier")
+        assert task["akm"]["pass_rate"] is None
+        assert task["akm"]["harness_error_count"] == 1
+        agg = read_report(bench.path)["aggregate"]["akm"]
+        assert agg["pass_rate"] == 1.0 and agg["harness_error_count"] == 1
+
+    def test_custom_agent_from_a_conftest(self, bench: pytest.Pytester) -> None:
+        """A conftest registers an agent through the plugin hook."""
+        bench.makeconftest(
+            """
+            from pytest_akmbench.agents import AgentResult
+
+            class Echo:
+                name = "echo"
+                version = "7"
+                def start(self, session): pass
+                def stop(self): pass
+                def run(self, request):
+                    (request.workspace / "out.txt").write_text("hello\\n")
+                    return AgentResult(final_text="answer is 41", token_measurement="measured",
+                                       tokens={"input": 10, "output": 5, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total": 15})
+
+            def pytest_akmbench_agents():
+                return [Echo()]
+            """
+        )
+        result = bench.runpytest("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "--bench-report", "out", "-k", "script or regex")
+        result.assert_outcomes(passed=4)
+        report = read_report(bench.path)
+        assert report["agent"]["harness"] == "echo" and report["agent"]["version"] == "7"
+        assert report["aggregate"]["akm"]["tokens_per_pass"] == 15
+        assert report["token_measurement"]["coverage"] == 1.0
+
+
+class TestReport:
+    """The envelope and summary written at session end."""
+
+    def test_envelope(self, bench: pytest.Pytester) -> None:
+        """Reference keys, hashes, null for an arm not run, runs in fixed order."""
+        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-arms", "akm", "--bench-seeds", "2", "--bench-report", "out")
+        result.assert_outcomes(passed=6)
+        report = read_report(bench.path)
+        assert list(report)[:8] == ["schemaVersion", "track", "branch", "commit", "timestamp", "complete", "agent", "corpus"]
+        corpus = report["corpus"]
+        assert corpus["selectedTaskIds"] == ["alpha/pytest-task", "alpha/script-task", "beta/regex-task"]
+        assert len(corpus["taskCorpusHash"]) == 64 and list(corpus["fixtures"]) == ["st"]
+        assert report["aggregate"]["noakm"] is None and report["aggregate"]["delta"] is None
+        assert report["aggregate"]["akm"]["pass_rate"] == 1.0
+        assert all(t["noakm"] is None for t in report["tasks"])
+        assert [(r["task_id"], r["seed"]) for r in report["runs"]] == [
+            (t, s) for t in ("alpha/pytest-task", "alpha/script-task", "beta/regex-task") for s in (1, 2)
+        ]
+        summary = (bench.path / "out" / "summary.md").read_text()
+        assert summary.startswith("# akm-bench utility — oracle")
+        assert "| akm   | 1.00" in summary
+        result.stdout.fnmatch_lines(["*akmbench*", "akm: pass_rate 1.00 over 3 tasks, 6 runs*", "report: *out/report.json"])
+
+    def test_report_under_xdist_equals_serial(self, bench: pytest.Pytester) -> None:
+        """-n 2 yields the same report as a serial run, apart from times."""
+        serial = bench.runpytest_subprocess("corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "serial")
+        parallel = bench.runpytest_subprocess(
+            "corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "par", "-n", "2"
+        )
+        serial.assert_outcomes(passed=12)
+        parallel.assert_outcomes(passed=12)
+        assert "2 workers" in parallel.stdout.str()
+        assert strip_times(read_report(bench.path, "serial")) == strip_times(read_report(bench.path, "par"))
+
+    def test_parallel_option_drives_xdist(self, bench: pytest.Pytester) -> None:
+        """--parallel N runs cells on N xdist workers."""
+        result = bench.runpytest_subprocess("corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--parallel", "2", "--bench-report", "out")
+        result.assert_outcomes(failed=6)
+        assert "2 workers" in result.stdout.str()
+        assert read_report(bench.path)["complete"] is True
+
+
+def strip_times(obj: Any) -> Any:
+    """The report without the values that legitimately differ between two runs."""
+    volatile = {"timestamp", "wallclock_ms", "transcript"}
+    if isinstance(obj, dict):
+        return {k: strip_times(v) for k, v in obj.items() if k not in volatile}
+    if isinstance(obj, list):
+        return [strip_times(v) for v in obj]
+    return obj
