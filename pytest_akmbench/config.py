@@ -18,6 +18,7 @@ from .errors import ConfigError
 
 ARMS = ("noakm", "akm", "synthetic")
 DEFAULT_SEEDS = 3
+DEFAULT_FLOOR = 3
 DEFAULT_BUDGET_TOKENS = 30000
 DEFAULT_BUDGET_WALL_MS = 120000
 DEFAULT_VERIFY_TIMEOUT_S = 120.0
@@ -210,6 +211,9 @@ class Settings:
     akm: Path | None = None
     opencode: Path | None = None
     keep_runs: bool = False
+    fresh: bool = False
+    soundness: bool = False
+    floor: int = DEFAULT_FLOOR
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -237,6 +241,9 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "report": (None, str),
     "tmp": (None, str),
     "keep_runs": (None, parse_bool),
+    "fresh": (None, parse_bool),
+    "soundness": (None, parse_bool),
+    "floor": (None, positive_int),
 }
 _PATHS = ("providers", "akm", "opencode", "store", "report", "tmp")
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 CELL_KEY = pytest.StashKey[Cell]()
 SAMPLE_KEY = pytest.StashKey[dict[str, Any]]()
+STORED_KEY = pytest.StashKey[dict[str, Any]]()
+TASK_KEY = pytest.StashKey[Any]()
 
 
 class TaskFile(pytest.File):
@@ -27,6 +29,13 @@ class TaskFile(pytest.File):
             raise self.CollectError(error)
         task = state.selected.get(self.path)
         if task is None:
+            return
+        if state.settings.soundness:
+            from .plugin import check_soundness
+
+            item = pytest.Function.from_parent(self, name="soundness", callobj=check_soundness)
+            item.stash[TASK_KEY] = task
+            yield item
             return
         for arm in state.settings.arms:
             for seed in range(1, state.settings.seeds + 1):

@@ -15,15 +15,18 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import hooks, procs
-from .agents import Agent, SessionInfo, builtin_agents
+from . import hooks, lifecycle, procs
+from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
 from .config import ARMS, Settings, clamp_parallel, load_run_config, resolve
 from .corpus import Corpus, Task, find_task_files, load_task, check_stash, restrict, select
 from .errors import BenchError, CorpusError
-from .nodes import CELL_KEY, SAMPLE_KEY, TaskFile
-from .runner import Cell, RunContext, run_cell
+from .nodes import CELL_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile
+from .resume import StoredSamples
+from .runner import Cell, RunContext, cell_fingerprint, run_cell
+from .store import SampleStore, fingerprint_hash
 from .selection import deselect_by_keyword
 from .session import BenchSession
+from .validate import behaviour_problems
 
 # (setting name, metavar, help); each becomes --bench-NAME and ini key bench_NAME.
 _OPTIONS: list[tuple[str, str, str]] = [
@@ -40,6 +43,7 @@ _OPTIONS: list[tuple[str, str, str]] = [
     ("budget-wall-ms", "MS", "Wall-clock budget per cell where the task declares none (default: 120000)"),
     ("budget-turns", "N", "Model turns allowed per cell (default: unlimited)"),
     ("verify-timeout", "SECONDS", "Timeout of one verifier run (default: 120)"),
+    ("floor", "N", "Valid samples a cell needs to count as covered in the report (default: 3)"),
     ("store", "DIR", "Sample store directory (default: .akmbench/store)"),
     ("report", "DIR", "Where report.json and summary.md go (default: .akmbench/report)"),
     ("tmp", "DIR", "Root of the per-cell run dirs (default: ~/.cache/pytest-akmbench/runs)"),
@@ -49,6 +53,9 @@ _OPTIONS: list[tuple[str, str, str]] = [
 _FLAGS = [
     ("force-parallel", "Allow --parallel above 4 without a warning"),
     ("keep-runs", "Keep each cell's run dir after it ends, for debugging"),
+    ("fresh", "Run every selected cell again even if the store has its sample (still appends)"),
+    ("soundness", "Check the corpus instead of running an agent: one item per task proving that the "
+                  "untouched workspace fails, the solution passes and the verifier repeats itself"),
 ]
 
 STATE_KEY = pytest.StashKey["BenchState"]()
@@ -72,25 +79,40 @@ class BenchState:
     warnings: list[str] = field(default_factory=list)
     started: bool = False
     previous_sigterm: Any = None
+    _stored: StoredSamples | None = None
+    _context: RunContext | None = None
 
     @property
     def report_dir(self) -> Path:
         return self.settings.report or self.settings.rootdir / ".akmbench" / "report"
 
     @property
+    def store_dir(self) -> Path:
+        return self.settings.store or self.settings.rootdir / ".akmbench" / "store"
+
+    def stored(self) -> StoredSamples:
+        """The store's samples, read once per process (empty with --bench-fresh)."""
+        if self._stored is None:
+            self._stored = StoredSamples([]) if self.settings.fresh else StoredSamples.load(self.store_dir)
+        return self._stored
+
+    def fingerprint_hash(self, cell: Cell) -> str:
+        return fingerprint_hash(cell_fingerprint(cell, self.context()))
+
+    @property
     def tmp_root(self) -> Path:
-        if self.settings.tmp:
-            return self.settings.tmp
-        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return Path(cache) / "pytest-akmbench" / "runs"
+        return self.settings.tmp or lifecycle.default_tmp_root()
 
     def context(self) -> RunContext:
-        s = self.settings
-        return RunContext(
-            run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
-            model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
-            budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, akm=s.akm, keep_runs=s.keep_runs,
-        )
+        if self._context is None:
+            s = self.settings
+            self._context = RunContext(
+                run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
+                model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
+                budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, akm=s.akm, keep_runs=s.keep_runs,
+                transcripts_dir=self.store_dir,
+            )
+        return self._context
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -240,16 +262,18 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     workerinput = getattr(config, "workerinput", None)
     state.run_id = workerinput["akmbench_run_id"] if workerinput else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
-    state.agent = _find_agent(config, state.settings.agent)
+    state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
     state.model = state.settings.model
     procs.become_subreaper()
     state.previous_sigterm = _install_sigterm()
+    lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None)
     try:
-        state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
-                                      options=_agent_options(state)))
+        if not state.settings.soundness:
+            state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
+                                          options=_agent_options(state)))
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
-    state.started = True
+    state.started = not state.settings.soundness
     if workerinput is None:
         config.pluginmanager.register(BenchSession(state), "akmbench-session")
         if config.pluginmanager.hasplugin("xdist"):
@@ -304,6 +328,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, state.previous_sigterm)
     # A crashed worker's cells leave marked processes behind: nothing of this run survives it.
     procs.sweep(state.run_id + "/", orphans=False)
+    lifecycle.release_run(state.tmp_root / state.run_id)
     for name in ("akmbench-session", "akmbench-xdist"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
@@ -348,6 +373,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         deselect_by_keyword(config, items)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[Any]:
+    result = yield
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and not session.config.option.collectonly:
+        # Resume: a trial the store already holds under this fingerprint is not run again.
+        stored = state.stored()
+        for item in session.items:
+            if CELL_KEY in item.stash:
+                cell = item.stash[CELL_KEY]
+                record = stored.done((cell.task.id, cell.arm, cell.seed), state.fingerprint_hash(cell))
+                if record is not None:
+                    item.stash[STORED_KEY] = record
+    return result
+
+
 @pytest.fixture
 def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
     """The processes of this cell. Its finalizer kills every one of them and their orphans."""
@@ -362,7 +403,14 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
     """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
     state: BenchState = request.config.stash[STATE_KEY]
     cell: Cell = request.node.stash[CELL_KEY]
-    sample = run_cell(cell, state.context(), bench_procs)
+    stored = request.node.stash.get(STORED_KEY, None)
+    if stored is not None:
+        sample = {**stored, "from_store": True}
+    else:
+        sample = run_cell(cell, state.context(), bench_procs)
+        # Appended by the process that ran the cell, the moment it ends: a crash later
+        # in the session cannot lose it.
+        SampleStore(state.store_dir).append(sample)
     request.node.stash[SAMPLE_KEY] = sample
     if sample["outcome"] == "harness_error":
         pytest.fail(f"harness_error: {sample['reason']}", pytrace=False)
@@ -375,9 +423,30 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
             "providers": s.providers and str(s.providers)}
 
 
+def check_soundness(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> None:
+    """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself."""
+    state: BenchState = request.config.stash[STATE_KEY]
+    task = request.node.stash[TASK_KEY]
+    work_root = state.tmp_root / state.run_id
+    problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
+    if problems:
+        pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
     report = yield
+    if STORED_KEY in item.stash:
+        report.akmbench_from_store = True
     if call.when == "teardown" and SAMPLE_KEY in item.stash:
         report.akmbench_sample = item.stash[SAMPLE_KEY]
     return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if getattr(report, "akmbench_from_store", False) and report.when == "call":
+        if report.passed:
+            return "passed", "p", ("PASSED (from store)", {"green": True})
+        if report.failed:
+            return "failed", "f", ("FAILED (from store)", {"red": True})
+    return None

@@ -92,6 +92,29 @@ def _reap(pids: set[int]) -> None:
             pids.discard(pid)
 
 
+def _reap_orphan_zombies(protected: set[int], my_sid: int) -> int:
+    """Reap zombies re-parented onto us from another session (grandchildren whose parent died
+    in the same sweep were not ours when we looked, so ``_reap(adopted)`` misses them)."""
+    me = os.getpid()
+    reaped = 0
+    for pid in _all_pids():
+        if pid in protected:
+            continue
+        try:
+            raw = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2 :].split()
+        if fields[0] != "Z" or int(fields[1]) != me or int(fields[3]) == my_sid:
+            continue
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                reaped += 1
+        except ChildProcessError:
+            pass
+    return reaped
+
+
 def sweep(marker_prefix: str, *, orphans: bool = True, keep: Sequence[int] = ()) -> int:
     """Kill every process whose ``MARKER`` starts with ``marker_prefix``, and (with
     ``orphans``) every process re-parented onto us from another session.
@@ -135,7 +158,23 @@ def sweep(marker_prefix: str, *, orphans: bool = True, keep: Sequence[int] = ())
     while adopted and time.monotonic() < deadline:
         time.sleep(0.02)
         _reap(adopted)
+    if orphans and killed:
+        time.sleep(0.05)
+        _reap_orphan_zombies(protected, my_sid)
     return killed
+
+
+def signal_marked(marker_prefix: str, sig: int) -> int:
+    """Send ``sig`` to the process group of every process whose marker starts with the prefix."""
+    token = f"{MARKER}={marker_prefix}".encode()
+    groups = set()
+    for pid in _all_pids():
+        info = _proc_info(pid)
+        if info is not None and info.pid != os.getpid() and _has_marker(pid, token):
+            groups.add(info.pgid)
+    for pgid in groups:
+        _signal_group(pgid, sig)
+    return len(groups)
 
 
 class ProcessTracker:

@@ -11,7 +11,6 @@ system-wide cannot leak into the control arm.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import stat
@@ -19,14 +18,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .agents import Agent, AgentRequest, AgentResult, Limits
 from .corpus import Task, fixture_hash
 from .procs import ProcessTracker
-from .prompts import build_prompt
+from .store import SampleStore, fingerprint_hash
+from .prompts import build_prompt, prompt_version as arm_prompt_version
 from .verifiers import Verdict, verify
 
 SAMPLE_SCHEMA = 1
@@ -69,6 +68,13 @@ class RunContext:
     transcripts_dir: Path | None = None
     keep_runs: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
+    _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def content_hash(self, path: Path, fn: Any) -> str:
+        """Hash a task or stash directory once per run: the fingerprint of a run is fixed at its start."""
+        if path not in self._hashes:
+            self._hashes[path] = fn(path)
+        return self._hashes[path]
 
 
 def limits_for(task: Task, ctx: RunContext) -> Limits:
@@ -77,7 +83,6 @@ def limits_for(task: Task, ctx: RunContext) -> Limits:
     return Limits(wall_s=wall_ms / 1000, tokens=task.budget.tokens or ctx.budget_tokens, turns=ctx.budget_turns)
 
 
-@lru_cache(maxsize=4096)
 def tree_hash(path: Path) -> str:
     """SHA-256 over a directory's regular files (relative path NUL bytes NUL), caches skipped."""
     h = hashlib.sha256()
@@ -99,22 +104,22 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
     limits = limits_for(task, ctx)
     stash = None
     if arm == "akm":
-        stash = fixture_hash(ctx.stashes_root / task.stash)
+        stash = ctx.content_hash(ctx.stashes_root / task.stash, fixture_hash)
         if task.stash_overlay:
-            stash += ":" + tree_hash((task.task_dir / task.stash_overlay).resolve())
+            stash += ":" + ctx.content_hash((task.task_dir / task.stash_overlay).resolve(), tree_hash)
     return {
         "model": ctx.model,
         "agent": ctx.agent.name,
         "agent_version": ctx.agent.version,
         "prompt_version": prompt_version,
-        "task_hash": tree_hash(task.task_dir),
+        "task_hash": ctx.content_hash(task.task_dir, tree_hash),
         "stash_hash": stash,
         "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
     }
 
 
-def fingerprint_hash(fp: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(fp, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
+    return fingerprint(cell.task, cell.arm, ctx, arm_prompt_version(cell.arm))
 
 
 def _now() -> str:
@@ -230,7 +235,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             shutil.rmtree(run_dir, ignore_errors=True)
     if not result.transcript_written:
         transcript_rel = None
-    fp = fingerprint(cell.task, cell.arm, ctx, prompt_version)
+    fp = cell_fingerprint(cell, ctx)
     return {
         "schema": SAMPLE_SCHEMA,
         "task_id": cell.task.id,
@@ -277,10 +282,10 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
 def _transcript_path(cell: Cell, ctx: RunContext, run_dir: Path) -> tuple[Path, str | None]:
     if ctx.transcripts_dir is None:
         return run_dir / "transcript.jsonl", None
-    rel = f"transcripts/{ctx.run_id}/{cell.task.id.replace('/', '-')}-{cell.name}.jsonl"
-    path = ctx.transcripts_dir / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path, rel
+    store = SampleStore(ctx.transcripts_dir)
+    # The attempt stamp keeps a re-run of the same cell (--bench-fresh) from overwriting.
+    rel = store.new_transcript_rel(ctx.run_id, cell.key, f"{time.time_ns() // 1_000_000}")
+    return store.transcript_path(rel, mkdir=True), rel
 
 
 def _fail_reason(verdict: Verdict) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import report
+from . import report, resume
 
 if TYPE_CHECKING:
     from .plugin import BenchState
@@ -58,24 +58,15 @@ class BenchSession:
         if not self.cells and not self.samples:
             return
         state = self.state
-        # The report covers what was selected (after -k/-m), not the whole configuration.
-        task_ids = {task_id for task_id, _, _ in self.cells}
-        arms = tuple(a for a in state.settings.arms if any(arm == a for _, arm, _ in self.cells))
         done = {(s["task_id"], s["arm"], s["seed"]) for s in self.samples.values()}
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or not self.cells <= done
-        inp = report.ReportInput(
-            tasks=[t for t in state.tasks if t.id in task_ids],
-            arms=arms,
-            seeds=state.settings.seeds,
-            slice=state.slice,
-            stashes_root=state.settings.stashes_root,
-            samples=list(self.samples.values()),
-            model=state.model,
-            agent=state.agent.name,
-            agent_version=state.agent.version,
-            complete=not interrupted,
-            warnings=list(state.warnings),
-            cwd=state.settings.rootdir,
+        # The report covers what was selected (after -k/-m), read back from the store so a
+        # resumed run reports every sample it has, not only this session's.
+        inp = resume.report_input(
+            tasks=state.tasks, arms=state.settings.arms, seeds=state.settings.seeds, cells=self.cells,
+            slice_label=state.slice, ctx=state.context(), store_dir=state.store_dir, floor=state.settings.floor,
+            extra_samples=self.samples.values(), complete=False if interrupted else None,
+            warnings=state.warnings, cwd=state.settings.rootdir,
         )
         self.envelope = report.build(inp)
         self.paths = report.write(state.report_dir, self.envelope)

@@ -1,0 +1,145 @@
+"""Run dirs, the PID file and the liveness lock of a bench run; ``kill`` and ``clean``.
+
+Every run owns ``<tmp root>/<run id>/``. Each process of the run (the controller and every
+xdist worker) holds a shared ``flock`` on its ``.alive`` file for as long as it lives, and the
+controller writes its PID to ``bench.pid`` beside it. So there is one PID file per run and
+two benches never overwrite each other's, a run is live exactly while someone holds the lock
+(a crash releases it), and ``clean`` never removes a live run's dirs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from . import procs
+
+_HOLD: list[IO[bytes]] = []  # lock files kept open for the life of the process
+
+
+def default_tmp_root() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "pytest-akmbench" / "runs"
+
+
+def claim_run(tmp_root: Path, run_id: str, *, controller: bool) -> Path:
+    """Create the run dir, hold its liveness lock; the controller also writes bench.pid."""
+    run_dir = tmp_root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    alive = open(run_dir / ".alive", "ab")  # noqa: SIM115 - held until the process exits
+    fcntl.flock(alive, fcntl.LOCK_SH)
+    _HOLD.append(alive)
+    if controller:
+        (run_dir / "bench.pid").write_text(str(os.getpid()))
+    return run_dir
+
+
+def release_run(run_dir: Path) -> None:
+    """Drop this process's liveness lock and, if it wrote it, the PID file."""
+    pid_file = run_dir / "bench.pid"
+    try:
+        if pid_file.read_text().strip() == str(os.getpid()):
+            pid_file.unlink()
+    except OSError:
+        pass
+    for fh in list(_HOLD):
+        if Path(fh.name).parent == run_dir:
+            fh.close()
+            _HOLD.remove(fh)
+    # A finished run leaves nothing behind unless a cell dir was kept (--bench-keep-runs).
+    if not is_live(run_dir) and all(p.name in (".alive", "kill-requested") for p in run_dir.iterdir()):
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def is_live(run_dir: Path) -> bool:
+    alive = run_dir / ".alive"
+    if not alive.exists():
+        return False
+    with open(alive, "ab") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
+
+
+def live_runs(tmp_root: Path) -> list[Path]:
+    if not tmp_root.is_dir():
+        return []
+    return sorted(d for d in tmp_root.iterdir() if d.is_dir() and is_live(d))
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
+                found.append(int(name))
+    return found
+
+
+def kill(tmp_root: Path) -> int:
+    """SIGTERM every live bench, its workers and its cells' processes; SIGKILL on a second call."""
+    runs = live_runs(tmp_root)
+    if not runs:
+        print("no bench running")
+        return 0
+    for run_dir in runs:
+        try:
+            pid = int((run_dir / "bench.pid").read_text().strip())
+        except (OSError, ValueError):
+            pid = None
+        escalate = (run_dir / "kill-requested").exists()
+        sig = signal.SIGKILL if escalate else signal.SIGTERM
+        (run_dir / "kill-requested").write_text(str(time.time()))
+        targets = ([pid, *_children(pid)] if pid else [])
+        for target in targets:
+            try:
+                os.kill(target, sig)
+            except ProcessLookupError:
+                pass
+            except PermissionError as err:
+                print(f"akmbench kill: failed to signal PID {target}: {err}", file=sys.stderr)
+                return 1
+        groups = procs.signal_marked(run_dir.name + "/", sig)
+        name = "SIGKILL" if escalate else "SIGTERM"
+        print(f"sent {name} to bench run {run_dir.name} (pid {pid}) and {groups} process groups of its cells")
+        if not escalate:
+            print("run `python -m pytest_akmbench kill` again to escalate to SIGKILL if it does not exit")
+    return 0
+
+
+def clean(tmp_root: Path, *, older_than_h: float = 6.0) -> int:
+    """Remove run dirs older than the threshold whose run is not live. The store is elsewhere."""
+    if not tmp_root.is_dir():
+        print(f"nothing to clean under {tmp_root}")
+        return 0
+    cutoff = time.time() - older_than_h * 3600
+    removed = kept = 0
+    for entry in sorted(tmp_root.iterdir()):
+        if not entry.is_dir():
+            continue
+        if is_live(entry):
+            kept += 1
+            continue
+        if entry.stat().st_mtime > cutoff:
+            continue
+        try:
+            shutil.rmtree(entry)
+        except OSError as err:
+            print(f"akmbench clean: failed to remove {entry}: {err}", file=sys.stderr)
+            return 1
+        removed += 1
+    print(f"removed {removed} stale run dirs under {tmp_root}; {kept} live runs left alone")
+    return 0

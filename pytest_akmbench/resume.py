@@ -1,0 +1,104 @@
+"""Which cells the store already holds, and which samples a report is made of (PRODUCT §8).
+
+A trial counts as done when the store has a valid sample (pass, fail, budget_exceeded) for
+the same task, arm, seed and fingerprint. ``harness_error`` attempts stay in the file but
+never count, so they run again. When a trial has several valid samples (``--bench-fresh``
+re-runs), the latest one is the trial's sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .corpus import Task
+from .report import ReportInput
+from .runner import Cell, RunContext, cell_fingerprint
+from .store import SampleStore, fingerprint_hash, is_valid
+
+CellKey = tuple[str, str, int]
+
+
+class StoredSamples:
+    """An index over the store: latest valid and latest attempt per (task, arm, seed, fingerprint)."""
+
+    def __init__(self, records: Iterable[dict[str, Any]], warnings: list[str] | None = None) -> None:
+        self.warnings = list(warnings or [])
+        self._valid: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+        self._attempt: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+        for record in records:
+            try:
+                key = (record["task_id"], record["arm"], int(record["seed"]), record["fingerprint_hash"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            self._attempt[key] = record
+            if is_valid(record):
+                self._valid[key] = record
+
+    @classmethod
+    def load(cls, directory: Path) -> StoredSamples:
+        records, warnings = SampleStore(directory).read()
+        return cls(records, warnings)
+
+    def done(self, cell: CellKey, fingerprint_hash: str) -> dict[str, Any] | None:
+        """The valid sample of this trial under this fingerprint, if any."""
+        return self._valid.get((*cell, fingerprint_hash))
+
+    def for_report(self, cells: Iterable[tuple[CellKey, str]]) -> list[dict[str, Any]]:
+        """One sample per cell: the latest valid one, else the latest attempt (a harness error)."""
+        chosen = []
+        for cell, fp in cells:
+            record = self._valid.get((*cell, fp)) or self._attempt.get((*cell, fp))
+            if record is not None:
+                chosen.append(record)
+        return chosen
+
+
+def mark_origin(record: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """A copy of ``record`` with ``from_store`` telling whether an earlier run produced it."""
+    return {**record, "from_store": record.get("run_id") != run_id}
+
+
+def report_input(
+    *,
+    tasks: list[Task],
+    arms: tuple[str, ...],
+    seeds: int,
+    cells: Iterable[CellKey],
+    slice_label: str,
+    ctx: RunContext,
+    store_dir: Path,
+    floor: int,
+    extra_samples: Iterable[dict[str, Any]] = (),
+    complete: bool | None = None,
+    warnings: Iterable[str] = (),
+    cwd: Path | None = None,
+) -> ReportInput:
+    """The report of ``cells`` made from the store: the session and ``report`` CLI share it,
+    so both give the same envelope. ``complete`` defaults to "every cell has a sample"."""
+    by_id = {t.id: t for t in tasks}
+    wanted = sorted(c for c in cells if c[0] in by_id)
+    keys = [(c, fingerprint_hash(cell_fingerprint(Cell(by_id[c[0]], c[1], c[2]), ctx))) for c in wanted]
+    stored = StoredSamples.load(store_dir)
+    chosen = {(r["task_id"], r["arm"], r["seed"]): r for r in stored.for_report(keys)}
+    for sample in extra_samples:  # produced now but not stored (e.g. the disk was full)
+        chosen.setdefault((sample["task_id"], sample["arm"], sample["seed"]), sample)
+    if complete is None:
+        complete = all(c in chosen and chosen[c]["outcome"] != "harness_error" for c in wanted)
+    present = {c[0] for c in wanted}
+    used_arms = {c[1] for c in wanted}
+    return ReportInput(
+        tasks=[t for t in tasks if t.id in present],
+        arms=tuple(a for a in arms if a in used_arms),
+        seeds=seeds,
+        slice=slice_label,
+        stashes_root=ctx.stashes_root,
+        samples=[mark_origin(r, ctx.run_id) for r in chosen.values()],
+        model=ctx.model,
+        agent=ctx.agent.name,
+        agent_version=ctx.agent.version,
+        complete=complete,
+        warnings=[*warnings, *stored.warnings],
+        cwd=cwd,
+    )
