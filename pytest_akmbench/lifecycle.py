@@ -42,6 +42,8 @@ def claim_run(tmp_root: Path, run_id: str, *, controller: bool) -> Path:
 
 def release_run(run_dir: Path) -> None:
     """Drop this process's liveness lock and, if it wrote it, the PID file."""
+    if not run_dir.is_dir():
+        return
     pid_file = run_dir / "bench.pid"
     try:
         if pid_file.read_text().strip() == str(os.getpid()):
