@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("clean", "remove stale run dirs (never a live run's, never the store)", cmd_clean),
     ):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("--tmp", help="bench tmp root (default: ~/.cache/pytest-akmbench/runs)")
+        p.add_argument("--tmp", help="bench tmp root (default: ~/.cache/bench-cells)")
         if name == "clean":
             p.add_argument("--older-than", type=float, default=6.0, metavar="HOURS", help="age threshold (default: 6)")
         p.set_defaults(func=func)

@@ -24,8 +24,10 @@ _HOLD: list[IO[bytes]] = []  # lock files kept open for the life of the process
 
 
 def default_tmp_root() -> Path:
+    # Agents see paths under this root (their cwd, the prompt's workspace); the name must not
+    # mention akm, or the control arm would be told about a tool it does not have.
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "pytest-akmbench" / "runs"
+    return Path(cache) / "bench-cells"
 
 
 def claim_run(tmp_root: Path, run_id: str, *, controller: bool) -> Path:

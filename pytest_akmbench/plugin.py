@@ -46,7 +46,7 @@ _OPTIONS: list[tuple[str, str, str]] = [
     ("floor", "N", "Valid samples a cell needs to count as covered in the report (default: 3)"),
     ("store", "DIR", "Sample store directory (default: .akmbench/store)"),
     ("report", "DIR", "Where report.json and summary.md go (default: .akmbench/report)"),
-    ("tmp", "DIR", "Root of the per-cell run dirs (default: ~/.cache/pytest-akmbench/runs)"),
+    ("tmp", "DIR", "Root of the per-cell run dirs (default: ~/.cache/bench-cells)"),
     ("akm", "PATH", "The akm executable given to the akm arm"),
     ("opencode", "PATH", "The opencode executable"),
 ]
@@ -274,6 +274,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     state.started = not state.settings.soundness
+    # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
+    # says which; the same value is stamped into every sample and fingerprint.
+    state.model = getattr(state.agent, "model", None) or state.settings.model
     if workerinput is None:
         config.pluginmanager.register(BenchSession(state), "akmbench-session")
         if config.pluginmanager.hasplugin("xdist"):
@@ -419,8 +422,17 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
 
 def _agent_options(state: BenchState) -> dict[str, Any]:
     s = state.settings
-    return {"rootdir": str(s.rootdir), "opencode": s.opencode and str(s.opencode), "akm": s.akm and str(s.akm),
-            "providers": s.providers and str(s.providers)}
+    cfg = s.config
+    return {
+        "rootdir": str(s.rootdir),
+        "opencode": s.opencode and str(s.opencode),
+        "akm": s.akm and str(s.akm),
+        "providers": s.providers and str(s.providers),
+        "config_providers": cfg.get("providers") if cfg else None,
+        "config_providers_ref": cfg.get("providersRef") if cfg else None,
+        "config_default_model": cfg.get("defaultModel") if cfg else None,
+        "config_path": str(cfg.path) if cfg else None,
+    }
 
 
 def check_soundness(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> None:

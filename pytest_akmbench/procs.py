@@ -27,7 +27,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKER = "AKMBENCH_RUN"
+# Inherited by everything a cell starts. Its name and value avoid the letters "akm": the
+# control arm's agent can read its environment and must find no hint of the tool.
+MARKER = "BENCH_CELL_MARK"
 _PR_SET_CHILD_SUBREAPER = 36
 
 

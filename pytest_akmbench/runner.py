@@ -151,8 +151,8 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     """Create the run dir; returns (run dir, agent environment, private stash or None)."""
     base = ctx.tmp_root / ctx.run_id
     base.mkdir(parents=True, exist_ok=True)
-    safe = cell.task.id.replace("/", "-")
-    run_dir = Path(tempfile.mkdtemp(prefix=f"{safe}-{cell.name}-", dir=base))
+    # Neither the task nor the arm in the name: "noakm" would tell the control arm about akm.
+    run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
     _copy_tree(cell.task.workspace, run_dir / "workspace")
     home = run_dir / "home"
     xdg = {

@@ -95,7 +95,8 @@ def _pytest(
     run_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     argv = [
         sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
-        "--rootdir", str(scratch), "-c", os.devnull, str(tests),
+        # No ini file, and no conftest.py from any directory above the copied tests.
+        "--rootdir", str(scratch), "-c", os.devnull, "--confcutdir", str(scratch), str(tests),
     ]
     verdict = _run(procs, argv, workspace, run_env, timeout_s)
     if verdict.exit_code in (3, 4, 5):

@@ -237,9 +237,11 @@ class TestReport:
 
     def test_report_under_xdist_equals_serial(self, bench: pytest.Pytester) -> None:
         """-n 2 yields the same report as a serial run, apart from times."""
-        serial = bench.runpytest_subprocess("corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "serial")
+        serial = bench.runpytest_subprocess(
+            "corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "serial", "--bench-store", "s1"
+        )
         parallel = bench.runpytest_subprocess(
-            "corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "par", "-n", "2"
+            "corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "par", "--bench-store", "s2", "-n", "2"
         )
         serial.assert_outcomes(passed=12)
         parallel.assert_outcomes(passed=12)
@@ -256,9 +258,9 @@ class TestReport:
 
 def strip_times(obj: Any) -> Any:
     """The report without the values that legitimately differ between two runs."""
-    volatile = {"timestamp", "wallclock_ms", "transcript"}
+    volatile = {"timestamp", "transcript", "run_id", "timing_ms", "started_at", "finished_at"}
     if isinstance(obj, dict):
-        return {k: strip_times(v) for k, v in obj.items() if k not in volatile}
+        return {k: strip_times(v) for k, v in obj.items() if k not in volatile and "wallclock" not in k and not k.endswith("_ms")}
     if isinstance(obj, list):
         return [strip_times(v) for v in obj]
     return obj

@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.plugin.test_plugin import INI, read_report, strip_times
+from tests.support.corpus import standard_corpus
+
+# An agent that solves every standard task slowly enough to be interrupted, and logs each run.
+SLOW_AGENT = """
+import time
+from pathlib import Path
+from pytest_akmbench.agents import AgentResult
+
+class Slow:
+    name = "slow"
+    version = "1"
+    def start(self, session): pass
+    def stop(self): pass
+    def run(self, request):
+        with open(Path(__file__).parent / "agent-runs.log", "a") as log:
+            log.write(f"{request.task.id} {request.arm} {request.seed}\\n")
+        time.sleep(float((Path(__file__).parent / "delay").read_text()))
+        (request.workspace / "out.txt").write_text("hello\\n")
+        return AgentResult(final_text="the answer is 42", token_measurement="measured",
+                           tokens={"input": 100, "output": 10, "reasoning": 0, "cache_read": 0,
+                                   "cache_write": 0, "total": 110})
+
+def pytest_akmbench_agents():
+    return [Slow()]
+"""
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester) -> pytest.Pytester:
+    standard_corpus(pytester.path)
+    pytester.makeini(INI)
+    pytester.makeconftest(SLOW_AGENT)
+    (pytester.path / "delay").write_text("0")
+    return pytester
+
+
+def runs_logged(base: Path) -> list[str]:
+    log = base / "agent-runs.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def store_lines(base: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (base / ".akmbench" / "store" / "samples.jsonl").read_text().splitlines()]
+
+
+ARGS = ["corpus", "--bench-agent", "slow", "--bench-report", "out"]
+
+
+class TestResume:
+    """Running the same command again runs only what is missing."""
+
+    def test_deepen_runs_only_new_trials(self, bench: pytest.Pytester) -> None:
+        """--bench-seeds 2 then 4: only trials 3 and 4 run; the report has all four."""
+        bench.runpytest(*ARGS, "--bench-seeds", "2").assert_outcomes(passed=12)
+        assert len(runs_logged(bench.path)) == 12
+        result = bench.runpytest(*ARGS, "--bench-seeds", "4", "-v")
+        result.assert_outcomes(passed=24)
+        new_runs = runs_logged(bench.path)[12:]
+        assert sorted({int(r.split()[-1]) for r in new_runs}) == [3, 4] and len(new_runs) == 12
+        assert result.stdout.str().count("PASSED (from store)") == 12
+        report = read_report(bench.path)
+        assert len(report["runs"]) == 24
+        assert sum(r["from_store"] for r in report["runs"]) == 12
+        assert report["aggregate"]["akm"]["runs"] == 12
+
+    def test_fresh_reruns_and_appends(self, bench: pytest.Pytester) -> None:
+        """--bench-fresh runs everything again and appends; the latest samples are reported."""
+        bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
+        bench.runpytest(*ARGS, "--bench-seeds", "1", "--bench-fresh").assert_outcomes(passed=6)
+        assert len(runs_logged(bench.path)) == 12
+        assert len(store_lines(bench.path)) == 12
+        assert not any(r["from_store"] for r in read_report(bench.path)["runs"])
+
+    def test_changed_task_content_invalidates(self, bench: pytest.Pytester) -> None:
+        """Editing a task's verifier changes its fingerprint: its cells run again, others do not."""
+        bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
+        verify = bench.path / "corpus" / "tasks" / "alpha" / "script-task" / "verify.sh"
+        verify.write_text(verify.read_text() + "# stricter now\n")
+        bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
+        assert runs_logged(bench.path)[6:] == ["alpha/script-task noakm 1", "alpha/script-task akm 1"]
+        assert len(store_lines(bench.path)) == 8  # old samples stay in the file
+
+    def test_changed_model_invalidates(self, bench: pytest.Pytester) -> None:
+        """A different model makes every old sample not count."""
+        bench.runpytest(*ARGS, "--bench-seeds", "1", "--bench-model", "m/one").assert_outcomes(passed=6)
+        bench.runpytest(*ARGS, "--bench-seeds", "1", "--bench-model", "m/two").assert_outcomes(passed=6)
+        assert len(runs_logged(bench.path)) == 12
+        assert {r["model"] for r in read_report(bench.path)["runs"]} == {"m/two"}
+
+    def test_harness_errors_run_again(self, bench: pytest.Pytester) -> None:
+        """A harness_error attempt is kept in the store but its cell runs again next time."""
+        verify = bench.path / "corpus" / "tasks" / "alpha" / "script-task" / "verify.sh"
+        text = verify.read_text()
+        verify.unlink()
+        bench.runpytest(*ARGS, "--bench-seeds", "1", "-k", "script").assert_outcomes(errors=2)
+        verify.write_text(text)
+        bench.runpytest(*ARGS, "--bench-seeds", "1", "-k", "script").assert_outcomes(passed=2)
+        outcomes = [r["outcome"] for r in store_lines(bench.path)]
+        assert outcomes.count("harness_error") == 2 and outcomes.count("pass") == 2
+
+    def test_torn_last_line(self, bench: pytest.Pytester) -> None:
+        """A torn last line is skipped with a warning; every other sample is kept."""
+        bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
+        store = bench.path / ".akmbench" / "store" / "samples.jsonl"
+        with store.open("a") as fh:
+            fh.write('{"task_id": "alpha/scr')
+        result = bench.runpytest(*ARGS, "--bench-seeds", "1", "-v")
+        result.assert_outcomes(passed=6)
+        assert result.stdout.str().count("PASSED (from store)") == 6
+        warnings = read_report(bench.path)["warnings"]
+        assert any("samples.jsonl:7: skipped unreadable record" in w for w in warnings)
+
+
+class TestOfflineReport:
+    """`python -m pytest_akmbench report` rebuilds the session's report from the store."""
+
+    def test_equal_to_session_report(self, bench: pytest.Pytester) -> None:
+        """Same envelope and summary, apart from the timestamp."""
+        bench.runpytest(*ARGS, "--bench-seeds", "2").assert_outcomes(passed=12)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest_akmbench", "report", "--store", ".akmbench/store", "--out", "offline",
+             "--agent", "slow", "--seeds", "2"],
+            cwd=bench.path, capture_output=True, text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+        session, offline = read_report(bench.path), read_report(bench.path, "offline")
+        session.pop("timestamp"), offline.pop("timestamp")
+        assert session == offline
+        strip = lambda p: "\n".join(l for l in p.read_text().splitlines() if not l.startswith("branch "))  # noqa: E731
+        assert strip(bench.path / "out" / "summary.md") == strip(bench.path / "offline" / "summary.md")
+
+
+class TestInterrupt:
+    """Ctrl-C loses at most the cells in flight; the same command resumes exactly."""
+
+    def test_sigint_then_resume(self, bench: pytest.Pytester) -> None:
+        """Interrupt a -n 2 run, run it again: the missing cells run once, the report is whole."""
+        (bench.path / "delay").write_text("0.6")
+        cmd = [sys.executable, "-m", "pytest", *ARGS, "--bench-seeds", "2", "-n", "2", "-p", "no:cacheprovider"]
+        proc = subprocess.Popen(cmd, cwd=bench.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        store = bench.path / ".akmbench" / "store" / "samples.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 3):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        stored_after_interrupt = len(store.read_text().splitlines())
+        assert 3 <= stored_after_interrupt < 12, out.decode()
+        assert read_report(bench.path)["complete"] is False
+
+        (bench.path / "delay").write_text("0")
+        result = bench.runpytest_subprocess(*ARGS[:-1], "resumed", "--bench-seeds", "2", "-n", "2", "-v")
+        result.assert_outcomes(passed=12)
+        assert result.stdout.str().count("PASSED (from store)") == stored_after_interrupt
+        cells = [(r["task_id"], r["arm"], r["seed"]) for r in store_lines(bench.path)]
+        assert len(cells) == len(set(cells)) == 12  # nothing ran twice
+        resumed = read_report(bench.path, "resumed")
+        assert resumed["complete"] is True
+
+        bench.runpytest_subprocess(
+            *ARGS[:-1], "whole", "--bench-seeds", "2", "--bench-store", "other-store"
+        ).assert_outcomes(passed=12)
+        whole = read_report(bench.path, "whole")
+        drop = lambda env: strip_times({k: v for k, v in env.items() if k != "runs"})  # noqa: E731
+        assert drop(resumed) == drop(whole)
+        assert [(r["task_id"], r["arm"], r["seed"], r["outcome"]) for r in resumed["runs"]] == [
+            (r["task_id"], r["arm"], r["seed"], r["outcome"]) for r in whole["runs"]
+        ]
