@@ -508,7 +508,7 @@ def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str
             config_path=options.get("config_path"),
         )
     if model:
-        chosen, source = model, "model"
+        chosen, source = model, "--bench-model"
     else:
         chosen, source = resolve_model(env=env, config_default_model=options.get("config_default_model"),
                                        providers=providers)

@@ -292,9 +292,9 @@ def check_model(model: str, model_source: str, providers: ProvidersFile | None) 
         )
     if key in CLOUD_PREFIXES:
         return ModelChoice(model=model, model_source=model_source, provider_key=key, providers=providers)
-    where = f"not in {providers.source}" if providers is not None else "and no providers file was found"
+    where = f"which is not in {providers.source}" if providers is not None else "but no providers file was found"
     raise ConfigError(
-        f"{model_source}: model {model!r} uses provider {key!r}, which is {where}; add providers.{key} "
+        f"{model_source}: model {model!r} uses provider {key!r}, {where}; add providers.{key} "
         f"to the providers file, or {_FIX_HINT}",
         usage=providers is None,
     )

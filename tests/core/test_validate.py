@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_akmbench.corpus import load_corpus
+from pytest_akmbench.procs import ProcessTracker
+from pytest_akmbench.validate import behaviour_problems, static_problems, validate
+from tests.support.corpus import standard_corpus, write_stash, write_task
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    return standard_corpus(tmp_path)
+
+
+class TestStatic:
+    """`validate` finds what would make a benchmark unsound, without running anything."""
+
+    def test_clean_corpus(self, roots: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+        """A sound corpus validates with exit status 0."""
+        assert validate(*roots, []) == 0
+        assert "3 tasks in 2 domains, 0 configs: 0 errors, 0 warnings" in capsys.readouterr().out
+
+    def test_workspace_mentioning_akm(self, roots: tuple[Path, Path]) -> None:
+        """A workspace file that tells the agent about akm is an error naming the file."""
+        tasks_root, stashes = roots
+        write_task(tasks_root, "alpha/leaky", workspace={"README.md": "Task.\n", "AGENTS.md": "Run `AKM search` first.\n"})
+        _, errors, _ = static_problems(tasks_root, stashes)
+        assert errors == [f"{tasks_root / 'alpha/leaky/workspace/AGENTS.md'}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"]
+
+    def test_missing_solution_and_gold_ref(self, roots: tuple[Path, Path]) -> None:
+        """Every task needs a solution; a gold_ref must name an asset of its stash."""
+        tasks_root, stashes = roots
+        write_task(tasks_root, "alpha/unsolved", solve=None, extra={"gold_ref": "skill:nowhere"})
+        _, errors, _ = static_problems(tasks_root, stashes)
+        assert any("alpha/unsolved/task.yaml: solution: no solution/solve.sh" in e for e in errors)
+        assert any("gold_ref: 'skill:nowhere' is not an asset of stash 'st'" in e for e in errors)
+        write_task(tasks_root, "alpha/found", extra={"gold_ref": "skill:howto"})
+        _, errors, _ = static_problems(tasks_root, stashes)
+        assert not any("alpha/found" in e for e in errors)
+
+    def test_asset_leaking_the_answer_warns(self, tmp_path: Path) -> None:
+        """A stash asset that contains a literal the verifier pins is a warning."""
+        answer = "tidectl drain --window 15m --target cell-7"
+        write_stash(tmp_path / "stashes", assets={"knowledge/cheat.md": f"Just run: {answer}\n"})
+        write_task(tmp_path / "tasks", "a/drain", verify=f'grep -qF "{answer}" commands.txt\n')
+        write_task(tmp_path / "tasks", "a/regexy", verifier="regex", extra={"expected_match": r"run: tidectl drain"})
+        _, errors, warnings = static_problems(tmp_path / "tasks", tmp_path / "stashes")
+        assert errors == []
+        assert any(f"verifier pins {answer!r}" in w and "cheat.md" in w for w in warnings)
+        assert any("a/regexy/task.yaml: expected_match: the answer pattern matches stash asset" in w for w in warnings)
+
+    def test_config_checked_too(self, roots: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A config naming an unknown task fails validation."""
+        cfg = tmp_path / "bad.json"
+        cfg.write_text('{"schemaVersion": 1, "tasks": ["gamma/x"]}')
+        assert validate(*roots, [cfg]) == 1
+        assert "error: tasks: task not found: 'gamma/x'" in capsys.readouterr().out
+
+
+class TestBehaviour:
+    """Soundness: the untouched workspace fails, the solution passes, the verifier repeats itself."""
+
+    def problems(self, tmp_path: Path, **task: object) -> list[str]:
+        write_stash(tmp_path / "stashes")
+        write_task(tmp_path / "tasks", "a/t", **task)  # type: ignore[arg-type]
+        task_obj = load_corpus(tmp_path / "tasks", tmp_path / "stashes").tasks[0]
+        (tmp_path / "work").mkdir()
+        return behaviour_problems(task_obj, tmp_path / "work", ProcessTracker("test/validate"))
+
+    def test_sound_task(self, tmp_path: Path) -> None:
+        """The standard script task has no problem."""
+        assert self.problems(tmp_path) == []
+
+    def test_verifier_passing_on_untouched_workspace(self, tmp_path: Path) -> None:
+        """A verifier that accepts doing nothing is reported."""
+        assert self.problems(tmp_path, verify="exit 0\n") == [
+            "verifier passes on the untouched workspace: doing nothing would solve the task"
+        ]
+
+    def test_solution_that_does_not_pass(self, tmp_path: Path) -> None:
+        """A solution that does not satisfy the verifier is reported with the verifier's words."""
+        found = self.problems(tmp_path, solve="echo goodbye > out.txt\n", verify='grep -qx hello out.txt || { echo "out.txt is wrong"; exit 1; }\n')
+        assert found == ["solution does not pass its verifier: out.txt is wrong"]
+
+    def test_nondeterministic_verifier(self, tmp_path: Path) -> None:
+        """A verifier whose answer changes between two runs is reported."""
+        # It flips its answer through a file in HOME: pass, then fail.
+        verify = (
+            'f="$HOME/flip"; if [ -e "$f" ]; then rm "$f"; exit 1; else touch "$f"; grep -qx hello out.txt; fi\n'
+        )
+        found = self.problems(tmp_path, verify=verify)
+        assert found == ["verifier is not deterministic on the solution: pass then fail"]
+
+
+def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None:
+    """--bench-soundness gives one item per task and fails the broken one by name."""
+    standard_corpus(pytester.path)
+    write_task(pytester.path / "corpus" / "tasks", "beta/too-easy", verify="exit 0\n")
+    pytester.makeini("[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n")
+    result = pytester.runpytest("corpus", "--bench-soundness")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines([
+        "beta/too-easy: verifier passes on the untouched workspace*",
+        "FAILED corpus/tasks/beta/too-easy/task.yaml::soundness*",
+    ])
+    assert not (pytester.path / ".akmbench").exists()  # no report, no store: nothing was benchmarked

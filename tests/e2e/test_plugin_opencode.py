@@ -1,0 +1,149 @@
+"""Whole bench runs through pytest with the real opencode binary and the scripted model.
+
+Each cell costs about 10 s of CPU; these run serially.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_akmbench.opencode import locate_opencode
+
+ROOT = Path(__file__).resolve().parents[2]
+AKM = ROOT / "tests" / "support" / "akm"
+
+try:
+    OPENCODE = locate_opencode({"rootdir": str(ROOT)})
+except Exception as err:  # noqa: BLE001
+    pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
+
+
+def processes_under(root: Path) -> list[str]:
+    """Live processes whose environment HOME lies under ``root`` (i.e. started for our cells)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2] == "Z":
+            continue
+        if any(v.startswith(b"HOME=" + str(root).encode()) for v in env):
+            found.append(Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project with a copy of the shipped corpus, its own store, report and run dirs."""
+    shutil.copytree(ROOT / "corpus", tmp_path / "corpus")
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
+        f"bench_tmp = {tmp_path / 'cells'}\nbench_store = {tmp_path / 'store'}\nbench_report = {tmp_path / 'report'}\n"
+        f"bench_opencode = {OPENCODE}\nbench_akm = {AKM}\n"
+    )
+    return tmp_path
+
+
+def bench(project: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-seeds", "1", *args],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def wait_for_agents(root: Path, count: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sum("opencode" in p and " run " in p for p in processes_under(root)) >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{count} opencode processes never ran under {root}")
+
+
+class TestRealRuns:
+    """A whole bench through pytest, measured for real."""
+
+    def test_oracle_policy_passes_with_measured_tokens(self, project: Path) -> None:
+        """Both arms pass; tokens in the report equal what the scripted server reported."""
+        proc = bench(project, "--bench-model", "scripted/oracle", "--bench-tasks", "tidectl/drain-cell", "-n", "2")
+        out, _ = proc.communicate(timeout=180)
+        assert proc.returncode == 0, out
+        report = json.loads((project / "report" / "report.json").read_text())
+        runs = {r["arm"]: r for r in report["runs"]}
+        assert runs["noakm"]["outcome"] == runs["akm"]["outcome"] == "pass"
+        # usage_for_turn(n) = 1000 + 10n prompt, 20 completion tokens; noakm: 2 turns, akm: 5.
+        assert runs["noakm"]["tokens"]["total"] == sum(1000 + 10 * n + 20 for n in range(2))
+        assert runs["akm"]["tokens"]["total"] == sum(1000 + 10 * n + 20 for n in range(5))
+        assert report["token_measurement"]["coverage"] == 1.0
+        transcript = project / "store" / runs["akm"]["transcript"]
+        assert '"type":"step_finish"' in transcript.read_text().replace(" ", "")
+        assert processes_under(project / "cells") == []
+
+
+class TestInterrupts:
+    """Ctrl-C, SIGTERM and `kill` stop a run with cells in flight and leave nothing behind."""
+
+    @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+    def test_signal_with_two_cells_in_flight(self, project: Path, sig: int) -> None:
+        """Both signals end a -n 2 run promptly, with zero survivors and an incomplete report."""
+        proc = bench(project, "--bench-model", "scripted/hang", "--bench-arms", "noakm", "-n", "2",
+                     "--bench-tasks", "tidectl/drain-cell,tidectl/shift-weight", "--bench-budget-wall-ms", "600000")
+        wait_for_agents(project / "cells", 2)
+        started = time.monotonic()
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=60)
+        assert time.monotonic() - started < 30, out
+        assert processes_under(project / "cells") == [], out
+        report = json.loads((project / "report" / "report.json").read_text())
+        assert report["complete"] is False
+
+    def test_kill_command(self, project: Path) -> None:
+        """`python -m pytest_akmbench kill` from another process stops the bench and its cells."""
+        proc = bench(project, "--bench-model", "scripted/hang", "--bench-arms", "noakm",
+                     "--bench-tasks", "tidectl/drain-cell", "--bench-budget-wall-ms", "600000")
+        wait_for_agents(project / "cells", 1)
+        killer = subprocess.run([sys.executable, "-m", "pytest_akmbench", "kill", "--tmp", str(project / "cells")],
+                                capture_output=True, text=True, timeout=30)
+        assert killer.returncode == 0 and "sent SIGTERM" in killer.stdout
+        out, _ = proc.communicate(timeout=60)
+        assert processes_under(project / "cells") == [], out
+        assert json.loads((project / "report" / "report.json").read_text())["complete"] is False
+
+
+class TestUsageErrors:
+    """Provider mistakes are one-line errors before any cell runs."""
+
+    @pytest.mark.parametrize(
+        "providers, model, message",
+        [
+            ({"schemaVersion": 1, "providers": {"local": {"options": {"apiKey": "sk-abcdefghijklmnopqrstuvwxyz"}}}},
+             "local/m", "must be an env-ref"),
+            ({"schemaVersion": 1, "providers": {}}, "nowhere/m", "uses provider 'nowhere'"),
+            (None, "local/m", "not found"),
+        ],
+    )
+    def test_providers_errors(self, project: Path, providers: object, model: str, message: str) -> None:
+        """A literal key, an unknown provider prefix, a missing file: exit 4, one line, no traceback."""
+        path = project / "providers.json"
+        if providers is not None:
+            path.write_text(json.dumps(providers))
+        proc = bench(project, "corpus", "--bench-model", model, "--bench-providers", str(path), "--bench-arms", "noakm")
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 4, out
+        errors = [line for line in out.splitlines() if line.startswith("ERROR:")]
+        assert len(errors) == 1 and message in errors[0] and str(path) in errors[0], out
+        assert "Traceback" not in out and "sk-abcdefghijklmnopqrstuvwxyz" not in out
+        assert not (project / "store").exists()
