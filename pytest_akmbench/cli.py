@@ -50,7 +50,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if settings.tasks_override is not None:
         narrowed, _ = select(type(corpus)(corpus.tasks_root, corpus.stashes_root, tuple(tasks)), settings.tasks_override)
         tasks = restrict(tasks, [t.id for t in narrowed])
-    store_dir = Path(args.store)
+    store_dir = Path(args.store).resolve()
     latest = _latest(store_dir, settings.agent)
     if latest is None:
         raise ConfigError(f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True)

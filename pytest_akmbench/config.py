@@ -213,6 +213,8 @@ class Settings:
     keep_runs: bool = False
     fresh: bool = False
     soundness: bool = False
+    baseline: Path | None = None
+    gates: tuple[str, ...] = ()
     floor: int = DEFAULT_FLOOR
     origins: Mapping[str, str] = field(default_factory=dict)
 
@@ -243,9 +245,10 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "keep_runs": (None, parse_bool),
     "fresh": (None, parse_bool),
     "soundness": (None, parse_bool),
+    "baseline": ("baseline", str),
     "floor": (None, positive_int),
 }
-_PATHS = ("providers", "akm", "opencode", "store", "report", "tmp")
+_PATHS = ("providers", "akm", "opencode", "store", "report", "tmp", "baseline")
 
 
 def resolve(
@@ -295,6 +298,24 @@ def resolve(
         origins=origins,
         **values,
     )
+
+
+def load_baseline(path: Path) -> dict[str, float]:
+    """A flat {task_id: pass_rate} map (reference §1.8); rates are numbers in [0, 1]."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: baseline file not found; fix the baseline path", usage=True) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read baseline: {err}", usage=True) from err
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{path}: baseline is not valid JSON: line {err.lineno}: {err.msg}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a baseline is a JSON object mapping task ids to pass rates")
+    for task_id, rate in data.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ConfigError(f"{path}: {task_id}: baseline pass rate must be a number in [0, 1], got {json.dumps(rate)}")
+    return {k: float(v) for k, v in data.items()}
 
 
 def clamp_parallel(value: int, force: bool) -> tuple[int, str | None]:

@@ -6,7 +6,9 @@ ini key, the plugin collects nothing and writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import signal
 import time
 from dataclasses import dataclass, field
@@ -15,11 +17,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import hooks, lifecycle, procs
+from . import gates, hooks, lifecycle, procs
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
-from .config import ARMS, Settings, clamp_parallel, load_run_config, resolve
+from .config import ARMS, Settings, clamp_parallel, load_baseline, load_run_config, resolve
 from .corpus import Corpus, Task, find_task_files, load_task, check_stash, restrict, select
-from .errors import BenchError, CorpusError
+from .errors import BenchError, ConfigError, CorpusError
 from .nodes import CELL_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile
 from .resume import StoredSamples
 from .runner import Cell, RunContext, cell_fingerprint, run_cell
@@ -48,6 +50,7 @@ _OPTIONS: list[tuple[str, str, str]] = [
     ("report", "DIR", "Where report.json and summary.md go (default: .akmbench/report)"),
     ("tmp", "DIR", "Root of the per-cell run dirs (default: ~/.cache/bench-cells)"),
     ("akm", "PATH", "The akm executable given to the akm arm"),
+    ("baseline", "FILE", "Baseline pass rates {task_id: rate}: adds the vs-base column to the summary"),
     ("opencode", "PATH", "The opencode executable"),
 ]
 _FLAGS = [
@@ -78,7 +81,8 @@ class BenchState:
     model: str | None = None
     warnings: list[str] = field(default_factory=list)
     started: bool = False
-    previous_sigterm: Any = None
+    baseline: dict[str, float] | None = None
+    previous_signals: dict[int, Any] = field(default_factory=dict)
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
 
@@ -109,7 +113,8 @@ class BenchState:
             self._context = RunContext(
                 run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
                 model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
-                budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, akm=s.akm, keep_runs=s.keep_runs,
+                budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, keep_runs=s.keep_runs,
+                akm=s.akm or (Path(found).resolve() if (found := shutil.which("akm")) else None),
                 transcripts_dir=self.store_dir,
             )
         return self._context
@@ -125,6 +130,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest = "bench_" + name.replace("-", "_")
         group.addoption(f"--bench-{name}", dest=dest, action="store_true", default=None, help=help_text)
         parser.addini(dest, help_text, default=None)
+    group.addoption("--bench-gate", dest="bench_gate", action="append", default=None, metavar="EXPR",
+                    help="Gate deciding the exit status, e.g. akm.pass_rate>=0.6, lift.low>0, "
+                    "no-regression:BASE/report.json (repeatable)")
+    parser.addini("bench_gate", "Gates deciding the exit status, one per line", type="linelist", default=[])
     group.addoption("--parallel", dest="bench_parallel", metavar="N", default=None,
                     help="Run cells in N processes (pytest-xdist -n, clamped to 1..8)")
     parser.addini("bench_parallel", "Default for --parallel", default=None)
@@ -153,7 +162,8 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, Any]:
 def _setup(config: pytest.Config) -> BenchState | None:
     names = [n.replace("-", "_") for n, _, _ in _OPTIONS] + [n.replace("-", "_") for n, _ in _FLAGS] + ["parallel"]
     raw = {n: _raw(config, n) for n in names}
-    explicit = any(cli is not None for cli, _ in raw.values())
+    gate_cli, gate_ini = _raw(config, "gate")
+    explicit = any(cli is not None for cli, _ in raw.values()) or gate_cli is not None
     if not explicit and raw["corpus"][1] is None and raw["config"][1] is None:
         return None
     rootdir = config.rootpath
@@ -174,7 +184,16 @@ def _setup(config: pytest.Config) -> BenchState | None:
         cli={k: v[0] for k, v in raw.items()}, ini={k: v[1] for k, v in raw.items()},
         tasks_root=tasks_root, stashes_root=stashes_root.resolve(),
     )
-    return _load(settings, explicit)
+    gate_list = tuple(gate_cli or gate_ini or ())
+    for gate in gate_list:
+        try:
+            gates.parse(gate)
+        except ValueError as err:
+            raise ConfigError(str(err), usage=True) from None
+    state = _load(dataclasses.replace(settings, gates=gate_list), explicit)
+    if settings.baseline is not None:
+        state.baseline = load_baseline(settings.baseline)
+    return state
 
 
 def _args_reach(config: pytest.Config, cwd: Path, tasks_root: Path) -> bool:
@@ -265,7 +284,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
     state.model = state.settings.model
     procs.become_subreaper()
-    state.previous_sigterm = _install_sigterm()
+    state.previous_signals = _install_signals(state.run_id)
     lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None)
     try:
         if not state.settings.soundness:
@@ -293,15 +312,25 @@ def _find_agent(config: pytest.Config, name: str) -> Agent:
     return found[name]
 
 
-def _install_sigterm() -> Any:
-    # SIGTERM would otherwise end pytest without finalizers, leaving agents running.
+def _install_signals(run_id: str) -> dict[int, Any]:
+    """SIGTERM behaves like Ctrl-C (so finalizers kill the cells); a second one of either
+    force-exits at once, after SIGKILL to every process of this run."""
+    hits: list[int] = []
+
     def handler(signum: int, frame: Any) -> None:
+        hits.append(signum)
+        if len(hits) > 1:
+            procs.signal_marked(run_id + "/", signal.SIGKILL)
+            os._exit(128 + signum)
         raise KeyboardInterrupt(f"signal {signum}")
 
-    try:
-        return signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (e.g. an embedding runner)
-        return None
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread (e.g. an embedding runner)
+            pass
+    return previous
 
 
 class _XdistHooks:
@@ -327,8 +356,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     if state.started:
         state.agent.stop()
-    if state.previous_sigterm is not None:
-        signal.signal(signal.SIGTERM, state.previous_sigterm)
+    for sig, previous in state.previous_signals.items():
+        signal.signal(sig, previous)
     # A crashed worker's cells leave marked processes behind: nothing of this run survives it.
     procs.sweep(state.run_id + "/", orphans=False)
     lifecycle.release_run(state.tmp_root / state.run_id)

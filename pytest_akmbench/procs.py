@@ -68,11 +68,12 @@ def _all_pids() -> Iterator[int]:
             yield int(name)
 
 
-def _has_marker(pid: int, prefix: bytes) -> bool:
+def _has_marker(pid: int, token: bytes, *, exact: bool) -> bool:
     try:
-        return any(v.startswith(prefix) for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+        values = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return False
+    return token in values if exact else any(v.startswith(token) for v in values)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -117,9 +118,9 @@ def _reap_orphan_zombies(protected: set[int], my_sid: int) -> int:
     return reaped
 
 
-def sweep(marker_prefix: str, *, orphans: bool = True, keep: Sequence[int] = ()) -> int:
-    """Kill every process whose ``MARKER`` starts with ``marker_prefix``, and (with
-    ``orphans``) every process re-parented onto us from another session.
+def sweep(marker_prefix: str, *, orphans: bool = True, exact: bool = False, keep: Sequence[int] = ()) -> int:
+    """Kill every process whose ``MARKER`` starts with ``marker_prefix`` (equals it, with
+    ``exact``), and (with ``orphans``) every process re-parented onto us from another session.
 
     Returns how many process groups or processes were signalled. ``keep`` lists pids never
     to touch.
@@ -139,7 +140,7 @@ def sweep(marker_prefix: str, *, orphans: bool = True, keep: Sequence[int] = ())
             if info is None:
                 continue
             orphan = orphans and info.ppid == me and info.sid != my_sid
-            if orphan or _has_marker(pid, token):
+            if orphan or _has_marker(pid, token, exact=exact):
                 if info.ppid == me:
                     adopted.add(pid)
                 victims.add(info.pgid if info.pgid not in protected and info.pgid != os.getpgid(0) else -pid)
@@ -172,7 +173,7 @@ def signal_marked(marker_prefix: str, sig: int) -> int:
     groups = set()
     for pid in _all_pids():
         info = _proc_info(pid)
-        if info is not None and info.pid != os.getpid() and _has_marker(pid, token):
+        if info is not None and info.pid != os.getpid() and _has_marker(pid, token, exact=False):
             groups.add(info.pgid)
     for pgid in groups:
         _signal_group(pgid, sig)
@@ -246,24 +247,37 @@ class ProcessTracker:
         return (None if timed_out else proc.returncode), text, timed_out
 
     def stop(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGTERM the process's group, wait the grace period, then SIGKILL it."""
+        """SIGTERM the process's group, wait the grace period, then SIGKILL it.
+
+        The group is signalled by id only while its leader is alive and unreaped: once reaped,
+        the id can be reused (pid_max is often 32768) by another cell's process, which must
+        not be hit. Members left behind after that are killed only if they carry our marker.
+        """
         if proc.poll() is None:
             _signal_group(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=self.grace_s)
             except subprocess.TimeoutExpired:
-                pass
-        _signal_group(proc.pid, signal.SIGKILL)
-        try:
-            proc.wait(timeout=self.grace_s)
-        except subprocess.TimeoutExpired:
-            pass
+                _signal_group(proc.pid, signal.SIGKILL)
+                try:
+                    proc.wait(timeout=self.grace_s)
+                except subprocess.TimeoutExpired:
+                    pass
+        token = f"{MARKER}={self.marker_value}".encode()
+        for pid in _all_pids():
+            info = _proc_info(pid)
+            if info is not None and info.pgid == proc.pid and _has_marker(pid, token, exact=True):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def kill_all(self) -> None:
         """Stop every tracked process, then sweep the orphans and marked stragglers."""
         for proc in self._procs:
             self.stop(proc)
-        sweep(self.marker_value)
+        # Exact: cell "...::akm-s1" must not sweep the processes of "...::akm-s10" next door.
+        sweep(self.marker_value, exact=True)
         for proc in self._procs:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:

@@ -74,6 +74,9 @@ def report_input(
     complete: bool | None = None,
     warnings: Iterable[str] = (),
     cwd: Path | None = None,
+    baseline: dict[str, float] | None = None,
+    gates: Iterable[str] = (),
+    provenance: dict[str, Any] | None = None,
 ) -> ReportInput:
     """The report of ``cells`` made from the store: the session and ``report`` CLI share it,
     so both give the same envelope. ``complete`` defaults to "every cell has a sample"."""
@@ -101,4 +104,10 @@ def report_input(
         complete=complete,
         warnings=[*warnings, *stored.warnings],
         cwd=cwd,
+        floor=floor,
+        baseline=baseline,
+        gates=tuple(gates),
+        gates_base_dir=cwd,
+        provenance=provenance,
+        store_dir=store_dir,
     )

@@ -10,6 +10,7 @@ system-wide cannot leak into the control arm.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -25,6 +26,7 @@ from .agents import Agent, AgentRequest, AgentResult, Limits
 from .corpus import Task, fixture_hash
 from .procs import ProcessTracker
 from .store import SampleStore, fingerprint_hash
+from .trajectory import analyse_cell
 from .prompts import build_prompt, prompt_version as arm_prompt_version
 from .verifiers import Verdict, verify
 
@@ -172,16 +174,55 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     stash: Path | None = None
     if cell.arm == "akm":
         stash = run_dir / "stash"
-        _copy_tree(ctx.stashes_root / cell.task.stash, stash)
-        if cell.task.stash_overlay:
-            _copy_tree((cell.task.task_dir / cell.task.stash_overlay).resolve(), stash)
+        _copy_stash(cell.task, ctx, stash)
         env["AKM_STASH_DIR"] = str(stash)
         if ctx.akm is not None:
             (bin_dir / "akm").symlink_to(ctx.akm)
+            # The index built once for this stash content, copied in: no cell pays for it.
+            _copy_tree(stash_index(cell.task, ctx) / "akm", xdg["XDG_CACHE_HOME"] / "akm")
+            # akm's events log records what an agent did; the indexing run's must not count.
+            (xdg["XDG_CACHE_HOME"] / "akm" / "events.jsonl").unlink(missing_ok=True)
     else:
         _write_exe(bin_dir / "akm", _NO_AKM)
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", os.defpath)])
     return run_dir, env, stash
+
+
+def _copy_stash(task: Task, ctx: RunContext, dst: Path) -> None:
+    _copy_tree(ctx.stashes_root / task.stash, dst)
+    if task.stash_overlay:
+        _copy_tree((task.task_dir / task.stash_overlay).resolve(), dst)
+
+
+def stash_index(task: Task, ctx: RunContext) -> Path:
+    """Run ``akm index`` once per stash content and run; return the XDG cache dir holding it.
+
+    xdist workers of one run share the result through a lock file, so the index is built once
+    per run, not once per worker. A failing index raises, which makes the cell a harness_error.
+    """
+    fp = fingerprint(task, "akm", ctx, "")["stash_hash"] or ""
+    root = ctx.tmp_root / ctx.run_id / "index" / hashlib.sha256(fp.encode()).hexdigest()[:16]
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "done").exists():
+            shutil.rmtree(root / "stash", ignore_errors=True)
+            _copy_stash(task, ctx, root / "stash")
+            env = {
+                "PATH": os.environ.get("PATH", os.defpath), "HOME": str(root / "home"),
+                "XDG_CACHE_HOME": str(root / "cache"), "XDG_CONFIG_HOME": str(root / "config"),
+                "AKM_STASH_DIR": str(root / "stash"),
+            }
+            for key in ("home", "cache", "config"):
+                (root / key).mkdir(exist_ok=True)
+            procs = ProcessTracker(f"{ctx.run_id}/index")
+            code, output, timed_out = procs.run([str(ctx.akm), "index"], cwd=root / "stash", env=env, timeout_s=300)
+            procs.kill_all()
+            if code != 0:
+                why = "timed out" if timed_out else f"exit {code}"
+                raise RuntimeError(f"akm index of stash {task.stash!r} failed ({why}): {output.strip()[-300:]}")
+            (root / "done").touch()
+    return root / "cache"
 
 
 def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
@@ -194,6 +235,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
     verdict: Verdict | None = None
     reason: str | None = None
     transcript_rel: str | None = None
+    trajectory: dict[str, Any] | None = None
     t_agent = t_verify = t0
     try:
         run_dir, env, stash = prepare(cell, ctx)
@@ -206,9 +248,16 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             transcript=transcript, procs=procs, stash_dir=stash, model=ctx.model,
         )
         t_agent = time.monotonic()
+        agent_started_ms = time.time_ns() // 1_000_000
         result = ctx.agent.run(request)
         procs.kill_all()  # nothing the agent started may watch the verifier run
         t_verify = time.monotonic()
+        if cell.arm == "akm":
+            # Only the akm arm: elsewhere an "akm show" the stub refused still looks completed.
+            trajectory = analyse_cell(
+                cell.task, transcript, Path(env["XDG_CACHE_HOME"]) / "akm" / "events.jsonl", result.akm,
+                agent_started_ms=agent_started_ms,
+            )
         if result.error:
             outcome, reason = "harness_error", result.error
         elif result.budget:
@@ -266,6 +315,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         },
         "final_text_tail": result.final_text[-500:],
         "akm": result.akm,
+        "trajectory": trajectory,
         "transcript": transcript_rel,
         "agent": {"name": ctx.agent.name, "version": ctx.agent.version},
         "model": ctx.model,

@@ -66,16 +66,24 @@ class BenchSession:
             tasks=state.tasks, arms=state.settings.arms, seeds=state.settings.seeds, cells=self.cells,
             slice_label=state.slice, ctx=state.context(), store_dir=state.store_dir, floor=state.settings.floor,
             extra_samples=self.samples.values(), complete=False if interrupted else None,
-            warnings=state.warnings, cwd=state.settings.rootdir,
+            warnings=state.warnings, cwd=state.settings.rootdir, baseline=state.baseline,
+            gates=state.settings.gates,
         )
         self.envelope = report.build(inp)
         self.paths = report.write(state.report_dir, self.envelope)
+        if self.envelope.get("gates") and exitstatus != pytest.ExitCode.INTERRUPTED:
+            # With gates, they decide: green when all hold and the harness never failed.
+            harness_errors = any(r["outcome"] == "harness_error" for r in self.envelope["runs"])
+            ok = all(g["ok"] for g in self.envelope["gates"]) and not harness_errors
+            session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.paths is None or self.envelope is None:
             return
         tr = terminalreporter
         tr.write_sep("-", "akmbench")
+        if self.envelope.get("verdict"):
+            tr.write_line(self.envelope["verdict"])
         for arm in self.envelope["corpus"]["arms"]:
             agg = self.envelope["aggregate"].get(arm)
             if agg is None:
@@ -91,5 +99,7 @@ class BenchSession:
             tr.write_line(f"delta (akm - noakm): {delta['pass_rate']:+.2f}")
         if not self.envelope["complete"]:
             tr.write_line("report is INCOMPLETE: not every selected cell ran")
+        for gate in self.envelope.get("gates") or []:
+            tr.write_line(f"gate {'held' if gate['ok'] else 'FAILED'}: {gate['gate']}: {gate['message']}")
         tr.write_line(f"report: {self.paths[0]}")
         tr.write_line(f"summary: {self.paths[1]}")

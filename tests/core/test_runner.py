@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,11 @@ from pytest_akmbench.corpus import Task, load_corpus
 from pytest_akmbench.procs import ProcessTracker, become_subreaper
 from pytest_akmbench.runner import Cell, RunContext, run_cell
 from tests.support.corpus import standard_corpus, write_stash, write_task
+
+
+def tracker() -> ProcessTracker:
+    """A tracker with a marker no other test run on this machine shares."""
+    return ProcessTracker(f"test-runner/{uuid.uuid4().hex}")
 
 
 def alive_with(marker: str) -> list[str]:
@@ -67,32 +73,32 @@ class TestOutcomes:
     @pytest.mark.parametrize("task_id", ["alpha/script-task", "alpha/pytest-task", "beta/regex-task"])
     def test_oracle_passes_every_verifier_kind(self, tmp_path: Path, corpus: dict[str, Task], task_id: str) -> None:
         """The oracle's solution passes script, pytest and regex verifiers."""
-        sample = run_cell(Cell(corpus[task_id], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/1"))
+        sample = run_cell(Cell(corpus[task_id], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
         assert sample["outcome"] == "pass", sample
         assert sample["verifier"]["exit_code"] == 0
 
     @pytest.mark.parametrize("task_id", ["alpha/script-task", "alpha/pytest-task", "beta/regex-task"])
     def test_nop_fails_every_verifier_kind(self, tmp_path: Path, corpus: dict[str, Task], task_id: str) -> None:
         """An untouched workspace fails, with a reason."""
-        sample = run_cell(Cell(corpus[task_id], "akm", 2), context(tmp_path, NopAgent()), ProcessTracker("t/2"))
+        sample = run_cell(Cell(corpus[task_id], "akm", 2), context(tmp_path, NopAgent()), tracker())
         assert sample["outcome"] == "fail"
         assert sample["reason"]
         assert sample["seed"] == 2 and sample["arm"] == "akm"
 
     def test_pytest_failure_reason_is_the_assertion(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
         """A pytest verifier's failure reason quotes the failing assertion."""
-        sample = run_cell(Cell(corpus["alpha/pytest-task"], "noakm", 1), context(tmp_path, NopAgent()), ProcessTracker("t/3"))
+        sample = run_cell(Cell(corpus["alpha/pytest-task"], "noakm", 1), context(tmp_path, NopAgent()), tracker())
         assert sample["reason"].startswith(("E ", "FAILED "))
 
     def test_missing_verify_script_is_harness_error(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
         """No verify.sh means the harness cannot judge: harness_error with a reason."""
-        sample = run_cell(Cell(corpus["alpha/broken"], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/4"))
+        sample = run_cell(Cell(corpus["alpha/broken"], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
         assert sample["outcome"] == "harness_error"
         assert "verify.sh not found" in sample["reason"]
 
     def test_script_exit_127_is_a_failure(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
         """Unlike the reference, a script's own exit 127 is a fail, not a harness error."""
-        sample = run_cell(Cell(corpus["alpha/exits-127"], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/5"))
+        sample = run_cell(Cell(corpus["alpha/exits-127"], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
         assert sample["outcome"] == "fail"
 
     def test_verifier_timeout_is_a_failure(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
@@ -101,7 +107,7 @@ class TestOutcomes:
         sample = run_cell(
             Cell(corpus["alpha/slow-verify"], "noakm", 1),
             context(tmp_path, OracleAgent(), verify_timeout_s=1.0),
-            ProcessTracker("t/6"),
+            tracker(),
         )
         assert time.monotonic() - started < 10
         assert sample["outcome"] == "fail"
@@ -112,7 +118,7 @@ class TestOutcomes:
         write_stash(tmp_path / "corpus" / "stashes")
         write_task(tmp_path / "corpus" / "tasks", "a/nosolve", solve=None)
         task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
-        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/7"))
+        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), tracker())
         assert sample["outcome"] == "harness_error"
         assert "solution/solve.sh" in sample["reason"]
 
@@ -122,7 +128,7 @@ class TestOutcomes:
         write_task(tmp_path / "corpus" / "tasks", "a/slow", solve="sleep 60\n", extra={"budget": {"tokens": 10, "wallMs": 500}})
         task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
         started = time.monotonic()
-        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/8"))
+        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), tracker())
         assert time.monotonic() - started < 8
         assert (sample["outcome"], sample["budget"], sample["budget_tag"]) == ("budget_exceeded", "wall", "hung")
         assert sample["fingerprint"]["budget"]["wall_ms"] == 500
@@ -135,7 +141,7 @@ class TestIsolation:
         """noakm gets no stash, no AKM_* variable and an akm on PATH that refuses to run."""
         monkeypatch.setenv("AKM_STASH_DIR", "/users/own/stash")
         spy = EnvSpy()
-        sample = run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, spy), ProcessTracker("t/9"))
+        sample = run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, spy), tracker())
         assert spy.request is not None
         assert not [k for k in spy.request.env if k.startswith("AKM_")]
         assert spy.request.stash_dir is None
@@ -153,14 +159,14 @@ class TestIsolation:
             return AgentResult()
 
         spy.run = run  # type: ignore[method-assign]
-        run_cell(Cell(corpus["alpha/overlay"], "akm", 1), context(tmp_path, spy), ProcessTracker("t/10"))
+        run_cell(Cell(corpus["alpha/overlay"], "akm", 1), context(tmp_path, spy), tracker())
         assert seen["inside"] is True
         assert seen["files"] == ["MANIFEST.json", "knowledge/extra.md", "skills/howto/SKILL.md"]
 
     def test_private_home_and_cleanup(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
         """HOME and XDG dirs are private to the run dir, which is gone after the cell."""
         spy = EnvSpy()
-        run_cell(Cell(corpus["alpha/script-task"], "akm", 1), context(tmp_path, spy), ProcessTracker("t/11"))
+        run_cell(Cell(corpus["alpha/script-task"], "akm", 1), context(tmp_path, spy), tracker())
         req = spy.request
         assert req is not None
         for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "TMPDIR"):
@@ -171,7 +177,7 @@ class TestIsolation:
 
     def test_workspace_is_a_copy(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
         """The oracle writes into the copy; the corpus's workspace stays untouched."""
-        run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/12"))
+        run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
         assert not (corpus["alpha/script-task"].workspace / "out.txt").exists()
 
 
@@ -192,7 +198,44 @@ class TestNoSurvivors:
         write_stash(tmp_path / "corpus" / "stashes")
         write_task(tmp_path / "corpus" / "tasks", "a/spawner", solve=solve)
         task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
-        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), ProcessTracker("t/13"))
+        sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), tracker())
         assert sample["outcome"] == "pass"
         assert len(pids.read_text().split()) == 3  # all three were really started
         assert alive_with(f"sleep 6{tag}") == []
+
+
+class TestStashIndex:
+    """The akm arm's stash is indexed once per stash content; each cell gets a copy of the index."""
+
+    def test_index_built_once_and_copied(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """Two akm cells of one stash: `akm index` runs once, both cells find index.db."""
+        akm = tmp_path / "akm"
+        log = tmp_path / "index-calls"
+        akm.write_text(
+            "#!/bin/sh\n"
+            f'if [ "$1" = index ]; then echo "$AKM_STASH_DIR" >> {log}; mkdir -p "$XDG_CACHE_HOME/akm"; '
+            'echo indexed > "$XDG_CACHE_HOME/akm/index.db"; fi\n'
+        )
+        akm.chmod(0o755)
+        seen: list[str] = []
+
+        class Reader(EnvSpy):
+            def run(self, request: AgentRequest) -> AgentResult:
+                seen.append((Path(request.env["XDG_CACHE_HOME"]) / "akm" / "index.db").read_text())
+                return AgentResult()
+
+        ctx = context(tmp_path, Reader(), akm=akm)
+        for seed in (1, 2):
+            run_cell(Cell(corpus["alpha/script-task"], "akm", seed), ctx, tracker())
+        run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), ctx, tracker())
+        assert seen == ["indexed\n", "indexed\n"]
+        assert len(log.read_text().splitlines()) == 1
+
+    def test_failing_index_is_a_harness_error(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
+        """If akm cannot index the stash, the cell says so instead of running without one."""
+        akm = tmp_path / "akm"
+        akm.write_text("#!/bin/sh\necho 'index: corrupt stash' >&2\nexit 3\n")
+        akm.chmod(0o755)
+        sample = run_cell(Cell(corpus["alpha/script-task"], "akm", 1), context(tmp_path, EnvSpy(), akm=akm), tracker())
+        assert sample["outcome"] == "harness_error"
+        assert "akm index of stash 'st' failed (exit 3): index: corrupt stash" in sample["reason"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,7 @@ class TestBehaviour:
         write_task(tmp_path / "tasks", "a/t", **task)  # type: ignore[arg-type]
         task_obj = load_corpus(tmp_path / "tasks", tmp_path / "stashes").tasks[0]
         (tmp_path / "work").mkdir()
-        return behaviour_problems(task_obj, tmp_path / "work", ProcessTracker("test/validate"))
+        return behaviour_problems(task_obj, tmp_path / "work", ProcessTracker(f"test-validate/{uuid.uuid4().hex}"))
 
     def test_sound_task(self, tmp_path: Path) -> None:
         """The standard script task has no problem."""

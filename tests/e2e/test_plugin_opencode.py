@@ -110,6 +110,22 @@ class TestInterrupts:
         report = json.loads((project / "report" / "report.json").read_text())
         assert report["complete"] is False
 
+    def test_second_ctrl_c_force_exits(self, project: Path) -> None:
+        """A second Ctrl-C exits at once and still leaves no process of the run behind."""
+        proc = bench(project, "--bench-model", "scripted/hang", "--bench-arms", "noakm", "-n", "2",
+                     "--bench-tasks", "tidectl/drain-cell,tidectl/shift-weight", "--bench-budget-wall-ms", "600000")
+        wait_for_agents(project / "cells", 2)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert time.monotonic() - started < 15, out
+        deadline = time.monotonic() + 10  # the workers finish dying on their own
+        while processes_under(project / "cells") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_under(project / "cells") == [], out
+
     def test_kill_command(self, project: Path) -> None:
         """`python -m pytest_akmbench kill` from another process stops the bench and its cells."""
         proc = bench(project, "--bench-model", "scripted/hang", "--bench-arms", "noakm",

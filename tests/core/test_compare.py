@@ -1,0 +1,134 @@
+"""Tests for pytest_akmbench.compare: refusals, noise verdicts, CLI exit codes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_akmbench import report
+from pytest_akmbench.compare import compare, main, render_markdown
+from tests.core.test_metrics import make_task, sample
+from tests.core.test_report import TS, inp
+
+
+def envelope(akm_pass: list[int], noakm_pass: list[int] | None = None, seeds: int = 3) -> dict[str, Any]:
+    """A report where task i passes akm_pass[i] of ``seeds`` runs (and noakm likewise)."""
+    tasks = [make_task(f"d/t{i:02d}") for i in range(len(akm_pass))]
+    samples = []
+    for i, t in enumerate(tasks):
+        for s in range(1, seeds + 1):
+            samples.append(sample(t.id, "akm", s, "pass" if s <= akm_pass[i] else "fail"))
+            if noakm_pass is not None:
+                samples.append(sample(t.id, "noakm", s, "pass" if s <= noakm_pass[i] else "fail"))
+    arms = ("noakm", "akm") if noakm_pass is not None else ("akm",)
+    return report.build(inp(tasks, samples, arms=arms, seeds=seeds), timestamp=TS)
+
+
+class TestRefusals:
+    def test_schema_track_model(self) -> None:
+        """Schema, track and model mismatches refuse, in that order; models can be allowed."""
+        base = envelope([3, 3])
+        assert compare(dict(base, schemaVersion=2), base)["reason"] == "schema_mismatch"
+        assert compare(base, dict(base, track="evolve"))["reason"] == "track_mismatch"
+        other = copy.deepcopy(base)
+        other["agent"]["model"] = "x/other"
+        refused = compare(base, other)
+        assert refused["ok"] is False and refused["reason"] == "model_mismatch" and refused["currentModel"] == "x/other"
+        allowed = compare(base, other, allow_model_mismatch=True)
+        assert allowed["ok"] is True and any("models differ" in w for w in allowed["warnings"])
+
+    def test_corpus_and_fixture_hashes(self) -> None:
+        """A different task corpus or fixture hash refuses unless allowed."""
+        base, head = envelope([3, 3]), envelope([3, 3, 3])
+        refused = compare(base, head)
+        assert refused["reason"] == "corpus_mismatch" and refused["onlyInCurrent"] == ["d/t02"]
+        assert compare(base, head, allow_corpus_mismatch=True)["ok"] is True
+        head = copy.deepcopy(base)
+        head["corpus"]["fixtureContentHash"] = "f" * 64
+        assert compare(base, head)["reason"] == "hash_mismatch"
+        assert compare(base, head, allow_fixture_mismatch=True)["ok"] is True
+
+    def test_selected_ids_without_hashes(self) -> None:
+        """Without hashes on both sides, differing selected ids refuse."""
+        base, head = envelope([3, 3]), envelope([3, 3])
+        for env in (base, head):
+            del env["corpus"]["taskCorpusHash"]
+        head["corpus"]["selectedTaskIds"] = ["d/t00"]
+        assert compare(base, head)["reason"] == "corpus_mismatch"
+        assert sum("no corpus.taskCorpusHash" in w for w in compare(base, base)["warnings"]) == 2
+
+
+class TestVerdicts:
+    def test_regression_beyond_noise(self) -> None:
+        """8 of 10 tasks drop from 3/3 to 0/3: paired p = 2/2^8, beyond noise; per-task Wilson disjoint."""
+        base, head = envelope([3] * 10), envelope([0] * 8 + [3] * 2)
+        result = compare(base, head)
+        akm = result["arms"]["akm"]
+        assert akm["pass_rate_delta"] == pytest.approx(-0.8) and akm["pass_rate_sign"] == "regress"
+        assert akm["paired"]["p_value"] == 2 / 2**8 and akm["beyond_noise"] is True
+        # Wilson(3,3) = [0.44, 1] and Wilson(0,3) = [0, 0.56] overlap: one task alone is not beyond noise.
+        assert [t["beyond_noise"] for t in akm["perTask"]] == [False] * 10
+        assert result["aggregate"]["passRateSign"] == "regress"
+        assert "akm regressed beyond noise" in render_markdown(result)
+
+    def test_per_task_beyond_noise(self) -> None:
+        """With 10 seeds, 10/10 → 0/10 on one task has disjoint Wilson intervals."""
+        result = compare(envelope([10], seeds=10), envelope([0], seeds=10))
+        task = result["arms"]["akm"]["perTask"][0]
+        assert task["beyond_noise"] is True and task["sign"] == "regress"
+        assert result["arms"]["akm"]["beyond_noise"] is False  # one task: the sign test cannot reach p < 0.05
+
+    def test_within_noise(self) -> None:
+        """A one-seed wobble on two tasks is within noise."""
+        result = compare(envelope([3, 2, 3]), envelope([2, 3, 3]))
+        assert result["arms"]["akm"]["beyond_noise"] is False
+        assert "akm within noise" in render_markdown(result)
+
+    def test_every_arm_both_ran(self) -> None:
+        """noakm and akm both compared; an arm in one report only is a warning."""
+        base, head = envelope([3, 3], [1, 1]), envelope([3, 3], [2, 2])
+        result = compare(base, head)
+        assert list(result["arms"]) == ["noakm", "akm"]
+        assert result["lift"]["base"] == pytest.approx(2 / 3) and result["lift"]["change"] == pytest.approx(-1 / 3)
+        only_akm = compare(base, envelope([3, 3]))
+        assert list(only_akm["arms"]) == ["akm"] and any("noakm ran only in the base" in w for w in only_akm["warnings"])
+
+    def test_reference_envelope_zeroed_arm(self) -> None:
+        """A reference-style zeroed arm (count 0) is treated as not run."""
+        base = envelope([3, 3])
+        ref = copy.deepcopy(base)
+        ref["aggregate"]["noakm"] = {"pass_rate": 0, "tokens_per_pass": None, "tokens_per_run": None, "wallclock_ms": 0}
+        for t in ref["tasks"]:
+            t["noakm"] = {"pass_rate": 0, "count": 0}
+        assert list(compare(ref, base)["arms"]) == ["akm"]
+
+
+class TestCli:
+    def write(self, tmp_path: Path, name: str, env: dict[str, Any]) -> str:
+        path = tmp_path / name
+        path.write_text(json.dumps(env))
+        return str(path)
+
+    def test_exit_codes(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """0 compared, 1 refused (output still printed), 2 unreadable or bad usage."""
+        a = self.write(tmp_path, "a.json", envelope([3, 3]))
+        b = self.write(tmp_path, "b.json", envelope([3, 3, 3]))
+        assert main([a, a]) == 0
+        assert capsys.readouterr().out.startswith("# akm-bench compare — `local/m`")
+        assert main([a, b]) == 1
+        captured = capsys.readouterr()
+        assert "refused (corpus_mismatch)" in captured.out and captured.err.startswith("compare: refused (corpus_mismatch)")
+        assert main([a, b, "--allow-corpus-mismatch", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["ok"] is True
+        assert main([a, str(tmp_path / "missing.json")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "missing.json" in err
+        (tmp_path / "bad.json").write_text("{not json")
+        assert main([a, str(tmp_path / "bad.json")]) == 2
+        assert "bad.json is not valid JSON" in capsys.readouterr().err
+        assert main([a]) == 2
+        assert main([a, a, "--bogus"]) == 2

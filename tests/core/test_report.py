@@ -1,0 +1,237 @@
+"""Tests for pytest_akmbench.report: the envelope and the markdown summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_akmbench import report
+from tests.core.test_metrics import make_task, sample, traj, wilson
+
+TS = "2026-01-01T00:00:00.000Z"
+REFERENCE_KEYS = [
+    "schemaVersion", "track", "branch", "commit", "timestamp", "agent", "corpus", "aggregate", "trajectory",
+    "failure_modes", "token_measurement", "tasks", "negative_transfer_count", "negative_transfer_severity",
+    "top_regressed_tasks", "domain_level_deltas", "asset_regression_candidates", "corpus_coverage", "warnings",
+    "searchBridge", "runs", "baseline_by_task_id", "perAsset", "akm_overhead",
+]
+
+
+def inp(tasks: list[Any], samples: list[dict[str, Any]], arms: tuple[str, ...] = ("noakm", "akm"), **kw: Any) -> report.ReportInput:
+    return report.ReportInput(tasks=tasks, arms=arms, seeds=kw.pop("seeds", 3), slice="all", stashes_root=Path("/nonexistent"),
+                              samples=samples, model="local/m", agent="opencode", agent_version="1.18.33", **kw)
+
+
+def lift_corpus(n_tasks: int = 10) -> tuple[list[Any], list[dict[str, Any]]]:
+    """akm passes every task 3/3; noakm passes only the first two tasks."""
+    tasks = [make_task(f"d{i % 2}/t{i:02d}", gold_ref="skill:gold", memory_ability="procedural_lookup" if i < 4 else None,
+                       task_family="fam-a" if i % 2 else "fam-b") for i in range(n_tasks)]
+    samples = []
+    for i, t in enumerate(tasks):
+        for seed in (1, 2, 3):
+            samples.append(sample(t.id, "akm", seed, "pass", tokens=1000,
+                                  trajectory=traj(searches=[1], shown=["skill:gold"], feedback="positive")))
+            samples.append(sample(t.id, "noakm", seed, "pass" if i < 2 else "fail", tokens=800))
+    return tasks, samples
+
+
+class TestEnvelope:
+    def test_reference_keys_in_order(self) -> None:
+        """Every reference key we fill appears, in the reference's order; additions follow."""
+        tasks, samples = lift_corpus()
+        env = report.build(inp(tasks, samples, baseline={"d0/t00": 0.5}), timestamp=TS)
+        keys = [k for k in env if k in REFERENCE_KEYS]
+        assert keys == REFERENCE_KEYS
+        assert "workflow" not in env
+        assert list(env)[list(env).index("akm_overhead"):] == [
+            "akm_overhead", "flaky_tasks", "floor_coverage", "provenance", "verdict"]
+        assert list(env).index("complete") == 5
+        json.dumps(env)  # plain builtins only
+
+    def test_lift_statistics(self) -> None:
+        """akm − noakm = 0.8 over 10 tasks, p = 2/2^8, significant; Wilson per task."""
+        tasks, samples = lift_corpus()
+        env = report.build(inp(tasks, samples), timestamp=TS)
+        agg = env["aggregate"]
+        assert agg["akm"]["pass_rate"] == 1.0 and agg["noakm"]["pass_rate"] == pytest.approx(0.2)
+        assert agg["delta"]["pass_rate"] == pytest.approx(0.8)
+        paired = agg["delta"]["paired"]
+        assert paired["p_value"] == 2 / 2**8 and paired["significant"] is True and paired["tasks"] == 10
+        assert 0.4 <= paired["low"] <= 0.6 and paired["high"] == 1.0
+        t0 = env["tasks"][0]
+        assert t0["akm"]["pass_rate_ci"]["low"] == pytest.approx(wilson(3, 3)[0])
+        assert env["verdict"].startswith("akm lifts pass rate by +0.80 [")
+        assert env["verdict"].endswith("10 tasks × 3 seeds")
+        assert agg["akm"]["pass_at_1"] == 1.0 and agg["noakm"]["pass_at_1"] == pytest.approx(0.2)
+
+    def test_arm_not_run_is_null(self) -> None:
+        """Only akm ran: noakm and delta are null everywhere, never 0, never in deltas."""
+        tasks, samples = lift_corpus(3)
+        env = report.build(inp(tasks, [s for s in samples if s["arm"] == "akm"], arms=("akm",)), timestamp=TS)
+        assert env["aggregate"]["noakm"] is None and env["aggregate"]["delta"] is None
+        assert all(t["noakm"] is None and t["delta"] is None for t in env["tasks"])
+        assert env["negative_transfer_count"] == 0
+        assert all(r["pass_rate_noakm"] is None and r["pass_rate_delta"] is None for r in env["domain_level_deltas"])
+        assert env["verdict"].startswith("only one arm ran (akm): pass rate 1.00 [")
+
+    def test_harness_errors_and_budget(self) -> None:
+        """harness_error leaves the denominator, budget_exceeded stays; both counted per task."""
+        task = make_task("a/t")
+        samples = [sample("a/t", "akm", 1, "pass"), sample("a/t", "akm", 2, "harness_error"),
+                   sample("a/t", "akm", 3, "budget_exceeded", budget_tag="hung")]
+        env = report.build(inp([task], samples, arms=("akm",)), timestamp=TS)
+        row = env["tasks"][0]["akm"]
+        assert row["pass_rate"] == 0.5 and row["harness_error_count"] == 1 and row["budget_exceeded_count"] == 1
+        assert env["failure_modes"]["by_label"] == {"hung": 1}
+        assert any("1 of 3 runs ended in harness_error" in w for w in env["warnings"])
+
+    def test_floor_coverage(self) -> None:
+        """Cells: covered (3 valid), partial (2 valid + 1 error), missing (only errors), missing (no run)."""
+        tasks = [make_task(f"a/t{i}") for i in range(4)]
+        samples = [sample("a/t0", "akm", s, "pass") for s in (1, 2, 3)]
+        samples += [sample("a/t1", "akm", 1, "pass"), sample("a/t1", "akm", 2, "fail"), sample("a/t1", "akm", 3, "harness_error")]
+        samples += [sample("a/t2", "akm", 1, "harness_error")]
+        env = report.build(inp(tasks, samples, arms=("akm",), floor=3), timestamp=TS)
+        fc = env["floor_coverage"]
+        assert fc["by_arm"]["akm"] == {"cells": 4, "covered": 1, "partial": 1, "missing": 2}
+        assert [(n["task_id"], n["status"], n["samples_needed"]) for n in fc["needs_deepening"]] == [
+            ("a/t1", "partial", 1), ("a/t2", "missing", 3), ("a/t3", "missing", 3)]
+
+    def test_flaky_tasks(self) -> None:
+        """A task that both passes and fails with stdev > 0.2 is listed."""
+        samples = [sample("a/t", "akm", 1, "pass"), sample("a/t", "akm", 2, "fail"), sample("a/t", "akm", 3, "pass")]
+        env = report.build(inp([make_task("a/t")], samples, arms=("akm",)), timestamp=TS)
+        assert env["flaky_tasks"] == [{"task_id": "a/t", "arm": "akm", "pass_rate": 2 / 3, "passes": 2, "valid_count": 3,
+                                       "pass_rate_stdev": pytest.approx(3 ** -0.5)}]
+
+    def test_negative_transfer_and_assets(self) -> None:
+        """noakm 1.0 vs akm 0.0 on one task: regressed, severity 1, its loaded asset is a candidate."""
+        task = make_task("x/t", gold_ref="skill:gold")
+        samples = [sample("x/t", "noakm", s, "pass") for s in (1, 2, 3)]
+        samples += [sample("x/t", "akm", s, "fail", trajectory=traj(searches=[4], shown=["skill:bad"])) for s in (1, 2, 3)]
+        env = report.build(inp([task], samples), timestamp=TS)
+        assert env["negative_transfer_count"] == 1 and env["negative_transfer_severity"] == 1.0
+        assert env["top_regressed_tasks"][0]["task_id"] == "x/t"
+        assert env["asset_regression_candidates"] == [
+            {"asset_ref": "skill:bad", "regressed_task_count": 1, "regressed_task_ids": ["x/t"], "total_load_count": 3}]
+        assert env["failure_modes"] == {"by_label": {"loaded_wrong": 3}, "by_task": {"x/t": {"loaded_wrong": 3}}}
+        assert env["domain_level_deltas"][0]["regression_count"] == 1
+
+    def test_corpus_coverage_camel_case(self) -> None:
+        """coverage keeps camelCase inner keys; rows per tag value."""
+        tasks, samples = lift_corpus()
+        cc = report.build(inp(tasks, samples), timestamp=TS)["corpus_coverage"]
+        assert cc["coverage"]["totalTasks"] == 10
+        assert cc["coverage"]["memoryAbilityCounts"]["procedural_lookup"] == 4
+        assert cc["coverage"]["memoryAbilityCounts"]["untagged"] == 6
+        assert cc["coverage"]["taskFamilyCounts"] == {"fam-b": 5, "fam-a": 5}
+        assert [r["category"] for r in cc["by_task_family"]] == ["fam-a", "fam-b"]
+        assert cc["by_memory_ability"][0]["workflow_compliance"] is None
+
+    def test_trajectory_and_runs(self) -> None:
+        """trajectory.akm comes from akm runs; runs[] rows carry trajectory, assets and failure mode."""
+        tasks, samples = lift_corpus(2)
+        env = report.build(inp(tasks, samples), timestamp=TS)
+        t = env["trajectory"]["akm"]
+        assert t["correct_asset_loaded"] == 1.0 and t["feedback_recorded"] == 1.0 and t["counts"]["runs"] == 6
+        akm_row = next(r for r in env["runs"] if r["arm"] == "akm")
+        assert akm_row["trajectory"]["correct_asset_loaded"] is True and akm_row["assets_loaded"] == ["skill:gold"]
+        noakm_row = next(r for r in env["runs"] if r["arm"] == "noakm")
+        assert noakm_row["trajectory"]["correct_asset_loaded"] is None and noakm_row["assets_loaded"] is None
+
+    def test_samples_without_trajectory(self) -> None:
+        """Oracle-style samples: trajectory figures are null, a warning says why."""
+        task = make_task("a/t", gold_ref="skill:gold")
+        env = report.build(inp([task], [sample("a/t", "akm", s, "pass") for s in (1, 2, 3)], arms=("akm",)), timestamp=TS)
+        assert env["trajectory"]["akm"]["correct_asset_loaded"] is None
+        assert env["searchBridge"]["runs_observed"] == 0 and env["perAsset"]["rows"] == []
+        assert env["akm_overhead"]["aggregate"]["mean_search_count"] is None
+        assert any(w.startswith("akm trajectory not observed for 3 of 3") for w in env["warnings"])
+
+    def test_token_measurement(self) -> None:
+        """coverage counts measured runs only."""
+        task = make_task("a/t")
+        samples = [sample("a/t", "akm", 1, "pass", tokens=10), sample("a/t", "akm", 2, "pass")]
+        env = report.build(inp([task], samples, arms=("akm",)), timestamp=TS)
+        assert env["token_measurement"]["coverage"] == 0.5 and env["token_measurement"]["reliable"] is False
+        assert env["aggregate"]["akm"]["tokens_per_pass"] == 10
+
+    def test_synthetic_arm(self) -> None:
+        """With the synthetic arm: its aggregate, the lift and a paired comparison."""
+        task = make_task("a/t")
+        samples = [sample("a/t", "akm", 1, "pass"), sample("a/t", "synthetic", 1, "fail"), sample("a/t", "noakm", 1, "fail")]
+        env = report.build(inp([task], samples, arms=("noakm", "akm", "synthetic"), seeds=1), timestamp=TS)
+        assert env["aggregate"]["akm_over_synthetic_lift"] == 1.0
+        assert env["aggregate"]["akm_over_synthetic_paired"]["tasks"] == 1
+        assert "synthetic" in env["tasks"][0]
+
+    def test_provenance(self) -> None:
+        """Versions passed in and fingerprints seen."""
+        tasks, samples = lift_corpus(2)
+        env = report.build(inp(tasks, samples, provenance={"opencode_version": "1.18.33", "akm_version": "0.7.0"}), timestamp=TS)
+        prov = env["provenance"]
+        assert prov["opencode_version"] == "1.18.33" and prov["akm_version"] == "0.7.0"
+        assert prov["fingerprints"] == ["fp-akm", "fp-noakm"] and prov["python"]
+
+    def test_gates_in_envelope(self) -> None:
+        """Gate results are part of the envelope."""
+        tasks, samples = lift_corpus()
+        env = report.build(inp(tasks, samples, gates=("lift.low>0", "akm.pass_rate>=0.99", "noakm.pass_rate>0.5")), timestamp=TS)
+        assert [g["ok"] for g in env["gates"]] == [True, True, False]
+
+
+class TestMarkdown:
+    def test_sections_and_verdict(self) -> None:
+        """Verdict first, intervals in the tables, sections in order, baseline columns."""
+        tasks, samples = lift_corpus()
+        env = report.build(inp(tasks, samples, baseline={"d0/t00": 0.5}, gates=("noakm.pass_rate>0.5",)), timestamp=TS)
+        md = report.render_markdown(env)
+        lines = md.splitlines()
+        assert lines[0] == "# akm-bench utility — local/m"
+        assert lines[5].startswith("**Verdict:** akm lifts pass rate by +0.80 [")
+        assert lines[6].startswith("**Gates:** 0 passed, 1 failed: `noakm.pass_rate>0.5`")
+        order = ["## Aggregate", "## Gates", "## Trajectory (akm)", "## Per-task pass rates", "## Coverage vs reporting floor",
+                 "## Corpus coverage", "## Negative transfer", "## Search → outcome bridge", "## AKM overhead",
+                 "## Token measurement", "## Provenance"]
+        positions = [md.index(h) for h in order]
+        assert positions == sorted(positions)
+        per_task = md[md.index("## Per-task pass rates"):]
+        header = per_task.splitlines()[2]
+        assert [c.strip() for c in header.strip("|").split("|")] == ["task", "noakm", "akm", "delta", "baseline", "vs base"]
+        row = next(line for line in per_task.splitlines() if line.startswith("| d0/t00"))
+        assert "1.00 [0.44, 1.00]" in row and "+0.50" in row
+
+    def test_deterministic(self) -> None:
+        """Same input, same bytes."""
+        tasks, samples = lift_corpus()
+        a = report.render_markdown(report.build(inp(tasks, samples), timestamp=TS))
+        b = report.render_markdown(report.build(inp(tasks, list(reversed(samples))), timestamp=TS))
+        assert a == b
+
+    def test_no_difference_verdict(self) -> None:
+        """Equal arms: no significant difference, with the interval and p."""
+        tasks, samples = lift_corpus(4)
+        samples = [dict(s, outcome="pass") for s in samples]
+        env = report.build(inp(tasks, samples), timestamp=TS)
+        assert env["verdict"] == "no significant difference between akm and noakm (0.00 [0.00, 0.00], p=1), 4 tasks × 3 seeds"
+
+    def test_incomplete_and_empty(self) -> None:
+        """An incomplete run says so; no valid run at all says so."""
+        task = make_task("a/t")
+        env = report.build(inp([task], [sample("a/t", "akm", 1, "harness_error")], arms=("akm",), complete=False), timestamp=TS)
+        assert env["verdict"] == "incomplete run — no valid runs: no arm produced a pass or fail outcome"
+        assert "**incomplete run**" in report.render_markdown(env)
+
+    def test_write_and_step_summary(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """report.json and summary.md are written; the summary is appended to $GITHUB_STEP_SUMMARY."""
+        step = tmp_path / "step.md"
+        step.write_text("before\n")
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+        tasks, samples = lift_corpus(2)
+        env = report.build(inp(tasks, samples), timestamp=TS)
+        json_path, md_path = report.write(tmp_path / "out", env)
+        assert json.loads(json_path.read_text())["verdict"] == env["verdict"]
+        assert step.read_text() == "before\n" + md_path.read_text() + "\n"
