@@ -24,6 +24,7 @@ from typing import Any
 from tabulate import tabulate
 
 from . import metrics, stats
+from .summary import num, signed
 
 FLAT = 0.005
 NOISE_RULE = (
@@ -214,19 +215,8 @@ def compare(
 _GLYPH = {"improve": "▲", "regress": "▼", "flat": "▬"}
 
 
-def _num(v: float | None, digits: int = 2) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}"
-
-
-def _signed(v: float | None, digits: int = 2) -> str:
-    if v is None:
-        return "n/a"
-    text = f"{v:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text
-
-
 def _interval(low: float | None, high: float | None) -> str:
-    return "n/a" if low is None or high is None else f"[{_signed(low)}, {_signed(high)}]"
+    return "n/a" if low is None or high is None else f"[{signed(low)}, {signed(high)}]"
 
 
 def verdict(result: dict[str, Any]) -> str:
@@ -238,8 +228,8 @@ def verdict(result: dict[str, Any]) -> str:
     parts = []
     for arm, c in result["arms"].items():
         p = c["paired"]
-        change = (f"{_num(c['base']['pass_rate'])} → {_num(c['current']['pass_rate'])} "
-                  f"({_signed(p['delta'])} {_interval(p['low'], p['high'])}, p={_p(p['p_value'])}, {p['tasks']} tasks)")
+        change = (f"{num(c['base']['pass_rate'])} → {num(c['current']['pass_rate'])} "
+                  f"({signed(p['delta'])} {_interval(p['low'], p['high'])}, p={_p(p['p_value'])}, {p['tasks']} tasks)")
         if c["beyond_noise"]:
             word = "improved" if (p["delta"] or 0) > 0 else "regressed"
             parts.append(f"{arm} {word} beyond noise: {change}")
@@ -277,21 +267,21 @@ def render_markdown(result: dict[str, Any]) -> str:
         rows = []
         for arm, c in result["arms"].items():
             p = c["paired"]
-            rows.append([arm, _num(c["base"]["pass_rate"]), _num(c["current"]["pass_rate"]), _signed(c["pass_rate_delta"]),
+            rows.append([arm, num(c["base"]["pass_rate"]), num(c["current"]["pass_rate"]), signed(c["pass_rate_delta"]),
                          _interval(p["low"], p["high"]), _p(p["p_value"]), _GLYPH[c["pass_rate_sign"]],
-                         "yes" if c["beyond_noise"] else "no", _signed(c["tokens_per_pass_delta"], 0), _signed(c["wallclock_ms_delta"], 0)])
+                         "yes" if c["beyond_noise"] else "no", signed(c["tokens_per_pass_delta"], 0), signed(c["wallclock_ms_delta"], 0)])
         lines.append(tabulate(rows, ["arm", "base", "current", "delta", "paired 95% CI", "p", "dir", "beyond noise",
                                      "tokens_per_pass Δ", "wallclock_ms Δ"], tablefmt="github", disable_numparse=True))
         if "lift" in result:
             lift = result["lift"]
-            lines += ["", f"lift (akm − noakm): base {_signed(lift['base'])}, current {_signed(lift['current'])}, change {_signed(lift['change'])}"]
+            lines += ["", f"lift (akm − noakm): base {signed(lift['base'])}, current {signed(lift['current'])}, change {signed(lift['change'])}"]
         lines += ["", f"noise rule — {result['noise_rule']}"]
         for arm, c in result["arms"].items():
             lines += ["", f"## Per-task ({arm} arm)", ""]
             rows = []
             for t in c["perTask"]:
                 name = t["id"] if t["presence"] == "both" else f"{t['id']} _({t['presence']})_"
-                rows.append([name, _num(t["base_pass_rate"]), _num(t["current_pass_rate"]), _signed(t["delta"]),
+                rows.append([name, num(t["base_pass_rate"]), num(t["current_pass_rate"]), signed(t["delta"]),
                              _GLYPH[t["sign"]], "yes" if t["beyond_noise"] else ""])
             lines.append(tabulate(rows, ["task", "base", "current", "delta", "dir", "beyond noise"], tablefmt="github",
                                   disable_numparse=True))

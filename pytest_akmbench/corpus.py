@@ -40,6 +40,8 @@ _KNOWN_KEYS = frozenset(
     )
 )
 _FIXTURE_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+# libyaml's safe loader parses a corpus of thousands of task.yaml files several times faster.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +165,7 @@ def load_task(path: Path) -> Task:
     except (OSError, UnicodeDecodeError) as err:
         raise CorpusError(f"{path}: cannot read: {err}") from err
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader, C-accelerated when available
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

@@ -48,18 +48,42 @@ class _ProcInfo:
     ppid: int
     pgid: int
     sid: int
+    start: int  # clock ticks after boot
+
+
+def _read(path: str, limit: int = 4096) -> bytes:
+    # os.read rather than Path.read_bytes: a sweep reads every process's files, and the
+    # lighter call makes it about three times faster.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while limit > 0:
+            chunk = os.read(fd, min(limit, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            limit -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _proc_info(pid: int) -> _ProcInfo | None:
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
+        raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
     except OSError:
         return None
     # The command name may contain spaces and parentheses; fields resume after the last ')'.
     fields = raw[raw.rfind(")") + 2 :].split()
     if fields[0] == "Z":
         return None
-    return _ProcInfo(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]))
+    return _ProcInfo(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]), start=int(fields[19]))
+
+
+def _ticks_now() -> int:
+    """Now, in the clock ticks after boot that /proc/<pid>/stat uses for a start time."""
+    with open("/proc/uptime") as fh:
+        return int(float(fh.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
 
 
 def _all_pids() -> Iterator[int]:
@@ -70,7 +94,7 @@ def _all_pids() -> Iterator[int]:
 
 def _has_marker(pid: int, token: bytes, *, exact: bool) -> bool:
     try:
-        values = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        values = _read(f"/proc/{pid}/environ", 1 << 20).split(b"\0")
     except OSError:
         return False
     return token in values if exact else any(v.startswith(token) for v in values)
@@ -104,7 +128,7 @@ def _reap_orphan_zombies(protected: set[int], my_sid: int) -> int:
         if pid in protected:
             continue
         try:
-            raw = Path(f"/proc/{pid}/stat").read_text()
+            raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
         except OSError:
             continue
         fields = raw[raw.rfind(")") + 2 :].split()
@@ -118,12 +142,16 @@ def _reap_orphan_zombies(protected: set[int], my_sid: int) -> int:
     return reaped
 
 
-def sweep(marker_prefix: str, *, orphans: bool = True, exact: bool = False, keep: Sequence[int] = ()) -> int:
+def sweep(
+    marker_prefix: str, *, orphans: bool = True, exact: bool = False, since: int = 0, keep: Sequence[int] = ()
+) -> int:
     """Kill every process whose ``MARKER`` starts with ``marker_prefix`` (equals it, with
     ``exact``), and (with ``orphans``) every process re-parented onto us from another session.
 
-    Returns how many process groups or processes were signalled. ``keep`` lists pids never
-    to touch.
+    ``since`` (clock ticks after boot) skips the environment check of processes started
+    earlier, which cannot be the caller's: reading every process's environment is the slow
+    part. Returns how many process groups or processes were signalled. ``keep`` lists pids
+    never to touch.
     """
     me = os.getpid()
     my_sid = os.getsid(0)
@@ -140,7 +168,7 @@ def sweep(marker_prefix: str, *, orphans: bool = True, exact: bool = False, keep
             if info is None:
                 continue
             orphan = orphans and info.ppid == me and info.sid != my_sid
-            if orphan or _has_marker(pid, token, exact=exact):
+            if orphan or (info.start >= since and _has_marker(pid, token, exact=exact)):
                 if info.ppid == me:
                     adopted.add(pid)
                 victims.add(info.pgid if info.pgid not in protected and info.pgid != os.getpgid(0) else -pid)
@@ -191,6 +219,8 @@ class ProcessTracker:
         self.marker_value = marker_value
         self.grace_s = grace_s
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._since = max(0, _ticks_now() - 1)
+        self._dirty = False  # spawned anything since the last kill_all?
 
     def env_with_marker(self, env: Mapping[str, str]) -> dict[str, str]:
         return {**env, MARKER: self.marker_value}
@@ -206,6 +236,7 @@ class ProcessTracker:
         stderr: int | None = subprocess.STDOUT,
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` in a new session, marked, and remember it for ``kill_all``."""
+        self._dirty = True
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -266,18 +297,25 @@ class ProcessTracker:
         token = f"{MARKER}={self.marker_value}".encode()
         for pid in _all_pids():
             info = _proc_info(pid)
-            if info is not None and info.pgid == proc.pid and _has_marker(pid, token, exact=True):
+            if info is not None and info.pgid == proc.pid and info.start >= self._since and _has_marker(pid, token, exact=True):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
 
     def kill_all(self) -> None:
-        """Stop every tracked process, then sweep the orphans and marked stragglers."""
+        """Stop every tracked process, then sweep the orphans and marked stragglers.
+
+        A no-op when nothing was spawned since the last call: everything of ours was already
+        dead then, and only a spawn can bring new processes of this cell into being.
+        """
+        if not self._dirty:
+            return
         for proc in self._procs:
             self.stop(proc)
         # Exact: cell "...::akm-s1" must not sweep the processes of "...::akm-s10" next door.
-        sweep(self.marker_value, exact=True)
+        sweep(self.marker_value, exact=True, since=self._since)
+        self._dirty = False
         for proc in self._procs:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:

@@ -135,7 +135,8 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
             elif first.passed != solve:
                 problems.append(
                     "verifier passes on the untouched workspace: doing nothing would solve the task"
-                    if not solve else f"solution does not pass its verifier: {first.tail.strip()[-300:]}"
+                    if not solve
+                    else f"solution does not pass its verifier (exit {first.exit_code}): {first.tail.strip()[-300:]}"
                 )
         finally:
             procs.kill_all()

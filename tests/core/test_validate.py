@@ -84,7 +84,7 @@ class TestBehaviour:
     def test_solution_that_does_not_pass(self, tmp_path: Path) -> None:
         """A solution that does not satisfy the verifier is reported with the verifier's words."""
         found = self.problems(tmp_path, solve="echo goodbye > out.txt\n", verify='grep -qx hello out.txt || { echo "out.txt is wrong"; exit 1; }\n')
-        assert found == ["solution does not pass its verifier: out.txt is wrong"]
+        assert found == ["solution does not pass its verifier (exit 1): out.txt is wrong"]
 
     def test_nondeterministic_verifier(self, tmp_path: Path) -> None:
         """A verifier whose answer changes between two runs is reported."""
