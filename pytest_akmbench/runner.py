@@ -163,8 +163,7 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
         "XDG_CACHE_HOME": home / ".cache",
         "XDG_STATE_HOME": home / ".local" / "state",
     }
-    for path in xdg.values():
-        path.mkdir(parents=True)
+    home.mkdir()  # XDG dirs are left to whoever needs them (opencode creates its own)
     (run_dir / "tmp").mkdir()
     bin_dir = run_dir / "bin"
     bin_dir.mkdir()
