@@ -312,39 +312,6 @@ def check_env_vars(choice: ModelChoice, env: Mapping[str, str]) -> dict[str, str
     return {v: env[v] for v in sorted(choice.env_vars)}
 
 
-def resolve(
-    *,
-    cli_model: str | None = None,
-    explicit_providers: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    config_providers: Any = None,
-    config_default_model: str | None = None,
-    config_providers_ref: str | None = None,
-    config_path: str | Path | None = None,
-    cwd: Path | None = None,
-) -> ModelChoice:
-    """Discovery, model precedence and the provider check in one call.
-
-    A ``scripted/<policy>`` model given on the CLI or in BENCH_OPENCODE_MODEL needs no
-    providers file, so discovery errors are not raised for it unless a source was explicit.
-    """
-    env = os.environ if env is None else env
-    providers = discover_providers(
-        explicit=explicit_providers,
-        env=env,
-        config_providers=config_providers,
-        config_default_model=config_default_model,
-        config_providers_ref=config_providers_ref,
-        config_path=config_path,
-        cwd=cwd,
-    )
-    model, source = resolve_model(
-        cli_model=cli_model, env=env, config_default_model=config_default_model, providers=providers
-    )
-    choice = check_model(model, source, providers)
-    return choice
-
-
 def describe(choice: ModelChoice) -> dict[str, Any]:
     """A report-safe summary: names only, never a value of an env var."""
     return {

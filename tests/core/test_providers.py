@@ -15,7 +15,6 @@ from pytest_akmbench.providers import (
     describe,
     discover_providers,
     load_providers_file,
-    resolve,
     resolve_model,
     validate_providers,
 )
@@ -201,11 +200,14 @@ def test_env_vars_must_resolve_and_never_leak(tmp_path):
     assert "s3cret" not in json.dumps(describe(choice))
 
 
-def test_resolve_scripted_without_providers(tmp_path):
-    choice = resolve(cli_model="scripted/oracle", env={"HOME": str(tmp_path)})
+def test_choose_scripted_without_providers(tmp_path):
+    """A scripted model needs no providers; otherwise the model comes from the providers file."""
+    from pytest_akmbench.opencode import choose_model
+
+    choice = choose_model("scripted/oracle", {}, env={"HOME": str(tmp_path)})
     assert choice.scripted and describe(choice)["providers_source"] is None
     p = write(tmp_path / "p.json", good())
-    choice = resolve(env={"BENCH_OPENCODE_CONFIG": str(p), "HOME": str(tmp_path)})
+    choice = choose_model(None, {}, env={"BENCH_OPENCODE_CONFIG": str(p), "HOME": str(tmp_path)})
     assert choice.model == "local/qwen/qwen3.5-9b" and choice.model_source.endswith("p.json defaultModel")
 
 
