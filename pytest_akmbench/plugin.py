@@ -358,8 +358,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.agent.stop()
     for sig, previous in state.previous_signals.items():
         signal.signal(sig, previous)
-    # A crashed worker's cells leave marked processes behind: nothing of this run survives it.
-    procs.sweep(state.run_id + "/", orphans=False)
+    if not hasattr(config, "workerinput"):
+        # A crashed worker's cells leave marked processes behind: nothing of this run survives
+        # it. Only the controller may do this, once every worker is gone: a worker finishing
+        # early would otherwise kill the cells its siblings are still running.
+        procs.sweep(state.run_id + "/", orphans=False)
     lifecycle.release_run(state.tmp_root / state.run_id)
     for name in ("akmbench-session", "akmbench-xdist"):
         plugin = config.pluginmanager.get_plugin(name)

@@ -265,3 +265,70 @@ def strip_times(obj: Any) -> Any:
     if isinstance(obj, list):
         return [strip_times(v) for v in obj]
     return obj
+
+
+class TestGatesAndBaseline:
+    """Gates decide the exit status; a config's baseline adds the vs-base column."""
+
+    def test_gates_decide_the_exit_status(self, bench: pytest.Pytester) -> None:
+        """All cells fail under nop, yet a gate expecting that makes the run green, and vice versa."""
+        args = ["corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-report", "out"]
+        held = bench.runpytest(*args, "--bench-gate", "akm.pass_rate<=0", "--bench-gate", "noakm.pass_rate<=0")
+        held.assert_outcomes(failed=6)
+        assert held.ret == pytest.ExitCode.OK
+        failed = bench.runpytest(*args, "--bench-gate", "akm.pass_rate>=0.5")
+        assert failed.ret == pytest.ExitCode.TESTS_FAILED
+        failed.stdout.fnmatch_lines(["gate FAILED: akm.pass_rate>=0.5: *"])
+        assert [g["ok"] for g in read_report(bench.path)["gates"]] == [False]
+
+    def test_bad_gate_is_a_usage_error(self, bench: pytest.Pytester) -> None:
+        """A gate that does not parse stops the run before any cell."""
+        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-gate", "akm.passrate>=1")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["ERROR: --bench-gate 'akm.passrate>=1': unknown metric 'akm.passrate'*"])
+
+    def test_baseline_from_config(self, bench: pytest.Pytester) -> None:
+        """The run config's baseline map lands in the envelope and the summary's vs-base column."""
+        (bench.path / "base.json").write_text('{"alpha/script-task": 0.5}')
+        (bench.path / "run.json").write_text(json.dumps(
+            {"schemaVersion": 1, "tasks": "alpha", "seeds": 1, "agent": "oracle", "baseline": "base.json"}
+        ))
+        bench.runpytest("--bench-config", "run.json", "--bench-report", "out").assert_outcomes(passed=4)
+        assert read_report(bench.path)["baseline_by_task_id"] == {"alpha/script-task": 0.5}
+        summary = (bench.path / "out" / "summary.md").read_text()
+        assert "vs base" in summary and "+0.50" in summary
+
+    def test_bad_baseline(self, bench: pytest.Pytester) -> None:
+        """A baseline rate outside [0, 1] is an error naming the file and the task."""
+        (bench.path / "base.json").write_text('{"alpha/script-task": 1.5}')
+        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-baseline", "base.json")
+        result.stderr.fnmatch_lines(["ERROR: *base.json: alpha/script-task: baseline pass rate must be a number in [[]0, 1[]], got 1.5"])
+
+
+SLEEPY = """
+from pytest_akmbench.agents import AgentResult
+
+class Sleepy:
+    name, version = "sleepy", "1"
+    def start(self, session): pass
+    def stop(self): pass
+    def run(self, request):
+        # One long task, the rest instant: one worker runs out of work long before the other.
+        seconds = "4" if request.task.id == "alpha/script-task" else "0"
+        code, _, _ = request.procs.run(["sleep", seconds], cwd=request.workspace, env=request.env, timeout_s=60)
+        if code != 0:
+            return AgentResult(error=f"the agent's own process died: exit {code}")
+        (request.workspace / "out.txt").write_text("hello\\n")
+        return AgentResult(final_text="the answer is 42")
+
+def pytest_akmbench_agents():
+    return [Sleepy()]
+"""
+
+
+def test_worker_finishing_early_leaves_its_siblings_alone(bench: pytest.Pytester) -> None:
+    """Under -n 2 a worker that runs out of cells must not kill the cells another still runs."""
+    bench.makeconftest(SLEEPY)
+    result = bench.runpytest_subprocess("corpus", "--bench-agent", "sleepy", "--bench-seeds", "1", "-n", "2",
+                                        "--bench-report", "out")
+    result.assert_outcomes(passed=6)
