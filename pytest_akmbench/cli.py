@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from . import lifecycle, report
 from .config import DEFAULT_FLOOR, load_run_config, resolve
-from .corpus import load_corpus, restrict, select
+from .corpus import load_corpus, select_with_override
 from .errors import BenchError, ConfigError
 from .resume import report_input
 from .runner import RunContext
@@ -46,10 +46,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         tasks_root=Path(args.corpus).resolve(), stashes_root=Path(args.stashes).resolve(),
     )
     corpus = load_corpus(settings.tasks_root, settings.stashes_root)
-    tasks, slice_label = select(corpus, settings.tasks)
-    if settings.tasks_override is not None:
-        narrowed, _ = select(type(corpus)(corpus.tasks_root, corpus.stashes_root, tuple(tasks)), settings.tasks_override)
-        tasks = restrict(tasks, [t.id for t in narrowed])
+    tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
     store_dir = Path(args.store).resolve()
     latest = _latest(store_dir, settings.agent)
     if latest is None:

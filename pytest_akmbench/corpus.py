@@ -128,20 +128,37 @@ def find_task_files(tasks_root: Path) -> list[Path]:
 
 
 def load_corpus(tasks_root: Path, stashes_root: Path) -> Corpus:
-    """Load and validate every task; duplicate ids and missing fixtures are errors."""
+    """Load and validate every task; the first bad task.yaml, duplicate id or missing fixture raises."""
+    corpus, errors = load_lenient(tasks_root, stashes_root)
+    if errors:
+        raise CorpusError(next(iter(errors.values())))
+    return corpus
+
+
+def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Path, str]]:
+    """Load every valid task and collect the error of each invalid task.yaml, by path.
+
+    The pytest layer turns each error into that file's collection error and ``validate``
+    lists them all, so one bad task neither hides the others nor is silently skipped.
+    """
     if not tasks_root.is_dir():
         raise CorpusError(f"{tasks_root}: tasks root is not a directory; pass --bench-corpus DIR")
     tasks: list[Task] = []
+    errors: dict[Path, str] = {}
     seen: dict[str, Path] = {}
     for path in find_task_files(tasks_root):
-        task = load_task(path)
-        if task.id in seen:
-            raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
+        try:
+            task = load_task(path)
+            if task.id in seen:
+                raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
+            check_stash(task, stashes_root)
+        except CorpusError as err:
+            errors[path] = str(err)
+            continue
         seen[task.id] = path
-        check_stash(task, stashes_root)
         tasks.append(task)
     tasks.sort(key=lambda t: t.id)
-    return Corpus(tasks_root=tasks_root, stashes_root=stashes_root, tasks=tuple(tasks))
+    return Corpus(tasks_root=tasks_root, stashes_root=stashes_root, tasks=tuple(tasks)), errors
 
 
 def check_stash(task: Task, stashes_root: Path) -> None:
@@ -309,6 +326,17 @@ def _by_id(corpus: Corpus, task_id: str) -> Task:
         if task.id == task_id:
             return task
     raise CorpusError(f"tasks: task not found: {task_id!r}")
+
+
+def select_with_override(
+    corpus: Corpus, selector: str | list[str] | None, override: str | list[str] | None
+) -> tuple[list[Task], str]:
+    """A config's selector, then a ``--bench-tasks`` override applied inside its selection."""
+    chosen, slice_label = select(corpus, selector)
+    if override is not None:
+        narrowed, _ = select(Corpus(corpus.tasks_root, corpus.stashes_root, tuple(chosen)), override)
+        chosen = restrict(chosen, [t.id for t in narrowed])
+    return chosen, slice_label
 
 
 def restrict(tasks: list[Task], ids: list[str]) -> list[Task]:

@@ -20,7 +20,7 @@ import pytest
 from . import gates, hooks, lifecycle, procs
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
 from .config import ARMS, Settings, clamp_parallel, load_baseline, load_run_config, resolve
-from .corpus import Corpus, Task, find_task_files, load_task, check_stash, restrict, select
+from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
 from .errors import BenchError, ConfigError, CorpusError
 from .nodes import CELL_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile
 from .resume import StoredSamples
@@ -207,35 +207,14 @@ def _args_reach(config: pytest.Config, cwd: Path, tasks_root: Path) -> bool:
 
 def _load(settings: Settings, explicit: bool) -> BenchState:
     """Load every task leniently: a bad task.yaml becomes that file's collection error."""
-    if not settings.tasks_root.is_dir():
-        raise CorpusError(f"{settings.tasks_root}: tasks root not found; pass --bench-corpus DIR")
-    tasks: list[Task] = []
-    errors: dict[Path, str] = {}
-    seen: dict[str, Path] = {}
-    files = find_task_files(settings.tasks_root)
-    for path in files:
-        try:
-            task = load_task(path)
-            if task.id in seen:
-                raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
-            check_stash(task, settings.stashes_root)
-        except CorpusError as err:
-            errors[path] = str(err)
-            continue
-        seen[task.id] = path
-        tasks.append(task)
-    tasks.sort(key=lambda t: t.id)
-    corpus = Corpus(settings.tasks_root, settings.stashes_root, tuple(tasks))
-    chosen, slice_label = select(corpus, settings.tasks)
-    if settings.tasks_override is not None:
-        narrowed, _ = select(Corpus(corpus.tasks_root, corpus.stashes_root, tuple(chosen)), settings.tasks_override)
-        chosen = restrict(chosen, [t.id for t in narrowed])
+    corpus, errors = load_lenient(settings.tasks_root, settings.stashes_root)
+    chosen, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
     if not chosen and not errors:
         raise CorpusError(f"{settings.tasks_root}: the selection matched no task")
     return BenchState(
         settings=settings, corpus=corpus, tasks=chosen, slice=slice_label,
         selected={t.yaml_path: t for t in chosen}, errors=errors,
-        task_dirs={p.parent for p in files}, explicit=explicit,
+        task_dirs={p.parent for p in find_task_files(settings.tasks_root)}, explicit=explicit,
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .agents import AgentRequest, Limits, OracleAgent
 from .config import load_run_config
-from .corpus import Corpus, Task, check_stash, find_task_files, load_task, select
+from .corpus import Corpus, Task, load_lenient, select
 from .errors import BenchError, CorpusError
 from .procs import ProcessTracker
 from .runner import _copy_tree
@@ -59,24 +59,15 @@ def _pinned_literals(task: Task) -> list[str]:
 
 def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], list[str], list[str]]:
     """Check the corpus without running anything: (valid tasks, errors, warnings)."""
-    errors: list[str] = []
     warnings: list[str] = []
-    tasks: list[Task] = []
-    seen: dict[str, Path] = {}
-    if not tasks_root.is_dir():
-        return [], [f"{tasks_root}: tasks root not found"], []
-    for path in find_task_files(tasks_root):
-        try:
-            task = load_task(path)
-            check_stash(task, stashes_root)
-        except CorpusError as err:
-            errors.append(str(err))
-            continue
-        if task.id in seen:
-            errors.append(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
-            continue
-        seen[task.id] = path
-        tasks.append(task)
+    try:
+        corpus, by_path = load_lenient(tasks_root, stashes_root)
+    except CorpusError as err:
+        return [], [str(err)], []
+    errors = list(by_path.values())
+    tasks = list(corpus.tasks)
+    for task in tasks:
+        path = task.yaml_path
         rel = path.parent.relative_to(tasks_root).as_posix()
         if rel != task.id:
             warnings.append(f"{path}: id: {task.id!r} differs from its directory {rel!r}")
