@@ -59,6 +59,7 @@ from .providers import (
     provider_key,
     resolve_model,
 )
+from .runner import hide_akm
 from .scripted import ScriptedModel
 
 OPENCODE_VERSION = "1.18.33"
@@ -325,7 +326,7 @@ class OpencodeAgent:
                 env["AKM_STASH_DIR"] = str(request.stash_dir)
         entries = [e for e in (request.env.get("PATH") or os.defpath).split(os.pathsep) if e]
         if request.arm != "akm":
-            entries = _hide_akm(entries, bin_dir, request.run_dir, request.arm, warnings)
+            entries = hide_akm(entries, bin_dir, request.run_dir, request.arm, warnings)
         env["PATH"] = os.pathsep.join([str(bin_dir), *entries])
         env.update(self._secret_env)
         return env
@@ -453,37 +454,6 @@ class OpencodeAgent:
         if not stream.measured:
             warnings.append("opencode reported no step_finish event: tokens not measured")
         return result
-
-
-def _hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warnings: list[str]) -> list[str]:
-    """PATH without akm for a control arm.
-
-    A directory holding ``akm`` is dropped (silently when it is inside the cell's run dir,
-    e.g. the runner's own shim dir). A system directory (one that also holds ``sh``) cannot
-    be dropped, so ``akm`` is shadowed there by a stub in our bin dir that behaves like a
-    missing command (exit 127).
-    """
-    kept: list[str] = []
-    shadow = False
-    run_root = run_dir.resolve()
-    for entry in entries:
-        path = Path(entry)
-        if not _is_executable(path / "akm"):
-            kept.append(entry)
-            continue
-        if path.resolve().is_relative_to(run_root):
-            continue
-        if _is_executable(path / "sh"):
-            kept.append(entry)
-            shadow = True
-            warnings.append(f"{entry}/akm shadowed by a missing-command stub for the {arm} arm")
-        else:
-            warnings.append(f"PATH entry {entry} holds an akm executable; dropped for the {arm} arm")
-    if shadow:
-        stub = bin_dir / "akm"
-        stub.write_text("#!/bin/sh\necho \"sh: 1: akm: not found\" >&2\nexit 127\n")
-        stub.chmod(0o755)
-    return kept
 
 
 def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ModelChoice:

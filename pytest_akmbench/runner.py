@@ -33,7 +33,9 @@ from .verifiers import Verdict, verify
 SAMPLE_SCHEMA = 1
 OUTCOMES = ("pass", "fail", "budget_exceeded", "harness_error")
 _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
-_NO_AKM = "#!/bin/sh\necho 'akm: not available in this arm' >&2\nexit 127\n"
+# What a shell says for a command that does not exist: "not available in this arm" would
+# itself tell the control arm that there is an akm to have.
+_NO_AKM = '#!/bin/sh\necho "sh: 1: akm: not found" >&2\nexit 127\n'
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,6 @@ class RunContext:
     akm: Path | None = None
     transcripts_dir: Path | None = None
     keep_runs: bool = False
-    extra_env: dict[str, str] = field(default_factory=dict)
     _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
 
     def content_hash(self, path: Path, fn: Any) -> str:
@@ -149,8 +150,40 @@ def _write_exe(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | None]:
-    """Create the run dir; returns (run dir, agent environment, private stash or None)."""
+def hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warnings: list[str]) -> list[str]:
+    """PATH entries for an arm that must not have akm.
+
+    A directory holding ``akm`` is dropped (silently when it is inside the cell's run dir,
+    e.g. the runner's own bin dir). A system directory (one that also holds ``sh``) cannot be
+    dropped, so ``akm`` is shadowed there by a missing-command stub in ``bin_dir``.
+    """
+    kept: list[str] = []
+    shadow = False
+    run_root = run_dir.resolve()
+    for entry in entries:
+        path = Path(entry)
+        if not _executable(path / "akm"):
+            kept.append(entry)
+            continue
+        if path.resolve().is_relative_to(run_root):
+            continue
+        if _executable(path / "sh"):
+            kept.append(entry)
+            shadow = True
+            warnings.append(f"{entry}/akm shadowed by a missing-command stub for the {arm} arm")
+        else:
+            warnings.append(f"PATH entry {entry} holds an akm executable; dropped for the {arm} arm")
+    if shadow:
+        _write_exe(bin_dir / "akm", _NO_AKM)
+    return kept
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | None, list[str]]:
+    """Create the run dir; returns (run dir, agent environment, private stash or None, warnings)."""
     base = ctx.tmp_root / ctx.run_id
     base.mkdir(parents=True, exist_ok=True)
     # Neither the task nor the arm in the name: "noakm" would tell the control arm about akm.
@@ -169,7 +202,7 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     bin_dir.mkdir()
     env = {k: os.environ[k] for k in _PASS_THROUGH if k in os.environ}
     env.update({k: str(v) for k, v in xdg.items()})
-    env.update(HOME=str(home), TMPDIR=str(run_dir / "tmp"), **ctx.extra_env)
+    env.update(HOME=str(home), TMPDIR=str(run_dir / "tmp"))
     stash: Path | None = None
     if cell.arm == "akm":
         stash = run_dir / "stash"
@@ -181,10 +214,14 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
             _copy_tree(stash_index(cell.task, ctx) / "akm", xdg["XDG_CACHE_HOME"] / "akm")
             # akm's events log records what an agent did; the indexing run's must not count.
             (xdg["XDG_CACHE_HOME"] / "akm" / "events.jsonl").unlink(missing_ok=True)
-    else:
+    warnings: list[str] = []
+    entries = [e for e in env.get("PATH", os.defpath).split(os.pathsep) if e]
+    if cell.arm != "akm":
+        entries = hide_akm(entries, bin_dir, run_dir, cell.arm, warnings)
+        # Always shadowed, whatever PATH holds: the control arm finds no akm at all.
         _write_exe(bin_dir / "akm", _NO_AKM)
-    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", os.defpath)])
-    return run_dir, env, stash
+    env["PATH"] = os.pathsep.join([str(bin_dir), *entries])
+    return run_dir, env, stash, warnings
 
 
 def _copy_stash(task: Task, ctx: RunContext, dst: Path) -> None:
@@ -235,9 +272,10 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
     reason: str | None = None
     transcript_rel: str | None = None
     trajectory: dict[str, Any] | None = None
+    setup_warnings: list[str] = []
     t_agent = t_verify = t0
     try:
-        run_dir, env, stash = prepare(cell, ctx)
+        run_dir, env, stash, setup_warnings = prepare(cell, ctx)
         workspace = run_dir / "workspace"
         prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace)
         transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
@@ -324,7 +362,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         "run_id": ctx.run_id,
         "started_at": started_at,
         "finished_at": _now(),
-        "warnings": list(result.warnings),
+        "warnings": [*setup_warnings, *result.warnings],
     }
 
 

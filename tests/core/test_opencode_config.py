@@ -11,7 +11,8 @@ import pytest
 from pytest_akmbench.agents import AgentRequest, Limits
 from pytest_akmbench.corpus import Task
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.opencode import OpencodeAgent, _hide_akm, choose_model, locate_opencode
+from pytest_akmbench.opencode import OpencodeAgent, choose_model, locate_opencode
+from pytest_akmbench.runner import hide_akm
 from pytest_akmbench.procs import ProcessTracker
 
 TASK = Task(id="d/t", title="T", domain="d", difficulty="easy", stash="s", verifier="script", task_dir=Path("/x"),
@@ -65,7 +66,7 @@ def test_hide_akm(tmp_path):
     ours = run_dir / "opencode" / "bin"
     ours.mkdir(parents=True)
     warnings: list[str] = []
-    kept = _hide_akm([str(shim), str(user), str(plain), str(system)], ours, run_dir, "noakm", warnings)
+    kept = hide_akm([str(shim), str(user), str(plain), str(system)], ours, run_dir, "noakm", warnings)
     assert kept == [str(plain), str(system)]
     assert len(warnings) == 2 and (ours / "akm").read_text().endswith("exit 127\n")
 

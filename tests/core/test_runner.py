@@ -147,6 +147,21 @@ class TestIsolation:
         assert spy.request.stash_dir is None
         assert sample["final_text_tail"] == "akm exit 127"
 
+    def test_control_arm_path_drops_a_user_akm(
+        self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A directory on the user's PATH holding akm is left out for noakm, with a warning."""
+        tools = tmp_path / "tools"
+        tools.mkdir()
+        (tools / "akm").write_text("#!/bin/sh\necho real akm\n")
+        (tools / "akm").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+        spy = EnvSpy()
+        sample = run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, spy), tracker())
+        assert spy.request is not None and str(tools) not in spy.request.env["PATH"].split(os.pathsep)
+        assert sample["final_text_tail"] == "akm exit 127"
+        assert sample["warnings"] == [f"PATH entry {tools} holds an akm executable; dropped for the noakm arm"]
+
     def test_akm_arm_gets_a_private_stash_with_overlay(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
         """The akm arm's stash is a copy (plus overlay) inside the run dir, in AKM_STASH_DIR."""
         spy = EnvSpy()
