@@ -15,7 +15,7 @@ from typing import Any
 from .corpus import Task
 from .report import ReportInput
 from .runner import Cell, RunContext, cell_fingerprint
-from .store import SampleStore, fingerprint_hash, is_valid
+from .store import SampleStore, fingerprint_hash, latest_valid
 
 CellKey = tuple[str, str, int]
 
@@ -25,16 +25,10 @@ class StoredSamples:
 
     def __init__(self, records: Iterable[dict[str, Any]], warnings: list[str] | None = None) -> None:
         self.warnings = list(warnings or [])
-        self._valid: dict[tuple[str, str, int, str], dict[str, Any]] = {}
-        self._attempt: dict[tuple[str, str, int, str], dict[str, Any]] = {}
-        for record in records:
-            try:
-                key = (record["task_id"], record["arm"], int(record["seed"]), record["fingerprint_hash"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            self._attempt[key] = record
-            if is_valid(record):
-                self._valid[key] = record
+        records = list(records)
+        # The store's own index, so resume and the store agree on what a usable record is.
+        self._valid = latest_valid(records)
+        self._attempt = latest_valid(records, valid=lambda r: True)
 
     @classmethod
     def load(cls, directory: Path) -> StoredSamples:
@@ -43,13 +37,15 @@ class StoredSamples:
 
     def done(self, cell: CellKey, fingerprint_hash: str) -> dict[str, Any] | None:
         """The valid sample of this trial under this fingerprint, if any."""
-        return self._valid.get((*cell, fingerprint_hash))
+        task_id, arm, seed = cell
+        return self._valid.get((task_id, arm, fingerprint_hash, seed))
 
     def for_report(self, cells: Iterable[tuple[CellKey, str]]) -> list[dict[str, Any]]:
         """One sample per cell: the latest valid one, else the latest attempt (a harness error)."""
         chosen = []
-        for cell, fp in cells:
-            record = self._valid.get((*cell, fp)) or self._attempt.get((*cell, fp))
+        for (task_id, arm, seed), fp in cells:
+            key = (task_id, arm, fp, seed)
+            record = self._valid.get(key) or self._attempt.get(key)
             if record is not None:
                 chosen.append(record)
         return chosen
