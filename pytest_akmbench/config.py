@@ -177,14 +177,6 @@ def parse_bool(value: str | bool) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
-    """One layer of settings: values plus how to name each one in an error."""
-
-    label: Callable[[str], str]
-    values: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a bench run needs, resolved once (CLI > config file > ini > default)."""
 

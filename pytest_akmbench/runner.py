@@ -28,7 +28,7 @@ from .procs import ProcessTracker
 from .store import SampleStore, fingerprint_hash
 from .trajectory import analyse_cell
 from .prompts import build_prompt, prompt_version as arm_prompt_version
-from .verifiers import Verdict, verify
+from .verifiers import Verdict, verifier_env, verify
 
 SAMPLE_SCHEMA = 1
 OUTCOMES = ("pass", "fail", "budget_exceeded", "harness_error")
@@ -302,10 +302,9 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         else:
             scratch = run_dir / "verify"
             scratch.mkdir(exist_ok=True)
-            verify_env = {k: v for k, v in env.items() if not k.startswith("AKM_")}
             verdict = verify(
                 cell.task, workspace=workspace, final_text=result.final_text, scratch=scratch,
-                env=verify_env, procs=procs, timeout_s=ctx.verify_timeout_s,
+                env=verifier_env(env), procs=procs, timeout_s=ctx.verify_timeout_s,
             )
             if verdict.error:
                 outcome, reason = "harness_error", verdict.error

@@ -117,6 +117,6 @@ def _run(procs: ProcessTracker, argv: list[str], cwd: Path, env: Mapping[str, st
     return Verdict(code == 0, code, output)
 
 
-def stdlib_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The verifier's environment: the bench's, minus anything that points at a stash."""
+def verifier_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The verifier's environment: the agent's, minus anything that points at a stash."""
     return {k: v for k, v in base.items() if not k.startswith("AKM_")}
