@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support.corpus import write_stash, write_task  # noqa: E402
 
 OPENCODE = ROOT / ".tools" / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
-AKM = ROOT / "tests" / "support" / "akm"
+AKM = max(ROOT.glob(".tools/akm/*/akm"), default=ROOT / ".tools" / "akm" / "missing")  # built by .ci/akm
 
 WRAPPER = """#!/bin/bash
 s=$EPOCHREALTIME
@@ -87,7 +87,7 @@ def bare_spawn(argv: list[str], cwd: Path, n: int = 20) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", type=int, default=10, help="cells to run (default 10)")
-    ap.add_argument("--arms", default="noakm", help="arms (default noakm; akm uses tests/support/akm)")
+    ap.add_argument("--arms", default="noakm", help="arms (default noakm; akm uses the newest real akm in .tools/akm/)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed) for inspection")
     args = ap.parse_args()
     if not (OPENCODE.is_file() and os.access(OPENCODE, os.X_OK)):

@@ -53,6 +53,7 @@ class AgentRequest:
     procs: ProcessTracker
     stash_dir: Path | None = None
     model: str | None = None
+    akm_line: str | None = None  # "0.7" or "0.9" on the akm arm when akm is installed
 
 
 @dataclass(slots=True)
@@ -75,7 +76,11 @@ class AgentResult:
 
 
 class Agent(Protocol):
-    """An agent adapter. ``start`` raises ``ConfigError`` when the agent cannot run at all."""
+    """An agent adapter. ``start`` raises ``ConfigError`` when the agent cannot run at all.
+
+    An adapter may set ``uses_akm = False`` when it never calls akm; otherwise a run with the akm
+    arm refuses to start without a working akm.
+    """
 
     name: str
     version: str
@@ -92,6 +97,7 @@ class NopAgent:
 
     name = "nop"
     version = "1"
+    uses_akm = False
 
     def start(self, session: SessionInfo) -> None:
         pass
@@ -108,6 +114,7 @@ class OracleAgent:
 
     name = "oracle"
     version = "1"
+    uses_akm = False
 
     def start(self, session: SessionInfo) -> None:
         pass

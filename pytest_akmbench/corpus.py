@@ -7,6 +7,7 @@ task.yaml is an error naming the file and field, never a silent skip.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -40,6 +41,7 @@ _KNOWN_KEYS = frozenset(
     )
 )
 _FIXTURE_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+BASE = "base"  # <tasks root>/base/ holds workspace layers shared by tasks, not a domain
 # libyaml's safe loader parses a corpus of thousands of task.yaml files several times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -77,6 +79,7 @@ class Task:
     conflict_case: bool | None = None
     stale_guidance_case: bool | None = None
     akm_keywords: str | None = None
+    layers: tuple[Path, ...] = ()  # shared workspace layers copied before the task's own
 
     @property
     def slice(self) -> str:
@@ -114,7 +117,8 @@ def slice_of(task_id: str) -> str:
 
 
 def find_task_files(tasks_root: Path) -> list[Path]:
-    """Every task.yaml under ``tasks_root`` (not below a task dir, not in ``_example``), sorted."""
+    """Every task.yaml under ``tasks_root`` (not below a task dir, not in ``_example`` or the
+    shared ``base/`` layers), sorted."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(tasks_root):
         if "task.yaml" in filenames and os.path.isfile(os.path.join(dirpath, "task.yaml")):
@@ -123,8 +127,17 @@ def find_task_files(tasks_root: Path) -> list[Path]:
             if "_example" not in rel.parts:
                 found.append(Path(dirpath) / "task.yaml")
         else:
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            top = dirpath == str(tasks_root)
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (top and d == BASE))
     return sorted(found)
+
+
+def workspace_layers(tasks_root: Path, domain: str) -> tuple[Path, ...]:
+    """The shared layers under ``<tasks root>/base/`` that every task of ``domain`` starts from:
+    ``base/workspace/``, then ``base/domains/<domain>/workspace/`` (later layers win, and the
+    task's own ``workspace/`` is copied last)."""
+    candidates = (tasks_root / BASE / "workspace", tasks_root / BASE / "domains" / domain / "workspace")
+    return tuple(p for p in candidates if p.is_dir())
 
 
 def load_corpus(tasks_root: Path, stashes_root: Path) -> Corpus:
@@ -149,6 +162,9 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
     for path in find_task_files(tasks_root):
         try:
             task = load_task(path)
+            layers = workspace_layers(tasks_root, task.domain)
+            if layers:
+                task = dataclasses.replace(task, layers=layers)
             if task.id in seen:
                 raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
             check_stash(task, stashes_root)

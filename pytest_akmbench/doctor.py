@@ -15,7 +15,8 @@ from typing import Any
 
 from .config import load_run_config
 from .errors import BenchError
-from .opencode import choose_model, locate_akm, locate_opencode, locate_rg, read_version
+from . import akm
+from .opencode import choose_model, locate_opencode, locate_rg, read_version
 
 
 def _pkg(name: str) -> str | None:
@@ -73,7 +74,9 @@ def doctor(args: argparse.Namespace) -> int:
         failed = True
         _line("FAIL", "rg", str(err))
     try:
-        _line("PASS", "akm", str(locate_akm(options)))
+        info = akm.detect(akm.locate(options["akm"]))
+        _line("WARN" if info.warning else "PASS", "akm",
+              f"{info.version} at {info.path} (keyword search pinned)" + (f"; {info.warning}" if info.warning else ""))
     except BenchError as err:
         # Only the akm arm needs it; other arms and agents run without.
         _line("WARN", "akm", f"{err} (only the akm arm needs it)")

@@ -11,7 +11,8 @@ with ``type`` one of ``step_start``, ``tool_use``, ``step_finish``, ``text``, ``
   and their cost, counts turns (one per ``step_finish``) and tool calls (``tool_use`` parts);
 * keeps the final text: the text parts that came after the last tool call;
 * records ``error`` events (name, message, statusCode) and permission auto-rejections;
-* extracts akm usage from bash tool commands (``akm search``, ``akm show``, ``akm feedback``);
+* extracts akm usage from bash tool commands (``akm search``, ``akm show``, ``akm feedback``,
+  read as a shell would: :func:`akm.calls`);
 * remembers when the last event arrived, so the caller can tell a hung agent from a busy one.
 
 Pure: no pytest, no processes. Thread-safe for one feeding thread and any number of readers.
@@ -21,99 +22,22 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from .akm import calls
+
 TRANSCRIPT_CAP = 16 * 1024 * 1024
 TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
 
-# akm options that take a value, so the value is not mistaken for the query or the ref.
-_AKM_VALUE_OPTIONS = frozenset(
-    ("--limit", "-n", "--type", "-t", "--source", "--format", "-f", "--detail", "--note", "-m",
-     "--message", "--stash", "--stash-dir", "--sort", "--min-score")
-)
-_SHELL_SEPARATORS = frozenset((";", "&&", "||", "|", "&", "|&", "(", ")", ";;", "\n"))
 _REJECTED = re.compile(r"rejected permission|user rejected|permission .*rejected", re.IGNORECASE)
 
 
 def empty_akm_usage() -> dict[str, list[Any]]:
     return {"searches": [], "shows": [], "feedback": []}
-
-
-def _split_commands(command: str) -> list[list[str]]:
-    """Split a shell command line into simple commands (lists of words); best effort."""
-    commands: list[list[str]] = []
-    for line in command.splitlines() or [command]:
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        current: list[str] = []
-        try:
-            for token in lexer:
-                if token in _SHELL_SEPARATORS or set(token) <= set(";&|()"):
-                    if current:
-                        commands.append(current)
-                    current = []
-                else:
-                    current.append(token)
-        except ValueError:  # unbalanced quotes: fall back to whitespace words
-            current = line.split()
-        if current:
-            commands.append(current)
-    return commands
-
-
-def _strip_prefix(words: list[str]) -> list[str]:
-    """Drop leading variable assignments and wrappers (env, command, exec, sudo, time...)."""
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word) or word in ("env", "command", "exec", "time", "nohup", "sudo", "then", "do", "else", "!", "{"):
-            i += 1
-            continue
-        break
-    return words[i:]
-
-
-def parse_akm_commands(command: str) -> list[tuple[str, dict[str, Any]]]:
-    """The akm invocations in a bash command: [("search", {"query": q}), ("show", {"ref": r}),
-    ("feedback", {"ref": r, "polarity": "positive"|"negative"})]."""
-    found: list[tuple[str, dict[str, Any]]] = []
-    for words in _split_commands(command):
-        words = _strip_prefix(words)
-        if len(words) < 2 or not (words[0] == "akm" or words[0].endswith("/akm")):
-            continue
-        verb, rest = words[1], words[2:]
-        args: list[str] = []
-        flags: set[str] = set()
-        skip = False
-        for word in rest:
-            if skip:
-                skip = False
-                continue
-            if word.startswith("-") and len(word) > 1:
-                name = word.split("=", 1)[0]
-                flags.add(name)
-                if "=" not in word and name in _AKM_VALUE_OPTIONS:
-                    skip = True
-                continue
-            if word.startswith(">") or word.startswith("<") or word in ("2>&1",) or re.match(r"^\d?>", word):
-                break
-            args.append(word)
-        if verb == "search":
-            found.append(("search", {"query": " ".join(args)}))
-        elif verb == "show" and args:
-            found.append(("show", {"ref": args[0]}))
-        elif verb == "feedback" and args:
-            polarity = "positive" if "--positive" in flags else "negative" if "--negative" in flags else None
-            if polarity is None and len(args) > 1 and args[1] in ("positive", "negative", "+", "-"):
-                polarity = "positive" if args[1] in ("positive", "+") else "negative"
-            found.append(("feedback", {"ref": args[0], "polarity": polarity}))
-    return found
 
 
 class EventStream:
@@ -244,13 +168,13 @@ class EventStream:
             inputs = state.get("input") if isinstance(state.get("input"), dict) else {}
             command = inputs.get("command")
             if tool == "bash" and isinstance(command, str):
-                for verb, data in parse_akm_commands(command):
-                    if verb == "search":
-                        self.akm["searches"].append(data)
-                    elif verb == "show":
-                        self.akm["shows"].append(data["ref"])
-                    else:
-                        self.akm["feedback"].append(data)
+                for call in calls(command):
+                    if call.verb == "search":
+                        self.akm["searches"].append({"query": call.query})
+                    elif call.verb == "show" and call.ref:
+                        self.akm["shows"].append(call.ref)
+                    elif call.verb == "feedback" and call.ref:
+                        self.akm["feedback"].append({"ref": call.ref, "polarity": call.polarity})
         elif kind == "text":
             text = part.get("text")
             if isinstance(text, str):

@@ -57,7 +57,7 @@ def release_run(run_dir: Path) -> None:
             fh.close()
             _HOLD.remove(fh)
     # A finished run leaves nothing behind unless a cell dir was kept (--bench-keep-runs).
-    if not is_live(run_dir) and all(p.name in (".alive", "kill-requested", "index") for p in run_dir.iterdir()):
+    if not is_live(run_dir) and all(p.name in (".alive", "kill-requested") for p in run_dir.iterdir()):
         shutil.rmtree(run_dir, ignore_errors=True)
 
 

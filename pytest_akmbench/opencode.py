@@ -7,11 +7,12 @@ Recipe (opencode.md §2, all verified against opencode 1.18.33):
   ``snapshot: false``, ``share: "disabled"``, ``autoupdate: false``, ``plugin: []``, tools
   allowed, and exactly one provider block: the selected provider from the providers file,
   verbatim, or the built-in scripted model with a per-cell base URL.
-* The environment starts from ``request.env`` (the runner's private HOME and XDG dirs; the
-  user's HOME is never inherited, so ``~/.config/opencode`` cannot leak in), adds the
-  ``OPENCODE_*`` switches that keep opencode offline and self-contained, a per-cell ``bin``
-  dir with ``rg`` (and ``akm`` on the akm arm only), and exactly the variables the selected
-  provider references as ``{env:VAR}`` (and nothing else of the user's environment).
+* The environment starts from ``request.env`` (the runner's private HOME and XDG dirs, and on
+  the akm arm only akm's variables and the akm executable on PATH; the user's HOME is never
+  inherited, so ``~/.config/opencode`` cannot leak in), adds the ``OPENCODE_*`` switches that
+  keep opencode offline and self-contained, a per-cell ``bin`` dir with ``rg``, and exactly the
+  variables the selected provider references as ``{env:VAR}`` (and nothing else of the user's
+  environment).
 * opencode runs in a new session with the prompt on stdin (then EOF). Its stdout events are
   parsed live by :mod:`events`; the main thread enforces the wall, token and turn budgets and
   stops the whole process tree through ``request.procs`` on a budget.
@@ -140,20 +141,6 @@ def locate_rg() -> Path:
                       usage=True)
 
 
-def locate_akm(options: Mapping[str, Any]) -> Path:
-    explicit = options.get("akm")
-    if explicit:
-        path = Path(str(explicit)).expanduser()
-        if not _is_executable(path):
-            raise ConfigError(f"{path}: akm executable not found or not executable (--bench-akm); "
-                              "install akm or pass --bench-akm PATH", usage=True)
-        return path.resolve()
-    found = shutil.which("akm")
-    if found:
-        return Path(found).resolve()
-    raise ConfigError("the akm arm needs the akm executable; install it or pass --bench-akm PATH", usage=True)
-
-
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:
     """``opencode --version`` run with a throwaway HOME (even --version creates XDG dirs)."""
     home = Path(tempfile.mkdtemp(prefix="akmbench-opencode-version-"))
@@ -195,7 +182,6 @@ class OpencodeAgent:
         self.version = "unknown"
         self.binary: Path | None = None
         self.rg: Path | None = None
-        self.akm: Path | None = None
         self.choice: ModelChoice | None = None
         self.model: str | None = None
         self.scripted: ScriptedModel | None = None
@@ -208,8 +194,6 @@ class OpencodeAgent:
         options = session.options
         self.binary = locate_opencode(options)
         self.rg = locate_rg()
-        if "akm" in session.arms:
-            self.akm = locate_akm(options)
         choice = options.get("model_choice")
         if not isinstance(choice, ModelChoice):
             choice = choose_model(session.model, options)
@@ -250,7 +234,7 @@ class OpencodeAgent:
             if self.scripted is None:
                 return AgentResult(error="scripted model server is not running")
             base_url = self.scripted.register(token, self.choice.policy or "idle", request.task, request.arm,
-                                              request.run_dir)
+                                              request.run_dir, akm_line=request.akm_line)
         else:
             base_url = None
         try:
@@ -318,12 +302,6 @@ class OpencodeAgent:
         bin_dir = cfg_dir / "bin"
         bin_dir.mkdir(exist_ok=True)
         _link(bin_dir / "rg", self.rg)
-        if request.arm == "akm":
-            if self.akm is None:
-                raise ConfigError("the akm arm needs the akm executable; install it or pass --bench-akm PATH")
-            _link(bin_dir / "akm", self.akm)
-            if request.stash_dir is not None:
-                env["AKM_STASH_DIR"] = str(request.stash_dir)
         entries = [e for e in (request.env.get("PATH") or os.defpath).split(os.pathsep) if e]
         if request.arm != "akm":
             entries = hide_akm(entries, bin_dir, request.run_dir, request.arm, warnings)

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import gates, hooks, lifecycle, procs
+from . import akm, gates, hooks, lifecycle, procs
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
 from .config import ARMS, Settings, clamp_parallel, load_baseline, load_run_config, resolve
 from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
@@ -28,7 +28,7 @@ from .runner import Cell, RunContext, cell_fingerprint, run_cell
 from .store import SampleStore, fingerprint_hash
 from .selection import deselect_by_keyword
 from .session import BenchSession
-from .validate import behaviour_problems
+from .validate import behaviour_problems, search_problems
 
 # (setting name, metavar, help); each becomes --bench-NAME and ini key bench_NAME.
 _OPTIONS: list[tuple[str, str, str]] = [
@@ -82,6 +82,7 @@ class BenchState:
     warnings: list[str] = field(default_factory=list)
     started: bool = False
     baseline: dict[str, float] | None = None
+    akm: akm.AkmInfo | None = None
     previous_signals: dict[int, Any] = field(default_factory=dict)
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
@@ -114,8 +115,7 @@ class BenchState:
                 run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
                 model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
                 budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, keep_runs=s.keep_runs,
-                akm=s.akm or (Path(found).resolve() if (found := shutil.which("akm")) else None),
-                transcripts_dir=self.store_dir,
+                akm=self.akm, transcripts_dir=self.store_dir,
             )
         return self._context
 
@@ -272,6 +272,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     state.started = not state.settings.soundness
+    try:
+        state.akm = _find_akm(state)
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
+    if state.akm is not None and state.akm.warning and workerinput is None:
+        state.warnings.append(state.akm.warning)
     # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
@@ -279,6 +285,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(BenchSession(state), "akmbench-session")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(_XdistHooks(state), "akmbench-xdist")
+
+
+def _find_akm(state: BenchState) -> akm.AkmInfo | None:
+    """The akm the akm arm gets, probed once per process. An agent needs it on that arm unless
+    it says it never calls akm (``uses_akm = False``: oracle, nop); such an agent still gets
+    one when it is there."""
+    if "akm" not in state.settings.arms:
+        return None
+    needed = not state.settings.soundness and getattr(state.agent, "uses_akm", True)
+    explicit = state.settings.akm
+    if not needed and explicit is None and shutil.which("akm") is None:
+        return None
+    return akm.detect(akm.locate(explicit))
 
 
 def _find_agent(config: pytest.Config, name: str) -> Agent:
@@ -358,6 +377,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
         f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
         + (f", model {state.model}" if state.model else "") + f", run {state.run_id}",
+        *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
     ]
 
 
@@ -447,11 +467,14 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
 
 
 def check_soundness(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> None:
-    """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself."""
+    """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself,
+    and, when an akm is given, the task's keywords find its gold asset."""
     state: BenchState = request.config.stash[STATE_KEY]
     task = request.node.stash[TASK_KEY]
     work_root = state.tmp_root / state.run_id
     problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
+    if state.akm is not None:
+        problems += search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
     if problems:
         pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)
 

@@ -3,7 +3,8 @@
 * ``noakm``: task id, title, workspace, "read README.md". Nothing about akm, by design:
   the control arm must not be told about a tool it does not have.
 * ``akm``: the same, plus how to use the akm CLI (search with the task's ``akm_keywords``,
-  show, apply, feedback). Unlike the reference it never forces a ``commands.txt``; the README
+  quoted, since akm searches only the first word of an unquoted query; show a ref as the
+  search printed it; apply; feedback). Unlike the reference it never forces a ``commands.txt``; the README
   says what the answer is.
 * ``synthetic``: the same as noakm, plus "write your own notes of the skills and steps first".
 
@@ -17,10 +18,11 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
+from .akm import AkmInfo, format_ref
 from .corpus import Task
 from .errors import ConfigError
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 ARMS = ("noakm", "akm", "synthetic")
 _DIR = Path(__file__).with_name("prompts")
 
@@ -43,14 +45,16 @@ def keywords(task: Task) -> str:
     return (task.akm_keywords or task.domain.replace("-", " ")).strip()
 
 
-def build_prompt(task: Task, arm: str, workspace: Path) -> tuple[str, str]:
-    """Return (prompt text, prompt version) for ``task`` under ``arm``."""
+def build_prompt(task: Task, arm: str, workspace: Path, akm: AkmInfo | None = None) -> tuple[str, str]:
+    """Return (prompt text, prompt version) for ``task`` under ``arm``; ``akm`` gives the ref syntax
+    of the installed akm for the example in the akm arm's prompt."""
     text = template(arm)
     values = {
         "task_id": task.id,
         "title": " ".join(task.title.split()),
         "workspace": str(workspace),
         "keywords": keywords(task),
+        "ref_example": format_ref("skill:name", akm.line if akm else "0.7"),
     }
     for key, value in values.items():
         text = text.replace("{" + key + "}", value)

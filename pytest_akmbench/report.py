@@ -235,6 +235,12 @@ def _warnings(
             f"akm trajectory not observed for {unobserved} of {len(ran)} akm-arm runs (agent {inp.agent}); "
             "trajectory, failure_modes, searchBridge, perAsset and akm_overhead cover only the observed runs."
         )
+    silent = sum((metrics.observed(s) or {}).get("akm_answered") is False for s in ran)
+    if silent:
+        out.append(
+            f"akm never answered in {silent} of {len(ran)} akm-arm runs: every akm call the agent made failed "
+            "(see runs[].trajectory.akm_answered); those runs measured the agent without a working treatment."
+        )
     return out
 
 
@@ -248,8 +254,8 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "host": socket.gethostname(),
         "agent": {"name": inp.agent, "version": inp.agent_version},
         "model": inp.model,
-        "opencode_version": extra.pop("opencode_version", None),
-        "akm_version": extra.pop("akm_version", None),
+        "opencode_version": extra.pop("opencode_version", inp.agent_version if inp.agent == "opencode" else None),
+        **_akm_provenance(runs),
         "prompt_versions": sorted({str(s["prompt_version"]) for s in runs if s.get("prompt_version")}),
         "fingerprints": sorted({str(s["fingerprint_hash"]) for s in runs if s.get("fingerprint_hash")}),
         "samples_from_store": sum(bool(s.get("from_store")) for s in runs),
@@ -257,6 +263,22 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
     out.update(extra)
     return out
+
+
+def _akm_provenance(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which akm the akm arm's samples ran with, read from the samples themselves (so the
+    offline ``report`` command says the same). A value is a list when the samples disagree."""
+    setups = [s["akm_setup"] for s in runs if isinstance(s.get("akm_setup"), dict)]
+
+    def one(values: list[Any]) -> Any:
+        distinct = sorted({v for v in values if v is not None}, key=str)
+        return None if not distinct else distinct[0] if len(distinct) == 1 else distinct
+
+    return {
+        "akm_version": one([x.get("version") for x in setups]),
+        "akm_sha256": one([x.get("sha256") for x in setups]),
+        "akm_search_mode": one([(x.get("index") or {}).get("search_mode") for x in setups]),
+    }
 
 
 def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
@@ -275,6 +297,7 @@ def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
             "correct_asset_loaded": traj["correct_asset_loaded"] if traj else None,
             "feedback_recorded": traj["feedback_recorded"] if traj else None,
             "searched_before_acting": traj["searched_before_acting"] if traj else None,
+            "akm_answered": traj.get("akm_answered") if traj else None,
         },
         "assets_loaded": list(traj["assets_loaded"]) if traj else None,
         "failure_mode": label,

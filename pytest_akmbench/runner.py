@@ -1,16 +1,20 @@
 """Execute one cell: prepare an isolated run dir, run the agent, run the verifier, make a sample.
 
-Isolation (PRODUCT §7.1-7.2): every cell gets a fresh run dir under the bench tmp root with
-a copy of the workspace and private HOME/XDG dirs, so nothing of the user's own opencode or
-akm configuration is read or written. Only the akm arm gets a private copy of the stash
-fixture (plus ``stash_overlay``), ``AKM_STASH_DIR`` and the akm executable on PATH; every
-other arm finds an ``akm`` on PATH that only says it is not available, so an akm installed
-system-wide cannot leak into the control arm.
+Isolation: every cell gets a fresh run dir under the bench tmp root with a copy of the
+workspace and private HOME/XDG dirs, so nothing of the user's own opencode or akm
+configuration is read or written. Only the akm arm gets a private copy of the stash fixture
+(plus ``stash_overlay``), akm's variables and the akm executable on PATH; every other arm finds
+an ``akm`` on PATH that behaves like a missing command, so an akm installed system-wide cannot
+leak into the control arm.
+
+The akm arm's treatment must be live (docs/akm.md): each cell indexes its own stash copy at
+the path its agent searches (akm ties an index to that path), with keyword search pinned; a
+cell whose index fails, or whose akm calls all fail as only a broken akm fails, is a
+``harness_error``, never a ``fail``: a broken treatment must not read as "akm does not help".
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -22,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import akm
 from .agents import Agent, AgentRequest, AgentResult, Limits
 from .corpus import Task, fixture_hash
 from .procs import ProcessTracker
@@ -68,7 +73,7 @@ class RunContext:
     budget_wall_ms: int
     budget_turns: int | None
     verify_timeout_s: float
-    akm: Path | None = None
+    akm: akm.AkmInfo | None = None
     transcripts_dir: Path | None = None
     keep_runs: bool = False
     _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
@@ -106,19 +111,25 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
     """Everything that must match for two samples of a cell to be comparable (PRODUCT §8)."""
     limits = limits_for(task, ctx)
     stash = None
+    tool = None
     if arm == "akm":
         stash = ctx.content_hash(ctx.stashes_root / task.stash, fixture_hash)
         if task.stash_overlay:
             stash += ":" + ctx.content_hash((task.task_dir / task.stash_overlay).resolve(), tree_hash)
-    return {
+        if ctx.akm is not None:
+            tool = {"version": ctx.akm.version, "sha256": ctx.akm.sha256}
+    fp: dict[str, Any] = {
         "model": ctx.model,
         "agent": ctx.agent.name,
         "agent_version": ctx.agent.version,
         "prompt_version": prompt_version,
-        "task_hash": ctx.content_hash(task.task_dir, tree_hash),
+        "task_hash": ctx.content_hash(task.task_dir, lambda _: task_hash(task)),
         "stash_hash": stash,
         "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
     }
+    if tool is not None:
+        fp["akm"] = tool  # only when present, so samples of akm-less arms keep their hash
+    return fp
 
 
 def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
@@ -127,6 +138,19 @@ def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def copy_workspace(task: Task, dst: Path) -> None:
+    """The task's starting workspace: its shared layers, then its own ``workspace/``."""
+    for layer in (*task.layers, task.workspace):
+        _copy_tree(layer, dst)
+
+
+def task_hash(task: Task) -> str:
+    """The content hash of everything a task's cells start from: its directory and its layers."""
+    if not task.layers:
+        return tree_hash(task.task_dir)
+    return hashlib.sha256("\0".join([tree_hash(task.task_dir), *map(tree_hash, task.layers)]).encode()).hexdigest()
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
@@ -188,32 +212,25 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     base.mkdir(parents=True, exist_ok=True)
     # Neither the task nor the arm in the name: "noakm" would tell the control arm about akm.
     run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
-    _copy_tree(cell.task.workspace, run_dir / "workspace")
+    copy_workspace(cell.task, run_dir / "workspace")
     home = run_dir / "home"
-    xdg = {
-        "XDG_CONFIG_HOME": home / ".config",
-        "XDG_DATA_HOME": home / ".local" / "share",
-        "XDG_CACHE_HOME": home / ".cache",
-        "XDG_STATE_HOME": home / ".local" / "state",
-    }
     home.mkdir()  # XDG dirs are left to whoever needs them (opencode creates its own)
     (run_dir / "tmp").mkdir()
     bin_dir = run_dir / "bin"
     bin_dir.mkdir()
     env = {k: os.environ[k] for k in _PASS_THROUGH if k in os.environ}
-    env.update({k: str(v) for k, v in xdg.items()})
-    env.update(HOME=str(home), TMPDIR=str(run_dir / "tmp"))
+    env = akm.private_env(home, env)
+    env["TMPDIR"] = str(run_dir / "tmp")
     stash: Path | None = None
     if cell.arm == "akm":
         stash = run_dir / "stash"
-        _copy_stash(cell.task, ctx, stash)
-        env["AKM_STASH_DIR"] = str(stash)
+        copy_stash(cell.task, ctx.stashes_root, stash)
         if ctx.akm is not None:
-            (bin_dir / "akm").symlink_to(ctx.akm)
-            # The index built once for this stash content, copied in: no cell pays for it.
-            _copy_tree(stash_index(cell.task, ctx) / "akm", xdg["XDG_CACHE_HOME"] / "akm")
-            # akm's events log records what an agent did; the indexing run's must not count.
-            (xdg["XDG_CACHE_HOME"] / "akm" / "events.jsonl").unlink(missing_ok=True)
+            (bin_dir / "akm").symlink_to(ctx.akm.path)
+            env = akm.cell_env(ctx.akm, stash, env)
+            akm.write_config(ctx.akm, env)
+        else:
+            env["AKM_STASH_DIR"] = str(stash)
     warnings: list[str] = []
     entries = [e for e in env.get("PATH", os.defpath).split(os.pathsep) if e]
     if cell.arm != "akm":
@@ -224,41 +241,42 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     return run_dir, env, stash, warnings
 
 
-def _copy_stash(task: Task, ctx: RunContext, dst: Path) -> None:
-    _copy_tree(ctx.stashes_root / task.stash, dst)
+def copy_stash(task: Task, stashes_root: Path, dst: Path) -> None:
+    """The akm arm's stash: the task's fixture, then its ``stash_overlay``."""
+    _copy_tree(stashes_root / task.stash, dst)
     if task.stash_overlay:
         _copy_tree((task.task_dir / task.stash_overlay).resolve(), dst)
 
 
-def stash_index(task: Task, ctx: RunContext) -> Path:
-    """Run ``akm index`` once per stash content and run; return the XDG cache dir holding it.
+class TreatmentDown(Exception):
+    """The akm arm's akm did not work for this cell: the cell is a harness_error."""
 
-    xdist workers of one run share the result through a lock file, so the index is built once
-    per run, not once per worker. A failing index raises, which makes the cell a harness_error.
-    """
-    fp = fingerprint(task, "akm", ctx, "")["stash_hash"] or ""
-    root = ctx.tmp_root / ctx.run_id / "index" / hashlib.sha256(fp.encode()).hexdigest()[:16]
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (root / "done").exists():
-            shutil.rmtree(root / "stash", ignore_errors=True)
-            _copy_stash(task, ctx, root / "stash")
-            env = {
-                "PATH": os.environ.get("PATH", os.defpath), "HOME": str(root / "home"),
-                "XDG_CACHE_HOME": str(root / "cache"), "XDG_CONFIG_HOME": str(root / "config"),
-                "AKM_STASH_DIR": str(root / "stash"),
-            }
-            for key in ("home", "cache", "config"):
-                (root / key).mkdir(exist_ok=True)
-            procs = ProcessTracker(f"{ctx.run_id}/index")
-            code, output, timed_out = procs.run([str(ctx.akm), "index"], cwd=root / "stash", env=env, timeout_s=300)
-            procs.kill_all()
-            if code != 0:
-                why = "timed out" if timed_out else f"exit {code}"
-                raise RuntimeError(f"akm index of stash {task.stash!r} failed ({why}): {output.strip()[-300:]}")
-            (root / "done").touch()
-    return root / "cache"
+
+def index_stash(info: akm.AkmInfo, stash: Path, env: dict[str, str], procs: ProcessTracker) -> dict[str, Any]:
+    """``akm index`` of the cell's own stash copy, at the path the agent will search."""
+    started = time.monotonic()
+    code, output, timed_out = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
+    report = akm.index_report(output)
+    report["ms"] = round((time.monotonic() - started) * 1000)
+    if code != 0 or timed_out:
+        why = "timed out" if timed_out else f"exit {code}"
+        raise TreatmentDown(f"akm index of the stash failed ({why}): {output.strip()[-300:]}")
+    if report["entries"] == 0:
+        raise TreatmentDown("akm index found no asset in the stash: the akm arm would search an empty stash")
+    return report
+
+
+def akm_events(info: akm.AkmInfo, env: dict[str, str], cwd: Path, procs: ProcessTracker, since_ms: int
+               ) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """What akm logged since the agent started, or (None, why) when its log cannot be read."""
+    argv = akm.log_argv(info)
+    if argv is None:
+        return akm.since(akm.parse_events_file(akm.events_file(env)), since_ms), None
+    code, output, timed_out = procs.run(argv, cwd=cwd, env=env, timeout_s=60)
+    events = akm.parse_log(output) if code == 0 and not timed_out else None
+    if events is None:
+        return None, f"akm log unreadable (exit {code}): {output.strip()[-200:]}"
+    return akm.since(events, since_ms), None
 
 
 def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
@@ -272,17 +290,21 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
     reason: str | None = None
     transcript_rel: str | None = None
     trajectory: dict[str, Any] | None = None
+    akm_setup: dict[str, Any] | None = None
     setup_warnings: list[str] = []
     t_agent = t_verify = t0
     try:
         run_dir, env, stash, setup_warnings = prepare(cell, ctx)
         workspace = run_dir / "workspace"
-        prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace)
+        if stash is not None and ctx.akm is not None:
+            akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
+        prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
         transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
         request = AgentRequest(
             task=cell.task, arm=cell.arm, seed=cell.seed, workspace=workspace, run_dir=run_dir, env=env,
             prompt=prompt, prompt_version=prompt_version, limits=limits_for(cell.task, ctx),
             transcript=transcript, procs=procs, stash_dir=stash, model=ctx.model,
+            akm_line=ctx.akm.line if stash is not None and ctx.akm is not None else None,
         )
         t_agent = time.monotonic()
         agent_started_ms = time.time_ns() // 1_000_000
@@ -291,12 +313,14 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         t_verify = time.monotonic()
         if cell.arm == "akm":
             # Only the akm arm: elsewhere an "akm show" the stub refused still looks completed.
-            trajectory = analyse_cell(
-                cell.task, transcript, Path(env["XDG_CACHE_HOME"]) / "akm" / "events.jsonl", result.akm,
-                agent_started_ms=agent_started_ms,
-            )
+            events, why = (None, None) if ctx.akm is None else akm_events(ctx.akm, env, run_dir, procs, agent_started_ms)
+            trajectory = analyse_cell(cell.task, transcript, events, result.akm, agent_started_ms=agent_started_ms)
+            if why:
+                trajectory["warnings"].append(why)
         if result.error:
             outcome, reason = "harness_error", result.error
+        elif trajectory is not None and trajectory.get("akm_broken"):
+            outcome, reason = "harness_error", trajectory["akm_broken"]
         elif result.budget:
             outcome, reason = "budget_exceeded", f"{result.budget} budget exceeded ({result.budget_tag or 'unknown'})"
         else:
@@ -311,6 +335,8 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             else:
                 outcome = "pass" if verdict.passed else "fail"
                 reason = None if verdict.passed else _fail_reason(verdict)
+    except TreatmentDown as err:
+        outcome, reason = "harness_error", str(err)
     except Exception as err:  # noqa: BLE001 - any harness fault becomes a recorded harness_error
         outcome, reason = "harness_error", f"harness: {type(err).__name__}: {err}"
     finally:
@@ -351,6 +377,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         },
         "final_text_tail": result.final_text[-500:],
         "akm": result.akm,
+        "akm_setup": akm_setup,
         "trajectory": trajectory,
         "transcript": transcript_rel,
         "agent": {"name": ctx.agent.name, "version": ctx.agent.version},

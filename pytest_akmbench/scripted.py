@@ -13,7 +13,8 @@ Cells are told apart by a token in the base URL path: ``{root}/c/<token>/v1``. T
 Policies (the model name is ``scripted/<policy>``):
 
 ``oracle``
-    akm arm: ``akm search <keywords>``, ``akm show <gold_ref>`` (when the task has one), the
+    akm arm: ``akm search '<keywords>'``, ``akm show <gold ref>`` (when the task has one; the
+    ref as the search output printed it, else the corpus's ref in the akm line's syntax), the
     task's ``solution/solve.sh`` run through the bash tool (its text, fed to ``bash`` on a
     heredoc, with cwd = the workspace), ``akm feedback <gold_ref> --positive``, then a final
     answer. Other arms: the solution and the final answer only. The final answer is the output
@@ -42,13 +43,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from . import akm
 from .corpus import Task
+from .prompts import keywords
 
 POLICIES = ("oracle", "idle", "hang", "error", "loop")
 ERROR_MESSAGE = "scripted provider failure: the model is unavailable (policy error)"
 IDLE_TEXT = "I have looked at the task and will not change anything."
 TITLE_TEXT = "akmbench"
 HEREDOC = "AKMBENCH_SOLVE_EOF"
+SHOW = "Show the matching asset"
 
 
 def usage_for_turn(turn: int) -> dict[str, Any]:
@@ -62,11 +66,6 @@ def usage_for_turn(turn: int) -> dict[str, Any]:
     }
 
 
-def keywords_for(task: Task) -> str:
-    """The search words for a task: ``akm_keywords``, else its domain with dashes as spaces."""
-    return task.akm_keywords or task.domain.replace("-", " ")
-
-
 @dataclass
 class _Cell:
     policy: str
@@ -74,6 +73,7 @@ class _Cell:
     arm: str
     run_dir: Path | None
     commands: list[str] | None = None
+    akm_line: str | None = None
     totals: dict[str, int] = field(
         default_factory=lambda: {
             "requests": 0, "title_requests": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
@@ -158,6 +158,7 @@ class ScriptedModel:
         run_dir: Path | None = None,
         *,
         commands: list[str] | None = None,
+        akm_line: str | None = None,
     ) -> str:
         """Script a cell; returns its base URL. ``commands`` (tests) replaces the oracle's plan
         with those bash commands followed by a final answer echoing the last output."""
@@ -166,7 +167,8 @@ class ScriptedModel:
         if policy == "oracle" and task is None and commands is None:
             raise ValueError("the oracle policy needs the task")
         with self._lock:
-            self._cells[token] = _Cell(policy=policy, task=task, arm=arm, run_dir=run_dir, commands=commands)
+            self._cells[token] = _Cell(policy=policy, task=task, arm=arm, run_dir=run_dir, commands=commands,
+                                       akm_line=akm_line)
         return self.base_url(token)
 
     def unregister(self, token: str) -> None:
@@ -194,19 +196,17 @@ class ScriptedModel:
         actions: list[_Action] = []
         on_akm = cell.arm == "akm"
         if on_akm:
-            actions.append(_Action("tool", command=f"akm search {_quote(keywords_for(task))}",
+            actions.append(_Action("tool", command=f"akm search {_quote(keywords(task))}",
                                    description="Search the akm stash"))
             if task.gold_ref:
-                actions.append(_Action("tool", command=f"akm show {_quote(task.gold_ref)}",
-                                       description="Show the matching asset"))
+                actions.append(_Action("tool", command="akm show {ref}", description=SHOW))
         script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
         if not script.endswith("\n"):
             script += "\n"
         actions.append(_Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}",
                                description="Apply the solution"))
         if on_akm and task.gold_ref:
-            actions.append(_Action("tool", command=f"akm feedback {_quote(task.gold_ref)} --positive",
-                                   description="Record feedback"))
+            actions.append(_Action("tool", command="akm feedback {ref} --positive", description="Record feedback"))
         return actions
 
     def next_action(self, cell: _Cell, messages: list[dict[str, Any]], turn: int) -> _Action:
@@ -220,8 +220,22 @@ class ScriptedModel:
             return _Action("tool", command=f"echo 'still working, step {turn}'", description=f"Check step {turn}")
         plan = self.plan(cell)
         if turn < len(plan):
-            return plan[turn]
+            action = plan[turn]
+            if "{ref}" in action.command:
+                ref = _quote(_gold_ref(cell, messages))
+                return _Action(action.kind, command=action.command.replace("{ref}", ref), description=action.description)
+            return action
         return _Action("text", text=_final_answer(messages, plan))
+
+
+def _gold_ref(cell: _Cell, messages: list[dict[str, Any]]) -> str:
+    """The gold asset's ref as the search printed it, like an agent copying it from the output;
+    the corpus's ref in the installed akm's syntax when the search did not list it."""
+    gold = cell.task.gold_ref if cell.task else None
+    assert gold is not None
+    searched = next((_content_text(m.get("content")) for m in messages if m.get("role") == "tool"), "")
+    hits = akm.search_refs(searched) or []
+    return next((ref for ref in hits if akm.same_asset(ref, gold)), akm.format_ref(gold, cell.akm_line or "0.7"))
 
 
 def _quote(text: str) -> str:

@@ -1,8 +1,8 @@
 """Corpus validation: static checks (``validate``) and behaviour checks (soundness).
 
 Static: every task.yaml valid, ids unique and equal to their path, stash fixtures and gold
-refs present, a solution for every task, no workspace mentioning akm (the control arm must
-not be told about it), and a heuristic warning when a stash asset contains a literal answer a
+refs present, a solution for every task, no workspace or shared workspace layer mentioning
+akm (the control arm must not be told about it), and a heuristic warning when a stash asset contains a literal answer a
 verifier pins. Behaviour: the untouched workspace fails its verifier, the solution passes it,
 and the verifier says the same thing twice.
 """
@@ -16,28 +16,21 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import akm
+from .akm import asset_exists
 from .agents import AgentRequest, Limits, OracleAgent
 from .config import load_run_config
 from .corpus import Corpus, Task, load_lenient, select
 from .errors import BenchError, CorpusError
 from .procs import ProcessTracker
-from .runner import _copy_tree
+from .prompts import keywords
+from .runner import copy_stash, copy_workspace
 from .verifiers import Verdict, verify
 
 _AKM = re.compile(r"(?<![a-z0-9])akm(?![a-z0-9])", re.IGNORECASE)
-_ASSET_DIRS = {"skill": "skills", "knowledge": "knowledge", "command": "commands", "agent": "agents",
-               "script": "scripts", "memory": "memories", "workflow": "workflows"}
 # Short strings are a format's own vocabulary (a heading, a file name) that an asset must
 # teach; a long pinned string is more likely the task's answer itself.
 _LITERAL = re.compile(r"""(?P<q>["'])(?P<text>[^"'\n]{24,})(?P=q)""")
-
-
-def asset_exists(stash: Path, ref: str) -> bool:
-    """Whether ``[origin//]type:name`` names an asset in the fixture (skills/<n>/SKILL.md, knowledge/<n>.md, …)."""
-    ref = ref.split("//")[-1]
-    kind, _, name = ref.partition(":")
-    folder = stash / _ASSET_DIRS.get(kind, kind + "s")
-    return (folder / name).is_dir() or any(folder.glob(f"{name}.*"))
 
 
 def _asset_texts(stash: Path) -> list[tuple[Path, str]]:
@@ -66,6 +59,7 @@ def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], l
         return [], [str(err)], []
     errors = list(by_path.values())
     tasks = list(corpus.tasks)
+    checked: set[Path] = set()
     for task in tasks:
         path = task.yaml_path
         rel = path.parent.relative_to(tasks_root).as_posix()
@@ -78,9 +72,13 @@ def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], l
         for ref in task.expected_transfer_from:
             if not asset_exists(stashes_root / task.stash, ref):
                 errors.append(f"{path}: expected_transfer_from: {ref!r} is not an asset of stash {task.stash!r}")
-        for file in sorted(task.workspace.rglob("*")) if task.workspace.is_dir() else []:
-            if file.is_file() and _AKM.search(file.read_text(encoding="utf-8", errors="replace") + " " + file.name):
-                errors.append(f"{file}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)")
+        for layer in (*task.layers, task.workspace):
+            if layer in checked:
+                continue  # a shared layer is reported once, not once per task
+            checked.add(layer)
+            for file in sorted(layer.rglob("*")) if layer.is_dir() else []:
+                if file.is_file() and _AKM.search(file.read_text(encoding="utf-8", errors="replace") + " " + file.name):
+                    errors.append(f"{file}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)")
         assets = _asset_texts(stashes_root / task.stash)
         literals = _pinned_literals(task)
         for asset, text in assets:
@@ -99,7 +97,7 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
         run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
         try:
             workspace = run_dir / "workspace"
-            _copy_tree(task.workspace, workspace)
+            copy_workspace(task, workspace)
             (run_dir / "home").mkdir()
             env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(run_dir / "home"), "LANG": "C.UTF-8"}
             text = ""
@@ -133,6 +131,36 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
             procs.kill_all()
             shutil.rmtree(run_dir, ignore_errors=True)
     return problems
+
+
+def search_problems(task: Task, stashes_root: Path, info: akm.AkmInfo, work_root: Path, procs: ProcessTracker
+                    ) -> list[str]:
+    """With a real akm: searching the task's keywords as the akm arm's prompt does lists its gold
+    asset. Without that, the akm arm could only reach the gold asset by guessing its ref."""
+    if not task.gold_ref:
+        return []
+    run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
+    try:
+        stash = run_dir / "stash"
+        copy_stash(task, stashes_root, stash)
+        env = akm.cell_env(info, stash, akm.private_env(run_dir / "home"))
+        akm.write_config(info, env)
+        code, output, _ = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
+        if code != 0:
+            return [f"akm {info.version}: index of stash {task.stash!r} failed (exit {code}): {output.strip()[-200:]}"]
+        words = keywords(task)
+        code, output, _ = procs.run([str(info.path), "search", words], cwd=stash, env=env, timeout_s=120)
+        hits = akm.search_refs(output) if code == 0 else None
+        if hits is None:
+            return [f"akm {info.version}: search {words!r} failed (exit {code}): {output.strip()[-200:]}"]
+        if not any(akm.same_asset(ref, task.gold_ref) for ref in hits):
+            found = ", ".join(hits[:5]) or "no hit"
+            return [f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref} "
+                    f"({found}); change the keywords or the asset's description and tags"]
+        return []
+    finally:
+        procs.kill_all()
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _word(verdict: Verdict) -> str:

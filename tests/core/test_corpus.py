@@ -216,3 +216,55 @@ class TestSelectors:
         assert [t.id for t in restrict(tasks, ["alpha/script-task"])] == ["alpha/script-task"]
         with pytest.raises(CorpusError, match="not in the selection: beta/regex-task"):
             restrict(tasks, ["beta/regex-task"])
+
+
+class TestWorkspaceLayers:
+    """`base/workspace/` and `base/domains/<domain>/workspace/` under the tasks root."""
+
+    def layered(self, tmp_path: Path) -> tuple[Path, Path]:
+        tasks, stashes = standard_corpus(tmp_path)
+        for rel, text in {
+            "base/workspace/Makefile": "shared\n",
+            "base/workspace/notes.txt": "base\n",
+            "base/workspace/.gitkeep": "",
+            "base/domains/alpha/workspace/notes.txt": "alpha\n",
+            "base/domains/alpha/workspace/lib/helper.py": "x = 1\n",
+            "alpha/script-task/workspace/notes.txt": "task\n",
+        }.items():
+            (tasks / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tasks / rel).write_text(text)
+        return tasks, stashes
+
+    def test_layers_load_and_base_is_no_domain(self, tmp_path: Path) -> None:
+        """Each task gets the layers of its domain; `base` holds no task and is not a domain."""
+        tasks, stashes = self.layered(tmp_path)
+        (tasks / "base" / "workspace" / "task.yaml").write_text("not: a task\n")
+        corpus = load_corpus(tasks, stashes).by_id()
+        assert sorted(corpus) == ["alpha/pytest-task", "alpha/script-task", "beta/regex-task"]
+        assert corpus["alpha/script-task"].layers == (tasks / "base" / "workspace",
+                                                      tasks / "base" / "domains" / "alpha" / "workspace")
+        assert corpus["beta/regex-task"].layers == (tasks / "base" / "workspace",)
+
+    def test_copy_order_later_layers_win(self, tmp_path: Path) -> None:
+        """base, then the domain's layer, then the task's own workspace; .gitkeep files skipped."""
+        from pytest_akmbench.runner import copy_workspace
+
+        tasks, stashes = self.layered(tmp_path)
+        corpus = load_corpus(tasks, stashes).by_id()
+        copy_workspace(corpus["alpha/script-task"], tmp_path / "ws")
+        assert (tmp_path / "ws" / "notes.txt").read_text() == "task\n"
+        assert (tmp_path / "ws" / "Makefile").read_text() == "shared\n"
+        assert (tmp_path / "ws" / "lib" / "helper.py").is_file() and not (tmp_path / "ws" / ".gitkeep").exists()
+        copy_workspace(corpus["beta/regex-task"], tmp_path / "ws2")
+        assert (tmp_path / "ws2" / "notes.txt").read_text() == "base\n"
+
+    def test_layers_are_in_the_task_hash(self, tmp_path: Path) -> None:
+        """Editing a shared layer changes the content hash of the tasks that use it, and only theirs."""
+        from pytest_akmbench.runner import task_hash
+
+        tasks, stashes = self.layered(tmp_path)
+        before = {t.id: task_hash(t) for t in load_corpus(tasks, stashes).tasks}
+        (tasks / "base" / "domains" / "alpha" / "workspace" / "lib" / "helper.py").write_text("x = 2\n")
+        after = {t.id: task_hash(t) for t in load_corpus(tasks, stashes).tasks}
+        assert before["alpha/script-task"] != after["alpha/script-task"]
+        assert before["beta/regex-task"] == after["beta/regex-task"]

@@ -74,7 +74,6 @@ def test_hide_akm(tmp_path):
 def test_config_and_env(tmp_path, monkeypatch):
     agent = OpencodeAgent()
     agent.rg = exe(tmp_path / "tools" / "rg")
-    agent.akm = exe(tmp_path / "tools" / "akm")
     agent.choice = choose_model(None, {"providers": str(providers_file(tmp_path)), "env": {"HOME": "/nowhere"}})
     agent._secret_env = {"LOCAL_KEY": "value"}
     run_dir = tmp_path / "cell"
@@ -106,4 +105,5 @@ def test_config_and_env(tmp_path, monkeypatch):
     assert sorted(os.listdir(cfg_dir / "bin")) == ["rg"]
     assert env["XDG_CACHE_HOME"] == str(run_dir / "home" / ".cache")
     env = agent._env(request("akm"), cfg_dir, cfg_dir / "opencode.json", [])
-    assert env["AKM_STASH_DIR"] == "/stash" and sorted(os.listdir(cfg_dir / "bin")) == ["akm", "rg"]
+    # The runner gives the akm arm its akm (on PATH) and akm's variables; the adapter keeps them.
+    assert env["AKM_STASH_DIR"] == "/s" and env["AKM_X"] == "1" and sorted(os.listdir(cfg_dir / "bin")) == ["rg"]

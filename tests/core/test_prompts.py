@@ -26,10 +26,24 @@ def test_noakm_has_no_akm_at_all():
 
 def test_akm_prompt_teaches_the_cli_without_commands_txt():
     text, version = build_prompt(TASK, "akm", WS)
-    assert "akm search shipyard lint manifest" in text
-    assert "akm show <ref>" in text and "akm feedback <ref> --positive" in text and "--negative" in text
+    # Quoted: unquoted, akm would search the first word alone.
+    assert 'akm search "shipyard lint manifest"' in text
+    assert "akm show <ref>" in text and "akm feedback <ref> --positive" in text
+    assert '--negative --reason "<why>"' in text  # akm 0.9 refuses negative feedback without a reason
     assert "commands.txt" not in text and "README.md" in text and str(WS) in text
     assert version.startswith(f"{PROMPT_VERSION}/akm/")
+
+
+def test_akm_prompt_ref_example_follows_the_installed_akm():
+    """The example ref is in the syntax the installed akm accepts: skill:name (0.7), skills/name (0.9)."""
+    from dataclasses import replace
+
+    from pytest_akmbench.akm import AkmInfo
+
+    info = AkmInfo(path=Path("/x/akm"), version="0.7.0", line="0.7", sha256="0", config="{}")
+    assert "`skill:name`" in build_prompt(TASK, "akm", WS, info)[0]
+    assert "`skills/name`" in build_prompt(TASK, "akm", WS, replace(info, version="0.9.0", line="0.9"))[0]
+    assert "`skill:name`" in build_prompt(TASK, "akm", WS)[0]
 
 
 def test_synthetic_asks_for_own_notes_first():

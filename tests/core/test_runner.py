@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -8,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_akmbench import akm
 from pytest_akmbench.agents import AgentRequest, AgentResult, NopAgent, OracleAgent
 from pytest_akmbench.corpus import Task, load_corpus
 from pytest_akmbench.procs import ProcessTracker, become_subreaper
 from pytest_akmbench.runner import Cell, RunContext, run_cell
+from tests.support import real_akm
 from tests.support.corpus import standard_corpus, write_stash, write_task
 
 
@@ -219,38 +223,73 @@ class TestNoSurvivors:
         assert alive_with(f"sleep 6{tag}") == []
 
 
-class TestStashIndex:
-    """The akm arm's stash is indexed once per stash content; each cell gets a copy of the index."""
+class TestRealAkm:
+    """The akm arm's treatment with real akm: indexed at the cell's own path, live, or an error."""
 
-    def test_index_built_once_and_copied(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
-        """Two akm cells of one stash: `akm index` runs once, both cells find index.db."""
-        akm = tmp_path / "akm"
-        log = tmp_path / "index-calls"
-        akm.write_text(
-            "#!/bin/sh\n"
-            f'if [ "$1" = index ]; then echo "$AKM_STASH_DIR" >> {log}; mkdir -p "$XDG_CACHE_HOME/akm"; '
-            'echo indexed > "$XDG_CACHE_HOME/akm/index.db"; fi\n'
-        )
-        akm.chmod(0o755)
-        seen: list[str] = []
+    @pytest.fixture(params=real_akm.versions())
+    def info(self, request: pytest.FixtureRequest) -> akm.AkmInfo:
+        return real_akm.get(request.param)
 
-        class Reader(EnvSpy):
+    def test_each_cell_searches_an_index_akm_uses(self, tmp_path: Path, info: akm.AkmInfo) -> None:
+        """An akm cell's agent, searching as the prompt says, gets the asset; the control arm finds no akm."""
+        stashes = tmp_path / "corpus" / "stashes"
+        write_stash(stashes, assets={"knowledge/lower-case.md": "---\ndescription: Greeting style\n"
+                                     "tags: [greeting, style]\n---\nlower case\n"})
+        write_task(tmp_path / "corpus" / "tasks", "alpha/t")
+        task = load_corpus(tmp_path / "corpus" / "tasks", stashes).tasks[0]
+        outputs: list[tuple[int, str]] = []
+
+        class Searcher(EnvSpy):
             def run(self, request: AgentRequest) -> AgentResult:
-                seen.append((Path(request.env["XDG_CACHE_HOME"]) / "akm" / "index.db").read_text())
+                code, out, _ = request.procs.run(["akm", "search", "greeting style"], cwd=request.workspace,
+                                                 env=request.env, timeout_s=60)
+                outputs.append((code, out))
                 return AgentResult()
 
-        ctx = context(tmp_path, Reader(), akm=akm)
-        for seed in (1, 2):
-            run_cell(Cell(corpus["alpha/script-task"], "akm", seed), ctx, tracker())
-        run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), ctx, tracker())
-        assert seen == ["indexed\n", "indexed\n"]
-        assert len(log.read_text().splitlines()) == 1
+        ctx = context(tmp_path, Searcher(), akm=info)
+        akm_sample = run_cell(Cell(task, "akm", 1), ctx, tracker())
+        noakm_sample = run_cell(Cell(task, "noakm", 1), ctx, tracker())
+        assert outputs[0][0] == 0 and akm.search_refs(outputs[0][1]) == [akm.format_ref("knowledge:lower-case", info.line)]
+        assert outputs[1][0] == 127
+        setup = akm_sample["akm_setup"]
+        assert setup["version"] == info.version and setup["index"]["entries"] == 2
+        assert setup["index"]["search_mode"] == "keyword" and setup["index"]["ms"] >= 0
+        assert akm_sample["trajectory"]["akm_events"] is True and noakm_sample["akm_setup"] is None
+        assert akm_sample["fingerprint"]["akm"] == {"version": info.version, "sha256": info.sha256}
+        assert "akm" not in noakm_sample["fingerprint"]
 
-    def test_failing_index_is_a_harness_error(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
-        """If akm cannot index the stash, the cell says so instead of running without one."""
-        akm = tmp_path / "akm"
-        akm.write_text("#!/bin/sh\necho 'index: corrupt stash' >&2\nexit 3\n")
-        akm.chmod(0o755)
-        sample = run_cell(Cell(corpus["alpha/script-task"], "akm", 1), context(tmp_path, EnvSpy(), akm=akm), tracker())
+    def test_failing_index_is_a_harness_error(self, tmp_path: Path, info: akm.AkmInfo) -> None:
+        """If akm cannot index the stash, the cell says so instead of running the agent without it."""
+        stashes = tmp_path / "corpus" / "stashes"
+        write_stash(stashes)
+        write_task(tmp_path / "corpus" / "tasks", "alpha/t")
+        task = load_corpus(tmp_path / "corpus" / "tasks", stashes).tasks[0]
+        (stashes / "st" / "skills" / "howto" / "SKILL.md").unlink()
+        spy = EnvSpy()
+        sample = run_cell(Cell(task, "akm", 1), context(tmp_path, spy, akm=info), tracker())
+        assert sample["outcome"] == "harness_error" and "akm index found no asset" in sample["reason"]
+        assert spy.request is None  # the agent never ran: no tokens spent on a dead treatment
+
+    def test_broken_akm_during_the_cell_is_a_harness_error(self, tmp_path: Path, info: akm.AkmInfo) -> None:
+        """Every akm call failing as only a broken akm fails (its stash gone: exit 78) is a harness
+        error with that reason, even though the verifier would have passed."""
+        stashes = tmp_path / "corpus" / "stashes"
+        write_stash(stashes)
+        write_task(tmp_path / "corpus" / "tasks", "alpha/t")
+        task = load_corpus(tmp_path / "corpus" / "tasks", stashes).tasks[0]
+
+        class Breaker(OracleAgent):
+            def run(self, request: AgentRequest) -> AgentResult:
+                assert request.stash_dir is not None
+                shutil.rmtree(request.stash_dir)
+                request.transcript.write_text(json.dumps({"type": "tool_use", "timestamp": 1, "part": {
+                    "type": "tool", "tool": "bash", "state": {
+                        "status": "completed", "input": {"command": "akm search howto"}, "output": "",
+                        "metadata": {"exit": 78}, "time": {"start": 1, "end": 2}}}}) + "\n")
+                result = super().run(request)
+                result.transcript_written = True
+                return result
+
+        sample = run_cell(Cell(task, "akm", 1), context(tmp_path, Breaker(), akm=info), tracker())
         assert sample["outcome"] == "harness_error"
-        assert "akm index of stash 'st' failed (exit 3): index: corrupt stash" in sample["reason"]
+        assert sample["reason"].startswith("akm never answered") and "exit 78" in sample["reason"]

@@ -1,8 +1,10 @@
-"""Tests for pytest_akmbench.trajectory on opencode event streams.
+"""Tests for pytest_akmbench.trajectory on opencode event streams and akm's own event log.
 
-``tests/data/transcripts/`` holds streams recorded from the real opencode 1.18.33 binary
-driven by the scripted model (policy ``oracle`` on the akm arm; ``idle``; and an oracle run
-with a scripted plan that loads the wrong asset), each with the akm test double's events file.
+``tests/data/transcripts/`` holds streams recorded from the real opencode 1.18.33 binary driven
+by the scripted model on the akm arm of a small demo task, each with real akm's event log, for
+akm 0.7.0 and 0.9.0 (``tests/data/record_transcripts.py`` regenerates them): ``oracle``,
+``idle`` and ``wrong-asset`` (a search that misses the gold, a wrong asset shown, a refused
+show, negative feedback).
 """
 
 from __future__ import annotations
@@ -13,32 +15,46 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.trajectory import (
-    analyse_cell,
-    bash_writes_workspace,
-    failure_mode,
-    parse_search_results,
-    ref_matches,
-)
+from pytest_akmbench import akm
+from pytest_akmbench.trajectory import analyse_cell, failure_mode, liveness, ref_matches
 from tests.core.test_metrics import make_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 GOLD = "skill:hello-file"
 TASK = make_task("demo/hello-file", gold_ref=GOLD)
 SID = "ses_test"
+RECORDED = ("0.7.0", "0.9.0")
 
 
-def tool(tool_name: str, inputs: dict[str, Any], output: str = "", *, ts: int, status: str = "completed") -> dict[str, Any]:
+def tool(tool_name: str, inputs: dict[str, Any], output: str = "", *, ts: int, status: str = "completed",
+         exit: int | None = 0) -> dict[str, Any]:
     state: dict[str, Any] = {"status": status, "input": inputs, "output": output, "time": {"start": ts, "end": ts + 5}}
+    if exit is not None:
+        state["metadata"] = {"output": output, "exit": exit}
     return {"type": "tool_use", "timestamp": ts + 10, "sessionID": SID, "part": {"type": "tool", "tool": tool_name, "state": state}}
 
 
-def bash(command: str, output: str = "(no output)", *, ts: int, status: str = "completed") -> dict[str, Any]:
-    return tool("bash", {"command": command, "description": "d"}, output, ts=ts, status=status)
+def bash(command: str, output: str = "(no output)", *, ts: int, status: str = "completed", exit: int | None = 0) -> dict[str, Any]:
+    return tool("bash", {"command": command, "description": "d"}, output, ts=ts, status=status, exit=exit)
+
+
+def hits(*refs: str) -> str:
+    """akm's JSON search output."""
+    return json.dumps({"hits": [{"type": "skill", "name": r.split(":")[-1], "ref": r} for r in refs]}, indent=2)
 
 
 def step(ts: int) -> dict[str, Any]:
     return {"type": "step_start", "timestamp": ts, "sessionID": SID, "part": {"type": "step-start"}}
+
+
+def event(kind: str, ts: int, ref: str | None = None, **meta: Any) -> dict[str, Any]:
+    """One akm event, normalised from akm 0.7's events-file shape."""
+    raw: dict[str, Any] = {"schemaVersion": 1, "eventType": kind, "ts": ts, "metadata": meta}
+    if ref is not None:
+        raw["ref"] = ref
+    normalised = akm.normalise_event(raw)
+    assert normalised is not None
+    return normalised
 
 
 def write_stream(path: Path, events: list[dict[str, Any]]) -> Path:
@@ -46,54 +62,40 @@ def write_stream(path: Path, events: list[dict[str, Any]]) -> Path:
     return path
 
 
+def recorded(name: str, version: str) -> dict[str, Any]:
+    """analyse_cell on a recorded transcript with its recorded akm log, read as the runner reads it."""
+    stem = DATA / f"{name}-akm-{version}"
+    rec = json.loads(Path(f"{stem}.akm-log.json").read_text())
+    if version.startswith("0.7"):
+        events = [e for e in map(akm.normalise_event, json.loads(rec["log"])) if e is not None]
+    else:
+        events = akm.parse_log(rec["log"])
+    assert events is not None
+    started = rec["agent_started_ms"]
+    return analyse_cell(TASK, Path(f"{stem}.jsonl"), akm.since(events, started), None, agent_started_ms=started)
+
+
 class TestHelpers:
     def test_ref_match_rule(self) -> None:
-        """Equal, origin-prefixed, or a sub-path of the gold ref."""
-        assert ref_matches("skill:x", "skill:x")
-        assert ref_matches("local//skill:x", "skill:x")
-        assert ref_matches("skill:x/SKILL.md", "skill:x")
+        """Equal, origin-prefixed or a sub-path of the gold ref, in either akm's ref syntax."""
+        assert ref_matches("skill:x", "skill:x") and ref_matches("skills/x", "skill:x")
+        assert ref_matches("local//skill:x", "skill:x") and ref_matches("stash//skills/x#usage", "skill:x")
+        assert ref_matches("skill:x/SKILL.md", "skill:x") and ref_matches("knowledge:x.md", "knowledge/x")
         assert not ref_matches("skill:xy", "skill:x") and not ref_matches(None, "skill:x")
-
-    def test_search_results_formats(self) -> None:
-        """Numbered text output, JSON refs and ref: lines all give refs in rank order."""
-        assert parse_search_results("1. skill:a  (score 3)\n2. knowledge:b  (score 1)\n") == ["skill:a", "knowledge:b"]
-        assert parse_search_results('{"results":[{"ref":"skill:a"},{"ref":"skill:b"}]}') == ["skill:a", "skill:b"]
-        assert parse_search_results("ref: skill:a\nscore: 1\nref: skill:c\n") == ["skill:a", "skill:c"]
-        assert parse_search_results("no results\n") == []
-        assert len(parse_search_results("".join(f"{i}. skill:s{i}\n" for i in range(1, 20)))) == 10
-
-    @pytest.mark.parametrize(
-        ("command", "writes"),
-        [
-            ("echo hi > out.txt", True),
-            ("printf x >>log.txt", True),
-            ("cat <<'EOF' > cfg.yaml\na: 1\nEOF", True),
-            ("sed -i 's/a/b/' f.txt", True),
-            ("mkdir -p build && touch build/x", True),
-            ("bash <<'EOF'\nset -eu\necho hi > out.txt\nEOF", True),
-            ("cat README.md", False),
-            ("ls -la 2>&1", False),
-            ("akm search 'x' > /dev/null 2>&1", False),
-            ("grep -r foo . > /tmp/found.txt", False),
-            ("python -c 'print(1)'", False),
-        ],
-    )
-    def test_bash_write_detection(self, command: str, writes: bool) -> None:
-        """Redirections and file-changing commands count; reads, /dev and /tmp targets do not."""
-        assert bash_writes_workspace(command) is writes
+        assert not ref_matches("knowledge:x", "skill:x") and not ref_matches("x", "skill:x")
 
 
 class TestHandWrittenStreams:
-    """Streams in the exact opencode.md §4 shape, written for each rule."""
+    """Streams in opencode's event shape, written for each rule."""
 
     def test_order_search_show_write_feedback(self, tmp_path: Path) -> None:
-        """Actions come out in order with results, ranks, polarity and times from the first step."""
+        """Without akm's log: actions in order, results and ranks from akm's JSON output."""
         stream = write_stream(tmp_path / "t.jsonl", [
             step(1000),
-            bash("akm search 'hello file'", "1. knowledge:other  (score 4)\n2. skill:hello-file  (score 2)\n", ts=1200),
+            bash("akm search 'hello file'", hits("knowledge:other", GOLD), ts=1200),
             bash("akm show skill:hello-file", "To greet, write hi.\n", ts=1500),
             tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
-            bash("akm feedback skill:hello-file --positive", "feedback recorded\n", ts=1900),
+            bash("akm feedback skill:hello-file --positive", "{}", ts=1900),
         ])
         t = analyse_cell(TASK, stream, None, None)
         assert [a["kind"] for a in t["actions"]] == ["search", "show", "write", "feedback"]
@@ -103,49 +105,86 @@ class TestHandWrittenStreams:
         assert t["searched_before_acting"] is True and t["workspace_writes"] == 1
         assert t["time_to_first_search_ms"] == 200 and t["time_to_first_correct_asset_ms"] == 500
         assert t["asset_bytes_loaded"] == len("To greet, write hi.\n")
-        assert t["irrelevant_assets_loaded"] == []
+        assert t["irrelevant_assets_loaded"] == [] and t["akm_answered"] is True and t["akm_calls"] == 3
+
+    def test_akm_log_is_the_ground_truth(self, tmp_path: Path) -> None:
+        """With akm's log, searches, results, shows and feedback come from what akm served."""
+        stream = write_stream(tmp_path / "t.jsonl", [
+            step(1000), bash("bash -c \"akm search 'hello file' && akm show skills/hello-file\"", "...", ts=1200),
+            tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
+        ])
+        events = [event("search", 1201, query="hello file", hitCount=2, resultRefs=["knowledge/other", "skills/hello-file"]),
+                  event("show", 1203, "skills/hello-file")]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["search_count"] == 1 and t["gold_ranks"] == [2] and t["searches_with_hits"] == 1
+        assert t["assets_loaded"] == ["skills/hello-file"] and t["correct_asset_loaded"] is True
+        assert t["searched_before_acting"] is True and t["time_to_first_search_ms"] == 201
+        assert t["akm_events"] is True and t["akm_calls"] == 2
 
     def test_agent_start_anchor(self, tmp_path: Path) -> None:
         """With the agent's start time, time_to_first_search includes the start-up."""
-        stream = write_stream(tmp_path / "t.jsonl", [step(5000), bash("akm search x", "no results\n", ts=5100)])
+        stream = write_stream(tmp_path / "t.jsonl", [step(5000), bash("akm search x", hits(), ts=5100)])
         assert analyse_cell(TASK, stream, None, None, agent_started_ms=1000)["time_to_first_search_ms"] == 4100
 
     def test_write_before_search(self, tmp_path: Path) -> None:
         """A workspace write before any search: searched_before_acting is False."""
         stream = write_stream(tmp_path / "t.jsonl", [
-            step(1), bash("echo draft > out.txt", ts=2), bash("akm search hello", "1. skill:hello-file\n", ts=3),
+            step(1), bash("echo draft > out.txt", ts=2), bash("akm search hello", hits(GOLD), ts=30),
         ])
         t = analyse_cell(TASK, stream, None, None)
         assert t["searched_before_acting"] is False and t["search_count"] == 1
 
+    def test_search_writing_its_results_counts_as_searched_first(self, tmp_path: Path) -> None:
+        """`akm search q > notes.txt`: the search runs before its output lands in the file."""
+        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash("akm search hello > notes.txt", ts=2)])
+        events = [event("search", 3, query="hello", hitCount=1, resultRefs=[GOLD])]
+        t = analyse_cell(TASK, stream, events, None)
+        assert t["searched_before_acting"] is True and t["workspace_writes"] == 1
+
     def test_feedback_only_mention_is_not_loaded(self, tmp_path: Path) -> None:
         """Feedback on the gold ref without a show does not count as loading it (reference bug 10)."""
         stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm feedback {GOLD} --negative", ts=2)])
-        events = tmp_path / "events.jsonl"
-        events.write_text(json.dumps({"eventType": "feedback", "ref": GOLD, "metadata": {"signal": "negative"}}) + "\n")
-        t = analyse_cell(TASK, stream, events, None)
+        t = analyse_cell(TASK, stream, [event("feedback", 3, GOLD, signal="negative")], None)
         assert t["correct_asset_loaded"] is False and t["assets_loaded"] == []
         assert t["feedback_recorded"] is True and t["feedback_polarity"] == "negative"
 
-    def test_failed_show_is_not_loaded(self, tmp_path: Path) -> None:
-        """A show akm did not serve (no show event) is not a loaded asset."""
-        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "akm: asset not found\n", ts=2)])
-        events = tmp_path / "events.jsonl"
-        events.write_text("")
-        t = analyse_cell(TASK, stream, events, None)
-        assert t["correct_asset_loaded"] is False and t["show_count"] == 0
+    def test_refused_show_and_feedback_count_for_nothing(self, tmp_path: Path) -> None:
+        """A show or feedback akm refused (non-zero exit, nothing in its log) is not loaded or recorded."""
+        stream = write_stream(tmp_path / "t.jsonl", [
+            step(1),
+            bash(f"akm show {GOLD}", '{"ok": false, "code": "ASSET_NOT_FOUND"}', ts=2, exit=1),
+            bash(f"akm feedback {GOLD} --positive", '{"ok": false}', ts=3, exit=2),
+        ])
+        for events in ([], None):  # with akm's (empty) log, and from the transcript alone
+            t = analyse_cell(TASK, stream, events, None)
+            assert t["correct_asset_loaded"] is False and t["show_count"] == 0
+            assert t["feedback_recorded"] is False and t["feedback_count"] == 0
+            assert t["akm_calls"] == 2 and t["akm_calls_failed"] == 2 and t["akm_answered"] is False
+            assert t["akm_broken"] is None  # the agent asked for what is not there: not a broken akm
+
+    def test_failed_search_is_not_a_search_with_results(self, tmp_path: Path) -> None:
+        """A search whose command failed has no results and shows no gold."""
+        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash("akm search hello", hits(GOLD), ts=2, exit=78)])
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["search_count"] == 0 and t["gold_ranks"] == []
+        assert t["akm_broken"] is not None and "exit 78" in t["akm_broken"]
 
     def test_errored_tool_call_is_not_loaded(self, tmp_path: Path) -> None:
         """A tool call that errored (e.g. permission rejected) loads nothing."""
-        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "rejected", ts=2, status="error")])
+        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "rejected", ts=2, status="error", exit=None)])
         assert analyse_cell(TASK, stream, None, None)["correct_asset_loaded"] is False
 
-    def test_polarity_from_events(self, tmp_path: Path) -> None:
-        """A feedback command without a flag takes its polarity from akm's event metadata."""
-        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm feedback {GOLD}", ts=2)])
-        events = tmp_path / "events.jsonl"
-        events.write_text(json.dumps({"eventType": "feedback", "ref": GOLD, "metadata": {"signal": "positive"}}) + "\n")
-        assert analyse_cell(TASK, stream, events, None)["feedback_polarity"] == "positive"
+    def test_heredoc_and_echo_are_not_akm_calls(self, tmp_path: Path) -> None:
+        """akm words written to a file or echoed are not calls; bash -c and $(...) calls are."""
+        stream = write_stream(tmp_path / "t.jsonl", [
+            step(1),
+            bash("cat <<'EOF' > NOTES.md\nakm search q\nakm show skill:hello-file\nEOF", ts=20),
+            bash('echo "line one\\nakm search q"', ts=30),
+            bash("ref=$(akm search 'hello file' | head -1); bash -lc 'timeout 30 akm show skill:hello-file'", "x", ts=40),
+        ])
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["akm_calls"] == 2 and t["search_count"] == 1 and t["correct_asset_loaded"] is True
+        assert t["searched_before_acting"] is False  # NOTES.md was written first
 
     def test_irrelevant_assets(self, tmp_path: Path) -> None:
         """Shown refs that are neither gold nor expected transfer sources are irrelevant."""
@@ -169,59 +208,73 @@ class TestHandWrittenStreams:
         with open(path, "w") as fh:
             fh.write("not json\n")
             fh.write(json.dumps({"type": "text", "part": {"text": "x" * (5 * 1024 * 1024)}}) + "\n")
-            fh.write(json.dumps(bash("akm search hello", "1. skill:hello-file\n", ts=9)) + "\n")
+            fh.write(json.dumps(bash("akm search hello", hits(GOLD), ts=9)) + "\n")
         assert analyse_cell(TASK, path, None, None)["gold_ranks"] == [1]
 
     def test_no_sources(self) -> None:
         """Nothing recorded: source None, counts 0, nothing judged as true."""
         t = analyse_cell(TASK, None, None, None)
         assert t["source"] is None and t["correct_asset_loaded"] is False and t["searched_before_acting"] is None
+        assert t["akm_answered"] is None
 
     def test_agent_summary_fallback(self) -> None:
         """Without a transcript the adapter's akm summary is used; ordering-based fields stay None."""
         t = analyse_cell(TASK, None, None, {"searches": [{"query": "q"}], "shows": [GOLD], "feedback": []})
         assert t["source"] == "agent" and t["correct_asset_loaded"] is True and t["searched_before_acting"] is None
 
-    def test_events_only(self, tmp_path: Path) -> None:
-        """Only akm's events file: searches get their result refs from the event metadata."""
-        events = tmp_path / "events.jsonl"
-        events.write_text(
-            json.dumps({"eventType": "search", "ref": None, "metadata": {"query": "q", "resultRefs": ["skill:a", GOLD]}}) + "\n"
-            + json.dumps({"eventType": "show", "ref": GOLD, "metadata": {}}) + "\n"
-        )
+    def test_events_only(self) -> None:
+        """Only akm's log: searches get their result refs from it."""
+        events = [event("search", 1, query="q", resultRefs=["skill:a", GOLD]), event("show", 2, GOLD)]
         t = analyse_cell(TASK, None, events, None)
         assert t["source"] == "akm_events" and t["gold_ranks"] == [2] and t["correct_asset_loaded"] is True
 
 
+class TestLiveness:
+    def test_rules(self) -> None:
+        """Answered when akm logged anything or a call succeeded; broken only for exits a broken akm gives."""
+        ok = {"kind": "search", "ok": True, "exit": 0}
+        missing = {"kind": "show", "ok": False, "exit": 1}
+        dead = {"kind": "search", "ok": False, "exit": 127}
+        assert liveness([], None) == (None, None)
+        assert liveness([dead], [{"kind": "search"}]) == (True, None)
+        assert liveness([ok, dead], None) == (True, None)
+        assert liveness([missing], None) == (False, None)
+        answered, why = liveness([missing, dead], None)
+        assert answered is False and why is not None and "2 akm call(s)" in why and "exit 127" in why
+        assert liveness([{"kind": "search", "ok": None, "exit": None}], None) == (None, None)
+
+
 class TestRecordedTranscripts:
-    """Streams recorded from the real opencode binary."""
+    """Streams recorded from the real opencode binary, with real akm's log."""
 
-    def analyse(self, name: str) -> dict[str, Any]:
-        events = DATA / f"{name}.akm-events.jsonl"
-        return analyse_cell(TASK, DATA / f"{name}.jsonl", events if events.exists() else None, None)
-
-    def test_oracle(self) -> None:
-        """search (gold at rank 2), show gold, write via the solution heredoc, positive feedback."""
-        t = self.analyse("oracle-akm")
+    @pytest.mark.parametrize("version", RECORDED)
+    def test_oracle(self, version: str) -> None:
+        """search (gold ranked), show gold, write via the solution heredoc, positive feedback."""
+        t = recorded("oracle", version)
         assert [a["kind"] for a in t["actions"]] == ["search", "show", "write", "feedback"]
-        assert t["gold_ranks"] == [2] and t["correct_asset_loaded"] is True
+        assert t["gold_ranks"] == [1] and t["correct_asset_loaded"] is True and t["akm_events"] is True
         assert t["feedback_polarity"] == "positive" and t["searched_before_acting"] is True
-        assert t["time_to_first_search_ms"] == 0  # the oracle's very first tool call is the search
-        assert t["time_to_first_correct_asset_ms"] == 800
+        assert t["akm_calls"] == 3 and t["akm_calls_failed"] == 0 and t["akm_answered"] is True
+        assert 0 < t["time_to_first_search_ms"] < t["time_to_first_correct_asset_ms"]
+        assert t["warnings"] == []
 
-    def test_idle(self) -> None:
+    @pytest.mark.parametrize("version", RECORDED)
+    def test_idle(self, version: str) -> None:
         """No tool calls at all."""
-        t = self.analyse("idle-akm")
+        t = recorded("idle", version)
         assert t["source"] == "transcript" and t["search_count"] == 0 and t["assets_loaded"] == []
-        assert t["searched_before_acting"] is False and t["workspace_writes"] == 0
+        assert t["searched_before_acting"] is False and t["workspace_writes"] == 0 and t["akm_answered"] is None
         assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": t}, GOLD) == "no_search"
 
-    def test_wrong_asset(self) -> None:
-        """Search misses the gold, a wrong asset is shown, negative feedback."""
-        t = self.analyse("wrong-asset-akm")
-        assert t["gold_ranks"] == [None] and t["assets_loaded"] == ["knowledge:file-formats"]
-        assert t["irrelevant_assets_loaded"] == ["knowledge:file-formats"]
-        assert t["feedback_polarity"] == "negative" and t["correct_asset_loaded"] is False
+    @pytest.mark.parametrize("version", RECORDED)
+    def test_wrong_asset(self, version: str) -> None:
+        """Search misses the gold, a wrong asset is shown, a show is refused, negative feedback."""
+        t = recorded("wrong-asset", version)
+        wrong = akm.format_ref("knowledge:file-formats", version[:3])
+        assert t["gold_ranks"] == [None] and t["assets_loaded"] == [wrong]
+        assert t["irrelevant_assets_loaded"] == [wrong] and t["correct_asset_loaded"] is False
+        assert t["feedback_polarity"] == "negative" and t["akm_calls"] == 4 and t["akm_calls_failed"] == 1
+        assert t["akm_answered"] is True and t["akm_broken"] is None
         assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": t}, GOLD) == "search_no_gold"
 
 
@@ -266,16 +319,28 @@ class TestIntoTheReport:
         from tests.core.test_report import TS, inp
 
         samples = []
-        for seed, (name, outcome) in enumerate((("oracle-akm", "pass"), ("idle-akm", "fail"), ("wrong-asset-akm", "fail")), 1):
-            events = DATA / f"{name}.akm-events.jsonl"
-            t = analyse_cell(TASK, DATA / f"{name}.jsonl", events if events.exists() else None, None)
-            samples.append(sample(TASK.id, "akm", seed, outcome, trajectory=t))
+        for seed, (name, outcome) in enumerate((("oracle", "pass"), ("idle", "fail"), ("wrong-asset", "fail")), 1):
+            samples.append(sample(TASK.id, "akm", seed, outcome, trajectory=recorded(name, "0.7.0")))
         env = report.build(inp([TASK], samples, arms=("akm",)), timestamp=TS)
         assert env["trajectory"]["akm"]["correct_asset_loaded"] == pytest.approx(1 / 3)
         assert env["trajectory"]["akm"]["counts"]["feedback_negative"] == 1
         assert env["failure_modes"]["by_label"] == {"no_search": 1, "search_no_gold": 1}
-        assert env["searchBridge"]["gold_rank_distribution"]["2"] == 1 and env["searchBridge"]["searches_observed"] == 2
+        assert env["searchBridge"]["gold_rank_distribution"]["1"] == 1 and env["searchBridge"]["searches_observed"] == 2
         assert [r["asset_ref"] for r in env["perAsset"]["rows"]] == [GOLD, "knowledge:file-formats"]
+
+    def test_runs_where_akm_never_answered_are_flagged(self, tmp_path: Path) -> None:
+        """A run whose akm calls all failed is marked in runs[] and warned about in the envelope."""
+        from pytest_akmbench import report
+        from tests.core.test_metrics import sample
+        from tests.core.test_report import TS, inp
+
+        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "{}", ts=2, exit=1)])
+        dead = analyse_cell(TASK, stream, [], None)
+        live = recorded("oracle", "0.9.0")
+        env = report.build(inp([TASK], [sample(TASK.id, "akm", 1, "fail", trajectory=dead),
+                                        sample(TASK.id, "akm", 2, "pass", trajectory=live)], arms=("akm",)), timestamp=TS)
+        assert [r["trajectory"]["akm_answered"] for r in env["runs"]] == [False, True]
+        assert any(w.startswith("akm never answered in 1 of 2 akm-arm runs") for w in env["warnings"])
 
     def test_analysis_never_raises(self) -> None:
         """A malformed adapter summary gives an unobserved trajectory with a warning, not an exception."""

@@ -31,6 +31,15 @@ class TestStatic:
         _, errors, _ = static_problems(tasks_root, stashes)
         assert errors == [f"{tasks_root / 'alpha/leaky/workspace/AGENTS.md'}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"]
 
+    def test_layer_mentioning_akm_is_reported_once(self, roots: tuple[Path, Path]) -> None:
+        """A shared workspace layer that tells every arm to use akm is an error, named once."""
+        tasks_root, stashes = roots
+        layer = tasks_root / "base" / "domains" / "alpha" / "workspace"
+        layer.mkdir(parents=True)
+        (layer / "AGENTS.md").write_text("Always run akm search before coding.\n")
+        _, errors, _ = static_problems(tasks_root, stashes)
+        assert errors == [f"{layer / 'AGENTS.md'}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"]
+
     def test_missing_solution_and_gold_ref(self, roots: tuple[Path, Path]) -> None:
         """Every task needs a solution; a gold_ref must name an asset of its stash."""
         tasks_root, stashes = roots

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_akmbench import akm
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
 from pytest_akmbench.corpus import Task
 from pytest_akmbench.errors import ConfigError
@@ -22,9 +23,9 @@ from pytest_akmbench.opencode import OpencodeAgent, locate_opencode
 from pytest_akmbench.procs import ProcessTracker, become_subreaper
 from pytest_akmbench.prompts import build_prompt
 from pytest_akmbench.scripted import usage_for_turn
+from tests.support import real_akm
 
 ROOT = Path(__file__).resolve().parents[2]
-AKM = ROOT / "tests" / "support" / "akm"
 
 try:
     OPENCODE = locate_opencode({"rootdir": ROOT})
@@ -46,7 +47,7 @@ def agent_for():
         if policy not in _agents:
             agent = OpencodeAgent()
             agent.start(SessionInfo(model=f"scripted/{policy}", arms=("noakm", "akm"), tasks=(),
-                                    options={"opencode": str(OPENCODE), "akm": str(AKM), "rootdir": ROOT}))
+                                    options={"opencode": str(OPENCODE), "rootdir": ROOT}))
             _agents[policy] = agent
         return _agents[policy]
 
@@ -65,7 +66,8 @@ def make_task(tmp_path: Path, solve: str, *, verify: str = "test \"$(cat out.txt
     (tdir / "verify.sh").write_text("#!/usr/bin/env bash\nset -eu\n" + verify)
     stash = tmp_path / "stash" / "skills" / "hello-file"
     stash.mkdir(parents=True)
-    (stash / "SKILL.md").write_text("---\nname: hello-file\n---\nTo greet, write hi into out.txt.\n")
+    (stash / "SKILL.md").write_text("---\nname: hello-file\ndescription: Write a greeting file\n"
+                                    "tags: [greeting, hello, file]\n---\nTo greet, write hi into out.txt.\n")
     return Task(id="demo/hello-file", title="Write a greeting file", domain="demo", difficulty="easy",
                 stash="demo", verifier="script", task_dir=tdir, yaml_text="", gold_ref="skill:hello-file",
                 akm_keywords="greeting hello file")
@@ -82,14 +84,22 @@ def make_request(tmp_path: Path, task: Task, arm: str, procs: ProcessTracker, *,
            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
            "PATH": path, "LANG": "C.UTF-8", **(extra_env or {})}
     stash_dir = None
-    if arm == "akm":
+    info = None
+    if arm == "akm":  # what the runner gives the akm arm: real akm on PATH, its stash indexed in place
+        info = real_akm.get()
         stash_dir = run_dir / "stash"
         shutil.copytree(tmp_path / "stash", stash_dir)
-        env["AKM_STASH_DIR"] = str(stash_dir)
-    prompt, version = build_prompt(task, arm, workspace)
+        env = akm.cell_env(info, stash_dir, env)
+        akm.write_config(info, env)
+        (run_dir / "bin").mkdir()
+        (run_dir / "bin" / "akm").symlink_to(info.path)
+        env["PATH"] = f"{run_dir / 'bin'}:{path}"
+        assert procs.run([str(info.path), "index"], cwd=stash_dir, env=env, timeout_s=120)[0] == 0
+    prompt, version = build_prompt(task, arm, workspace, info)
     return AgentRequest(task=task, arm=arm, seed=1, workspace=workspace, run_dir=run_dir, env=env, prompt=prompt,
                         prompt_version=version, limits=Limits(wall_s=wall_s, tokens=tokens, turns=turns),
-                        transcript=run_dir / "transcript.jsonl", procs=procs, stash_dir=stash_dir)
+                        transcript=run_dir / "transcript.jsonl", procs=procs, stash_dir=stash_dir,
+                        akm_line=info.line if info else None)
 
 
 @pytest.fixture
@@ -145,13 +155,20 @@ def test_oracle_akm_arm_passes_with_exact_tokens(tmp_path, procs, agent_for):
     assert {k: served[k] for k in result.tokens} == result.tokens
     assert served["requests"] == 5 and served["title_requests"] == 0
     assert result.final_text == "wrote out.txt"
-    assert result.akm == {"searches": [{"query": "greeting hello file"}], "shows": ["skill:hello-file"],
-                          "feedback": [{"ref": "skill:hello-file", "polarity": "positive"}]}
+    gold = akm.format_ref("skill:hello-file", request.akm_line or "")
+    assert result.akm == {"searches": [{"query": "greeting hello file"}], "shows": [gold],
+                          "feedback": [{"ref": gold, "polarity": "positive"}]}
     assert result.transcript_written
     lines = request.transcript.read_text().splitlines()
     assert sum('"type":"step_finish"' in line for line in lines) == 5
-    events = (request.run_dir / "home" / ".cache" / "akm" / "events.jsonl").read_text()
-    assert '"eventType": "show"' in events and '"signal": "positive"' in events
+    info = real_akm.get()
+    argv = akm.log_argv(info)
+    if argv is None:
+        events = akm.parse_events_file(akm.events_file(request.env))
+    else:
+        events = akm.parse_log(procs.run(argv, cwd=request.run_dir, env=request.env, timeout_s=60)[1]) or []
+    assert [e["kind"] for e in events] == ["search", "show", "feedback"]
+    assert events[0]["results"] == [gold] and events[2]["signal"] == "positive"
     config = request.run_dir / "opencode" / "opencode.json"
     assert config.stat().st_mode & 0o777 == 0o600
     assert not (request.workspace / "opencode.json").exists()
@@ -245,7 +262,8 @@ def test_no_process_of_the_cell_survives_kill_all(tmp_path, procs, agent_for):
 def test_control_arm_is_clean(tmp_path, procs, agent_for):
     solve = "env | sort > env.txt\n(command -v akm || echo NO_AKM) > which.txt\necho hi > out.txt\n"
     task = make_task(tmp_path, solve)
-    request = make_request(tmp_path, task, "noakm", procs, path=f"{AKM.parent}:/usr/local/bin:/usr/bin:/bin",
+    user_akm = real_akm.get().path.parent  # a user's akm install on PATH
+    request = make_request(tmp_path, task, "noakm", procs, path=f"{user_akm}:/usr/local/bin:/usr/bin:/bin",
                            extra_env={"AKM_STASH_DIR": str(tmp_path / "stash"), "AKM_CONFIG_DIR": "/nowhere"})
     # the run dir is under pytest's tmp root; only the template text is ours to keep clean
     assert "akm" not in request.prompt.replace(str(request.workspace), "<ws>").lower()
@@ -254,7 +272,7 @@ def test_control_arm_is_clean(tmp_path, procs, agent_for):
     env = (request.workspace / "env.txt").read_text()
     assert "AKM_" not in env
     assert (request.workspace / "which.txt").read_text().strip() == "NO_AKM"
-    assert str(AKM.parent) not in env
+    assert str(user_akm) not in env
     assert any("holds an akm executable" in w for w in result.warnings)
     assert "OPENCODE_DISABLE_PROJECT_CONFIG=1" in env
     assert f"HOME={request.run_dir / 'home'}" in env

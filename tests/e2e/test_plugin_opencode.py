@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.opencode import locate_opencode
+from tests.support import real_akm
 
 ROOT = Path(__file__).resolve().parents[2]
-AKM = ROOT / "tests" / "support" / "akm"
 
 try:
     OPENCODE = locate_opencode({"rootdir": str(ROOT)})
@@ -52,7 +52,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "pytest.ini").write_text(
         "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
         f"bench_tmp = {tmp_path / 'cells'}\nbench_store = {tmp_path / 'store'}\nbench_report = {tmp_path / 'report'}\n"
-        f"bench_opencode = {OPENCODE}\nbench_akm = {AKM}\n"
+        f"bench_opencode = {OPENCODE}\n" + (f"bench_akm = {real_akm.get().path}\n" if real_akm.found() else "")
     )
     return tmp_path
 
@@ -78,6 +78,7 @@ class TestRealRuns:
 
     def test_oracle_policy_passes_with_measured_tokens(self, project: Path) -> None:
         """Both arms pass; tokens in the report equal what the scripted server reported."""
+        real_akm.get()  # the akm arm runs real akm
         proc = bench(project, "--bench-model", "scripted/oracle", "--bench-tasks", "tidectl/drain-cell", "-n", "2")
         out, _ = proc.communicate(timeout=180)
         assert proc.returncode == 0, out

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import real_akm
 from tests.support.corpus import standard_corpus, write_task
 
 INI = "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
@@ -205,12 +206,45 @@ class TestOutcomes:
                 return [Echo()]
             """
         )
-        result = bench.runpytest("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "--bench-report", "out", "-k", "script or regex")
+        akm = real_akm.get().path  # an agent other than oracle/nop gets the real treatment on the akm arm
+        result = bench.runpytest("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "--bench-report", "out",
+                                 "--bench-akm", str(akm), "-k", "script or regex")
         result.assert_outcomes(passed=4)
         report = read_report(bench.path)
         assert report["agent"]["harness"] == "echo" and report["agent"]["version"] == "7"
         assert report["aggregate"]["akm"]["tokens_per_pass"] == 15
         assert report["token_measurement"]["coverage"] == 1.0
+
+
+    def test_agent_that_uses_akm_needs_one(self, bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An agent that may call akm refuses the akm arm without one: one line, nothing run;
+        an agent that says it never calls akm runs the akm arm without it."""
+        monkeypatch.setenv("PATH", "/usr/bin:/bin")
+        bench.makeconftest(
+            """
+            from pytest_akmbench.agents import AgentResult
+
+            class Uses:
+                name, version = "uses", "1"
+                def start(self, session): pass
+                def stop(self): pass
+                def run(self, request):
+                    (request.workspace / "out.txt").write_text("hello\\n")
+                    return AgentResult()
+
+            class Never(Uses):
+                name, uses_akm = "never", False
+
+            def pytest_akmbench_agents():
+                return [Uses(), Never()]
+            """
+        )
+        result = bench.runpytest("corpus", "--bench-agent", "uses", "--bench-seeds", "1", "-k", "script")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["ERROR: the akm arm needs the akm executable and none is on PATH; install akm*"])
+        assert not (bench.path / ".akmbench" / "store").exists()
+        result = bench.runpytest("corpus", "--bench-agent", "never", "--bench-seeds", "1", "-k", "script")
+        result.assert_outcomes(passed=2)
 
 
 class TestReport:
@@ -309,7 +343,7 @@ SLEEPY = """
 from pytest_akmbench.agents import AgentResult
 
 class Sleepy:
-    name, version = "sleepy", "1"
+    name, version, uses_akm = "sleepy", "1", False
     def start(self, session): pass
     def stop(self): pass
     def run(self, request):

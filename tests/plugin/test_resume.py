@@ -22,6 +22,7 @@ from pytest_akmbench.agents import AgentResult
 class Slow:
     name = "slow"
     version = "1"
+    uses_akm = False
     def start(self, session): pass
     def stop(self): pass
     def run(self, request):

@@ -1,0 +1,106 @@
+"""The akm arm with real akm, through pytest, the real opencode binary and the scripted model.
+
+The treatment must be live: every akm cell's own akm finds the task's gold asset with the
+search the prompt asks for, and a cell whose akm cannot work is a harness error, never a fail.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_akmbench import akm
+from pytest_akmbench.corpus import load_corpus
+from pytest_akmbench.opencode import locate_opencode
+from tests.support import real_akm
+from tests.support.corpus import write_stash, write_task
+
+ROOT = real_akm.ROOT
+
+
+@pytest.fixture(params=real_akm.versions())
+def info(request: pytest.FixtureRequest) -> akm.AkmInfo:
+    return real_akm.get(request.param)
+
+
+def bench(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def samples(store: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (store / "samples.jsonl").read_text().splitlines()]
+
+
+class TestShippedCorpus:
+    def test_every_task_keywords_find_its_gold(self, info: akm.AkmInfo, tmp_path: Path) -> None:
+        """Soundness with akm: for every shipped task, akm indexes the stash and the prompt's quoted
+        search lists the gold asset (a corpus whose akm arm cannot find its assets is unsound)."""
+        proc = bench(ROOT, "corpus", "--bench-soundness", "--bench-akm", str(info.path), "-n", "2",
+                     "--bench-tmp", str(tmp_path / "cells"), "--bench-store", str(tmp_path / "store"),
+                     "--bench-report", str(tmp_path / "report"))
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert "24 passed" in proc.stdout
+
+    def test_oracle_on_every_akm_cell(self, info: akm.AkmInfo, tmp_path: Path) -> None:
+        """scripted/oracle on the akm arm of the whole shipped corpus: every cell passes, and akm's
+        own log shows a search with hits that ranked the gold asset, and the gold asset shown."""
+        opencode = locate_opencode({"rootdir": str(ROOT)})
+        proc = bench(ROOT, "corpus", "--bench-model", "scripted/oracle", "--bench-akm", str(info.path),
+                     "--bench-opencode", str(opencode), "--bench-arms", "akm", "--bench-seeds", "1", "-n", "2",
+                     "--bench-tmp", str(tmp_path / "cells"), "--bench-store", str(tmp_path / "store"),
+                     "--bench-report", str(tmp_path / "report"), timeout=900)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        tasks = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes").by_id()
+        got = samples(tmp_path / "store")
+        assert len(got) == len(tasks) == 24
+        for s in got:
+            t, gold = s["trajectory"], tasks[s["task_id"]].gold_ref
+            assert s["outcome"] == "pass", s["task_id"]
+            assert s["akm_setup"]["version"] == info.version and s["akm_setup"]["index"]["search_mode"] == "keyword"
+            assert t["akm_events"] is True and t["akm_answered"] is True, (s["task_id"], t["warnings"])
+            assert t["searches_with_hits"] >= 1, s["task_id"]
+            if gold:
+                assert t["correct_asset_loaded"] is True and t["gold_ranks"][0] is not None, s["task_id"]
+                assert all(akm.ref_key(r) is not None for r in t["assets_loaded"])
+        report = json.loads((tmp_path / "report" / "report.json").read_text())
+        prov = report["provenance"]
+        assert prov["akm_version"] == info.version and prov["akm_sha256"] == info.sha256
+        assert prov["akm_search_mode"] == "keyword" and prov["opencode_version"] == "1.18.33"
+
+
+class TestTreatmentLive:
+    def test_empty_stash_is_a_harness_error(self, info: akm.AkmInfo, tmp_path: Path) -> None:
+        """A stash akm finds nothing in: the akm cell is a harness_error before the agent runs
+        (no tokens spent), never a fail that would read as "akm does not help"."""
+        tasks, stashes = tmp_path / "tasks", tmp_path / "stashes"
+        write_task(tasks, "alpha/t", stash="empty")
+        root = write_stash(stashes, "empty")
+        shutil.rmtree(root / "skills")
+        proc = bench(tmp_path, str(tasks), "--bench-corpus", str(tasks), "--bench-stashes", str(stashes),
+                     "--bench-akm", str(info.path), "--bench-agent", "oracle", "--bench-arms", "akm",
+                     "--bench-seeds", "1", "--bench-tmp", str(tmp_path / "cells"),
+                     "--bench-store", str(tmp_path / "store"), "--bench-report", str(tmp_path / "report"))
+        assert proc.returncode == 1, proc.stdout
+        (s,) = samples(tmp_path / "store")
+        assert s["outcome"] == "harness_error" and "found no asset" in s["reason"]
+        assert s["timing_ms"]["agent"] == 0
+
+    def test_akm_that_cannot_run_stops_the_run_before_any_cell(self, info: akm.AkmInfo, tmp_path: Path) -> None:
+        """An akm whose runtime is missing is refused at start with one line; nothing runs."""
+        broken = tmp_path / "akm-install"
+        broken.mkdir()
+        shutil.copy(info.path, broken / "akm")
+        (broken / "akm.js").write_text("")  # the script's runtime (bun) is not there
+        proc = bench(ROOT, "corpus", "--bench-akm", str(broken / "akm"), "--bench-model", "scripted/oracle",
+                     "--bench-tasks", "tidectl/drain-cell", "--bench-store", str(tmp_path / "store"),
+                     "--bench-tmp", str(tmp_path / "cells"), "--bench-report", str(tmp_path / "report"))
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        assert "akm --version` failed" in proc.stderr and "Traceback" not in proc.stderr
+        assert not (tmp_path / "store").exists()
