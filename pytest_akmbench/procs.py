@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -248,6 +248,8 @@ class ProcessTracker:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._since = max(0, _ticks_now() - 1)
         self._dirty = False  # spawned anything since the last kill_all?
+        # Set by a sandbox while the agent runs (sandbox.Sandbox.applied): rewrites each argv.
+        self.wrap: Callable[[list[str], Path, Mapping[str, str]], list[str]] | None = None
 
     def env_with_marker(self, env: Mapping[str, str]) -> dict[str, str]:
         return {**env, MARKER: self.marker_value}
@@ -265,7 +267,7 @@ class ProcessTracker:
         """Start ``argv`` in a new session, marked, and remember it for ``kill_all``."""
         self._dirty = True
         proc = subprocess.Popen(
-            list(argv),
+            list(argv) if self.wrap is None else self.wrap(list(argv), cwd, env),
             cwd=cwd,
             env=self.env_with_marker(env),
             stdin=stdin,

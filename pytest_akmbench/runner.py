@@ -25,6 +25,7 @@ from typing import Any
 from .agents import Agent, AgentRequest, AgentResult, Limits
 from .corpus import Task, fixture_hash
 from .procs import ProcessTracker
+from .sandbox import for_cell as cell_sandbox
 from .store import SampleStore, fingerprint_hash
 from .trajectory import analyse_cell
 from .prompts import build_prompt, prompt_version as arm_prompt_version
@@ -71,6 +72,8 @@ class RunContext:
     akm: Path | None = None
     transcripts_dir: Path | None = None
     keep_runs: bool = False
+    sandbox: str = "none"  # the mode actually used: "bwrap" or "none" (see sandbox.choose)
+    sandbox_ro: tuple[Path, ...] = ()
     _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
 
     def content_hash(self, path: Path, fn: Any) -> str:
@@ -110,7 +113,7 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
         stash = ctx.content_hash(ctx.stashes_root / task.stash, fixture_hash)
         if task.stash_overlay:
             stash += ":" + ctx.content_hash((task.task_dir / task.stash_overlay).resolve(), tree_hash)
-    return {
+    fp = {
         "model": ctx.model,
         "agent": ctx.agent.name,
         "agent_version": ctx.agent.version,
@@ -119,6 +122,9 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
         "stash_hash": stash,
         "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
     }
+    if ctx.sandbox != "none":  # absent means unsandboxed, as every sample before the sandbox was
+        fp["sandbox"] = ctx.sandbox
+    return fp
 
 
 def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
@@ -279,14 +285,17 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         workspace = run_dir / "workspace"
         prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace)
         transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
+        sandbox = cell_sandbox(ctx.sandbox, run_dir, akm=ctx.akm if cell.arm == "akm" else None, extra=ctx.sandbox_ro)
         request = AgentRequest(
             task=cell.task, arm=cell.arm, seed=cell.seed, workspace=workspace, run_dir=run_dir, env=env,
             prompt=prompt, prompt_version=prompt_version, limits=limits_for(cell.task, ctx),
             transcript=transcript, procs=procs, stash_dir=stash, model=ctx.model,
+            sandbox=sandbox,
         )
         t_agent = time.monotonic()
         agent_started_ms = time.time_ns() // 1_000_000
-        result = ctx.agent.run(request)
+        with sandbox.applied(procs):  # the agent and all it starts; never the verifier
+            result = ctx.agent.run(request)
         procs.kill_all()  # nothing the agent started may watch the verifier run
         t_verify = time.monotonic()
         if cell.arm == "akm":
