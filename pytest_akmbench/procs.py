@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +67,32 @@ def _foreign_children() -> set[int] | None:
         return None
     my_sid = os.getsid(0)
     return {k for k in kids if (info := _proc_info(k)) is not None and info.sid != my_sid}
+
+
+def reap_dead_orphans(keep: Collection[int] = ()) -> None:
+    """Reap children re-parented onto us from another session that died on their own
+    (``_foreign_children`` skips zombies), e.g. a sandbox's inner bwrap: the outer one exits
+    first, whether stopped or done. ``keep``: pids whose owner waits for them itself."""
+    me = os.getpid()
+    if me not in _SUBREAPER:
+        return
+    my_sid = os.getsid(0)
+    try:
+        kids = {int(k) for tid in os.listdir(f"/proc/{me}/task")
+                for k in _read(f"/proc/{me}/task/{tid}/children", 1 << 20).split()}
+    except OSError:
+        return
+    for pid in kids - set(keep):
+        try:
+            raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2 :].split()
+        if fields[0] == "Z" and int(fields[3]) != my_sid:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +391,7 @@ class ProcessTracker:
         if _foreign_children() != set():
             # Exact: cell "...::akm-s1" must not sweep the processes of "...::akm-s10" next door.
             sweep(self.marker_value, exact=True, since=self._since)
+        reap_dead_orphans(keep={p.pid for p in self._procs})
         self._dirty = False
         for proc in self._procs:
             for stream in (proc.stdin, proc.stdout, proc.stderr):

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .procs import reap_dead_orphans
 
 MODES = ("auto", "bwrap", "none")
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap) or set AKMBENCH_BWRAP to its path"
@@ -73,9 +74,14 @@ def _probe(binary: str | None) -> str | None:
         run_dir = Path(tmp)
         argv = Sandbox("bwrap", run_dir, binary=binary).wrap(["/bin/sh", "-c", "cd / && test -d /proc/1"], run_dir, {})
         try:
-            proc = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+            # Its own session: bwrap's inner process outlives the outer one for a moment and may
+            # land on us (a subreaper) as a zombie, which procs reaps only outside our session.
+            proc = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                                  start_new_session=True)
         except (OSError, subprocess.TimeoutExpired) as err:
             return f"{binary} does not run: {err}"
+        finally:
+            reap_dead_orphans()
     if proc.returncode != 0:
         tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         return f"{binary} cannot build a sandbox here: {tail[-1] if tail else f'exit {proc.returncode}'}"

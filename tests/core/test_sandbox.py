@@ -212,6 +212,11 @@ def host_procs_with(tag: str, *, command: bytes = b"") -> dict[int, bytes]:
     return found
 
 
+def zombie_children() -> list[str]:
+    out = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "--ppid", str(os.getpid())], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if line.split()[1].startswith("Z")]
+
+
 def wait_for(check, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -247,6 +252,18 @@ def test_kill_all_leaves_nothing_and_marks_every_process(cell: Path) -> None:
     procs.kill_all()
     assert wait_for(lambda: not host_procs_with(f"600.{tag}"), 3), host_procs_with(f"600.{tag}")
     assert not host_procs_with(str(cell)), "bwrap itself is gone too"
+    assert zombie_children() == [], "bwrap's inner process, orphaned onto us, is reaped"
+
+
+def test_a_finished_command_leaves_no_zombie(cell: Path) -> None:
+    """bwrap's outer process exits before its inner one: the inner one lands on us and is reaped."""
+    require_bwrap()
+    assert become_subreaper()
+    procs = ProcessTracker(f"test-sandbox/{uuid.uuid4().hex}")
+    with sandbox.for_cell("bwrap", cell).applied(procs):
+        assert procs.run(["true"], cwd=cell / "workspace", env=env_for(cell), timeout_s=30)[0] == 0
+    procs.kill_all()
+    assert zombie_children() == []
 
 
 def test_run_timeout_kills_the_tree(cell: Path) -> None:
