@@ -268,7 +268,11 @@ class Sandbox:
         if self.mode == "none":
             return list(argv)
         system, _ = _system_args()
-        args = [self.binary or bwrap_binary() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc"]
+        # --as-pid-1: the command itself is the namespace's init, so bwrap waits for it and leaves
+        # no orphan behind; when it ends, or bwrap or the harness dies (--die-with-parent), the
+        # kernel kills everything else in the namespace, setsid'd or not.
+        args = [self.binary or bwrap_binary() or "bwrap", "--die-with-parent", "--unshare-pid", "--as-pid-1",
+                "--unshare-ipc"]
         if os.geteuid() == 0:
             args += ["--cap-drop", "ALL"]  # root keeps every capability in the sandbox otherwise
         args += [*system, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]

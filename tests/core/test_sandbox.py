@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import sandbox
+from pytest_akmbench import sandbox, snoop
 from pytest_akmbench.agents import NopAgent, OracleAgent
 from pytest_akmbench.corpus import load_corpus
 from pytest_akmbench.errors import ConfigError
@@ -338,3 +339,36 @@ def test_fingerprint_without_sandbox_is_unchanged(tmp_path: Path) -> None:
     assert "sandbox" not in plain
     boxed = fingerprint(task, "noakm", RunContext(**base, sandbox="bwrap"), "1")  # type: ignore[arg-type]
     assert boxed == {**plain, "sandbox": "bwrap"}
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+def test_snoop_script_without_an_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """The snoop policy's command, run as a tool command would be: every target DENIED in the
+    sandbox, every one READ without it (so this test can fail)."""
+    if mode == "bwrap":
+        require_bwrap()
+    project, home = tmp_path / "project", tmp_path / "home"
+    tasks, stashes = project / "corpus" / "tasks", project / "corpus" / "stashes"
+    write_task(tasks, "demo/peek")
+    write_stash(stashes, "st")
+    (project / ".akmbench" / "store").mkdir(parents=True)
+    (project / ".akmbench" / "store" / "samples.jsonl").write_text("{}\n")
+    home.mkdir()
+    (home / "notes.txt").write_text("mine\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("HOME", str(home))
+    cells = tmp_path / "cells" / "run"
+    for name in ("cell-me", "cell-other"):
+        (cells / name / "workspace").mkdir(parents=True)
+    (cells / "cell-other" / "workspace" / "out.txt").write_text("other\n")
+    task = load_corpus(tasks, stashes).tasks[0]
+    box = sandbox.for_cell(mode, cells / "cell-me")
+    out = run_in(box, snoop.command(task, cells / "cell-me"))
+    found = snoop.parse(out.stdout)
+    assert set(found) == set(snoop.TARGETS), out
+    expected = "DENIED" if mode == "bwrap" else "READ"
+    assert {t: found[t][0] for t in snoop.TARGETS} == {t: expected for t in snoop.TARGETS}
+    if mode == "none":
+        sha = hashlib.sha256(task.solution.read_bytes()).hexdigest()[:12]
+        assert found["solution"] == found["proc"] == ("READ", "solve.sh", sha)
+        assert found["other_cell"][1] == "out.txt" and found["home"][1] == "notes.txt"
