@@ -82,6 +82,7 @@ def reap_dead_orphans(keep: Collection[int] = ()) -> None:
                 for k in _read(f"/proc/{me}/task/{tid}/children", 1 << 20).split()}
     except OSError:
         return
+    dead = set()
     for pid in kids - set(keep):
         try:
             raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
@@ -89,10 +90,15 @@ def reap_dead_orphans(keep: Collection[int] = ()) -> None:
             continue
         fields = raw[raw.rfind(")") + 2 :].split()
         if fields[0] == "Z" and int(fields[3]) != my_sid:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+            dead.add(pid)
+    # A PID namespace's init stays unreapable until the kernel has killed the rest of its
+    # namespace: moments, so wait for it here rather than leave a zombie.
+    deadline = time.monotonic() + 2.0
+    while dead:
+        _reap(dead)
+        if not dead or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
 
 
 @dataclass(frozen=True, slots=True)

@@ -213,9 +213,10 @@ def host_procs_with(tag: str, *, command: bytes = b"") -> dict[int, bytes]:
     return found
 
 
-def zombie_children() -> list[str]:
+def zombie_children(comms: tuple[str, ...] = ("bwrap", "bash", "sleep", "true")) -> list[str]:
+    """Our zombie children running one of ``comms`` (other tests may leave zombies of their own)."""
     out = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "--ppid", str(os.getpid())], capture_output=True, text=True)
-    return [line for line in out.stdout.splitlines() if line.split()[1].startswith("Z")]
+    return [line for line in out.stdout.splitlines() if line.split()[1].startswith("Z") and line.split()[2] in comms]
 
 
 def wait_for(check, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]

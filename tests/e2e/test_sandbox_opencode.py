@@ -25,7 +25,7 @@ from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
 from pytest_akmbench.corpus import Task
 from pytest_akmbench.errors import ConfigError
 from pytest_akmbench.opencode import OpencodeAgent, locate_opencode
-from pytest_akmbench.procs import ProcessTracker, become_subreaper
+from pytest_akmbench.procs import MARKER, ProcessTracker, become_subreaper
 from pytest_akmbench.prompts import build_prompt
 from pytest_akmbench.scripted import usage_for_turn
 from tests.support.bwrap import require_bwrap
@@ -87,6 +87,19 @@ def sleeping(tag: str) -> list[str]:
     return [line for line in out.splitlines() if f"600.{tag}" in line and not line.lstrip().startswith("Z")]
 
 
+def marked(marker_value: str) -> set[int]:
+    """Host pids of the live processes carrying this cell's marker."""
+    token = f"{MARKER}={marker_value}".encode()
+    found = set()
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and token in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                found.add(int(name))
+        except OSError:
+            pass
+    return found
+
+
 def test_wall_budget(tmp_path: Path, agent_for) -> None:  # type: ignore[no-untyped-def]
     procs = ProcessTracker(f"e2e-sandbox-{uuid.uuid4().hex[:8]}")
     request = sandboxed_request(tmp_path, "echo hi > out.txt\n", procs, wall_s=10)
@@ -126,6 +139,8 @@ def test_process_tree_kill(tmp_path: Path, agent_for) -> None:  # type: ignore[n
     while len(sleeping(tag)) < 4 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert len(sleeping(tag)) == 4, sleeping(tag)
+    cell_pids = marked(procs.marker_value)
+    assert len(cell_pids) >= 5, "bwrap, opencode and the tool commands carry the cell's marker"
     procs.kill_all()
     agent.join(timeout=30)
     assert not agent.is_alive() and results and results[0].budget is None
@@ -134,9 +149,10 @@ def test_process_tree_kill(tmp_path: Path, agent_for) -> None:  # type: ignore[n
     while sleeping(tag) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert sleeping(tag) == []
-    zombies = subprocess.run(["ps", "-o", "pid=,stat=,args=", "--ppid", str(os.getpid())], capture_output=True,
-                             text=True).stdout
-    assert " Z" not in zombies, zombies
+    # Earlier tests in this process may leave zombies of their own; none of this cell's may stay.
+    zombies = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "--ppid", str(os.getpid())], capture_output=True,
+                             text=True).stdout.splitlines()
+    assert [z for z in zombies if int(z.split()[0]) in cell_pids and z.split()[1].startswith("Z")] == []
 
 
 def test_token_budget_is_exact(tmp_path: Path, agent_for) -> None:  # type: ignore[no-untyped-def]
