@@ -9,7 +9,7 @@ import pytest
 
 from tests.plugin.test_plugin import INI, read_report
 from tests.support.bwrap import require_bwrap
-from tests.support.corpus import standard_corpus
+from tests.support.corpus import standard_corpus, write_stash, write_task
 
 ORACLE = ("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out", "-p", "no:cacheprovider")
 
@@ -92,3 +92,19 @@ def test_offline_report_finds_sandboxed_samples(bench: pytest.Pytester) -> None:
     assert result.ret == 0, result.stderr.str()
     offline = json.loads((bench.path / "offline" / "report.json").read_text())
     assert offline["aggregate"]["noakm"]["runs"] == 3 and offline["provenance"]["sandbox"] == "bwrap"
+
+
+def test_sandbox_ro_lets_the_agent_read_a_path(pytester: pytest.Pytester) -> None:
+    """A path named with bench_sandbox_ro (the ini twin) is readable inside; without it, not."""
+    require_bwrap()
+    extra = pytester.path / "extra"
+    extra.mkdir()
+    (extra / "hello.txt").write_text("hello\n")
+    write_task(pytester.path / "corpus" / "tasks", "alpha/reads-extra", solve=f"cat '{extra}/hello.txt' > out.txt\n")
+    write_stash(pytester.path / "corpus" / "stashes")
+    args = ("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-arms", "noakm",
+            "--bench-sandbox", "bwrap", "--bench-fresh", "-p", "no:cacheprovider")
+    pytester.makeini(INI)
+    pytester.runpytest(*args).assert_outcomes(failed=1)
+    pytester.makeini(INI + "bench_sandbox_ro =\n    extra\n")
+    pytester.runpytest(*args).assert_outcomes(passed=1)
