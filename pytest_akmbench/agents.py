@@ -11,10 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from .corpus import Task
 from .procs import ProcessTracker
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,9 @@ class AgentRequest:
     stash_dir: Path | None = None
     model: str | None = None
     akm_line: str | None = None  # "0.7" or "0.9" on the akm arm when akm is installed
+    # While the agent runs, request.procs starts everything inside this sandbox; an adapter
+    # exposes the tools it runs with sandbox.expose_tools(...) before spawning them.
+    sandbox: Sandbox | None = None
 
 
 @dataclass(slots=True)
@@ -123,6 +129,8 @@ class OracleAgent:
         solve = request.task.solution
         if not solve.is_file():
             return AgentResult(error=f"oracle: {solve} not found; add solution/solve.sh to the task")
+        if request.sandbox is not None:
+            request.sandbox.expose(solve.parent)  # the oracle may read its own solution, nothing else
         started = time.monotonic()
         code, output, timed_out = request.procs.run(
             ["bash", str(solve)], cwd=request.workspace, env=request.env, timeout_s=request.limits.wall_s

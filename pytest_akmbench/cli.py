@@ -51,7 +51,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     latest = _latest(store_dir, settings.agent)
     if latest is None:
         raise ConfigError(f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True)
-    # The offline report rebuilds the latest run: its agent version, model and run id, unless given.
+    # The offline report rebuilds the latest run: its agent version, model, run id (unless given) and sandbox.
     agent = _StoredAgent(settings.agent, args.agent_version or latest["fingerprint"]["agent_version"])
     ctx = RunContext(
         run_id=args.run_id or latest["run_id"], tmp_root=store_dir, stashes_root=settings.stashes_root,
@@ -59,6 +59,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         model=settings.model if args.model else latest.get("model"),
         budget_tokens=settings.budget_tokens, budget_wall_ms=settings.budget_wall_ms,
         budget_turns=settings.budget_turns, verify_timeout_s=settings.verify_timeout,
+        sandbox=latest["fingerprint"].get("sandbox", "none"),
     )
     cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
     inp = report_input(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
+from .sandbox import parse_mode
 
 ARMS = ("noakm", "akm", "synthetic")
 DEFAULT_SEEDS = 3
@@ -208,6 +209,8 @@ class Settings:
     baseline: Path | None = None
     gates: tuple[str, ...] = ()
     floor: int = DEFAULT_FLOOR
+    sandbox: str = "auto"  # auto | bwrap | none; after plugin setup, the mode actually used
+    sandbox_ro: tuple[Path, ...] = ()
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -239,6 +242,8 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "soundness": (None, parse_bool),
     "baseline": ("baseline", str),
     "floor": (None, positive_int),
+    "sandbox": (None, parse_mode),
+    "sandbox_ro": (None, lambda v: tuple(v) if isinstance(v, (list, tuple)) else (str(v),)),
 }
 _PATHS = ("providers", "akm", "opencode", "store", "report", "tmp", "baseline")
 
@@ -276,6 +281,8 @@ def resolve(
                 raise ConfigError(f"{origin}: {err}") from None
             if name in _PATHS:
                 value = expand_path(value, base)
+            elif name == "sandbox_ro":
+                value = tuple(_existing(expand_path(v, base), origin) for v in value)
             values[name] = value
             origins[name] = origin
             break
@@ -290,6 +297,12 @@ def resolve(
         origins=origins,
         **values,
     )
+
+
+def _existing(path: Path, origin: str) -> Path:
+    if not path.exists():
+        raise ConfigError(f"{origin}: {path} does not exist; give a file or directory the sandboxed agent may read")
+    return path
 
 
 def load_baseline(path: Path) -> dict[str, float]:

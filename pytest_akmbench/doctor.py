@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from . import sandbox
 from .config import load_run_config
 from .errors import BenchError
 from . import akm
@@ -80,6 +81,8 @@ def doctor(args: argparse.Namespace) -> int:
     except BenchError as err:
         # Only the akm arm needs it; other arms and agents run without.
         _line("WARN", "akm", f"{err} (only the akm arm needs it)")
+    status, detail = sandbox.doctor_line()  # a missing sandbox only warns: --bench-sandbox auto runs without
+    _line(status, "sandbox", detail)
     _line("PASS" if shutil.which("bash") else "FAIL", "bash", shutil.which("bash") or "not found; script verifiers need it")
     failed |= shutil.which("bash") is None
     try:

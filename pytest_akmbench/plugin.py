@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import akm, gates, hooks, lifecycle, procs
+from . import akm, gates, hooks, lifecycle, procs, sandbox
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
 from .config import ARMS, Settings, clamp_parallel, load_baseline, load_run_config, resolve
 from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
@@ -52,6 +52,8 @@ _OPTIONS: list[tuple[str, str, str]] = [
     ("akm", "PATH", "The akm executable given to the akm arm"),
     ("baseline", "FILE", "Baseline pass rates {task_id: rate}: adds the vs-base column to the summary"),
     ("opencode", "PATH", "The opencode executable"),
+    ("sandbox", "MODE", "Sandbox of each cell's agent: auto (bwrap when it works, else none with a warning; "
+                        "the default), bwrap, or none"),
 ]
 _FLAGS = [
     ("force-parallel", "Allow --parallel above 4 without a warning"),
@@ -115,7 +117,7 @@ class BenchState:
                 run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
                 model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
                 budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, keep_runs=s.keep_runs,
-                akm=self.akm, transcripts_dir=self.store_dir,
+                akm=self.akm, transcripts_dir=self.store_dir, sandbox=s.sandbox, sandbox_ro=s.sandbox_ro,
             )
         return self._context
 
@@ -134,6 +136,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Gate deciding the exit status, e.g. akm.pass_rate>=0.6, lift.low>0, "
                     "no-regression:BASE/report.json (repeatable)")
     parser.addini("bench_gate", "Gates deciding the exit status, one per line", type="linelist", default=[])
+    group.addoption("--bench-sandbox-ro", dest="bench_sandbox_ro", action="append", default=None, metavar="PATH",
+                    help="A file or directory the sandboxed agent may also read (repeatable)")
+    parser.addini("bench_sandbox_ro", "Files or directories the sandboxed agent may also read, one per line",
+                  type="linelist", default=[])
     group.addoption("--parallel", dest="bench_parallel", metavar="N", default=None,
                     help="Run cells in N processes (pytest-xdist -n, clamped to 1..8)")
     parser.addini("bench_parallel", "Default for --parallel", default=None)
@@ -160,7 +166,8 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, Any]:
 
 
 def _setup(config: pytest.Config) -> BenchState | None:
-    names = [n.replace("-", "_") for n, _, _ in _OPTIONS] + [n.replace("-", "_") for n, _ in _FLAGS] + ["parallel"]
+    names = [n.replace("-", "_") for n, _, _ in _OPTIONS] + [n.replace("-", "_") for n, _ in _FLAGS]
+    names += ["parallel", "sandbox_ro"]
     raw = {n: _raw(config, n) for n in names}
     gate_cli, gate_ini = _raw(config, "gate")
     explicit = any(cli is not None for cli, _ in raw.values()) or gate_cli is not None
@@ -266,6 +273,11 @@ def pytest_configure(config: pytest.Config) -> None:
     state.previous_signals = _install_signals(state.run_id)
     lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None)
     try:
+        mode, fallback = sandbox.choose(state.settings.sandbox)
+        state.settings = dataclasses.replace(state.settings, sandbox=mode)
+        if fallback and workerinput is None:
+            state.warnings.append(fallback)
+            config.issue_config_time_warning(pytest.PytestConfigWarning(fallback), stacklevel=2)
         if not state.settings.soundness:
             state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
                                           options=_agent_options(state)))
@@ -376,7 +388,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [
         f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
         f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
-        + (f", model {state.model}" if state.model else "") + f", run {state.run_id}",
+        + (f", model {state.model}" if state.model else "") + f", sandbox {s.sandbox}, run {state.run_id}",
         *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
     ]
 

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +67,38 @@ def _foreign_children() -> set[int] | None:
         return None
     my_sid = os.getsid(0)
     return {k for k in kids if (info := _proc_info(k)) is not None and info.sid != my_sid}
+
+
+def reap_dead_orphans(keep: Collection[int] = ()) -> None:
+    """Reap children re-parented onto us from another session that died on their own
+    (``_foreign_children`` skips zombies), e.g. a sandbox's inner bwrap: the outer one exits
+    first, whether stopped or done. ``keep``: pids whose owner waits for them itself."""
+    me = os.getpid()
+    if me not in _SUBREAPER:
+        return
+    my_sid = os.getsid(0)
+    try:
+        kids = {int(k) for tid in os.listdir(f"/proc/{me}/task")
+                for k in _read(f"/proc/{me}/task/{tid}/children", 1 << 20).split()}
+    except OSError:
+        return
+    dead = set()
+    for pid in kids - set(keep):
+        try:
+            raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2 :].split()
+        if fields[0] == "Z" and int(fields[3]) != my_sid:
+            dead.add(pid)
+    # A PID namespace's init stays unreapable until the kernel has killed the rest of its
+    # namespace: moments, so wait for it here rather than leave a zombie.
+    deadline = time.monotonic() + 2.0
+    while dead:
+        _reap(dead)
+        if not dead or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +280,8 @@ class ProcessTracker:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._since = max(0, _ticks_now() - 1)
         self._dirty = False  # spawned anything since the last kill_all?
+        # Set by a sandbox while the agent runs (sandbox.Sandbox.applied): rewrites each argv.
+        self.wrap: Callable[[list[str], Path, Mapping[str, str]], list[str]] | None = None
 
     def env_with_marker(self, env: Mapping[str, str]) -> dict[str, str]:
         return {**env, MARKER: self.marker_value}
@@ -265,7 +299,7 @@ class ProcessTracker:
         """Start ``argv`` in a new session, marked, and remember it for ``kill_all``."""
         self._dirty = True
         proc = subprocess.Popen(
-            list(argv),
+            list(argv) if self.wrap is None else self.wrap(list(argv), cwd, env),
             cwd=cwd,
             env=self.env_with_marker(env),
             stdin=stdin,
@@ -363,6 +397,7 @@ class ProcessTracker:
         if _foreign_children() != set():
             # Exact: cell "...::akm-s1" must not sweep the processes of "...::akm-s10" next door.
             sweep(self.marker_value, exact=True, since=self._since)
+        reap_dead_orphans(keep={p.pid for p in self._procs})
         self._dirty = False
         for proc in self._procs:
             for stream in (proc.stdin, proc.stdout, proc.stderr):

@@ -258,6 +258,8 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         **_akm_provenance(runs),
         "prompt_versions": sorted({str(s["prompt_version"]) for s in runs if s.get("prompt_version")}),
         "fingerprints": sorted({str(s["fingerprint_hash"]) for s in runs if s.get("fingerprint_hash")}),
+        # The sandbox the reported samples ran in; a fingerprint without one ran unsandboxed.
+        "sandbox": ",".join(sorted({(s.get("fingerprint") or {}).get("sandbox") or "none" for s in runs})) or None,
         "samples_from_store": sum(bool(s.get("from_store")) for s in runs),
         "store": str(inp.store_dir) if inp.store_dir is not None else None,
     }

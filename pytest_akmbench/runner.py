@@ -30,6 +30,7 @@ from . import akm
 from .agents import Agent, AgentRequest, AgentResult, Limits
 from .corpus import Task, fixture_hash
 from .procs import ProcessTracker
+from .sandbox import for_cell as cell_sandbox
 from .store import SampleStore, fingerprint_hash
 from .trajectory import analyse_cell
 from .prompts import build_prompt, prompt_version as arm_prompt_version
@@ -76,6 +77,8 @@ class RunContext:
     akm: akm.AkmInfo | None = None
     transcripts_dir: Path | None = None
     keep_runs: bool = False
+    sandbox: str = "none"  # the mode actually used: "bwrap" or "none" (see sandbox.choose)
+    sandbox_ro: tuple[Path, ...] = ()
     _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
 
     def content_hash(self, path: Path, fn: Any) -> str:
@@ -129,6 +132,8 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
     }
     if tool is not None:
         fp["akm"] = tool  # only when present, so samples of akm-less arms keep their hash
+    if ctx.sandbox != "none":  # absent means unsandboxed, as every sample before the sandbox was
+        fp["sandbox"] = ctx.sandbox
     return fp
 
 
@@ -300,15 +305,19 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
         prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
         transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
+        sandbox = cell_sandbox(ctx.sandbox, run_dir, akm=ctx.akm.path if stash is not None and ctx.akm else None,
+                               extra=ctx.sandbox_ro)
         request = AgentRequest(
             task=cell.task, arm=cell.arm, seed=cell.seed, workspace=workspace, run_dir=run_dir, env=env,
             prompt=prompt, prompt_version=prompt_version, limits=limits_for(cell.task, ctx),
             transcript=transcript, procs=procs, stash_dir=stash, model=ctx.model,
             akm_line=ctx.akm.line if stash is not None and ctx.akm is not None else None,
+            sandbox=sandbox,
         )
         t_agent = time.monotonic()
         agent_started_ms = time.time_ns() // 1_000_000
-        result = ctx.agent.run(request)
+        with sandbox.applied(procs):  # the agent and all it starts; never the verifier
+            result = ctx.agent.run(request)
         procs.kill_all()  # nothing the agent started may watch the verifier run
         t_verify = time.monotonic()
         if cell.arm == "akm":

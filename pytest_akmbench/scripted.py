@@ -24,6 +24,9 @@ Policies (the model name is ``scripted/<policy>``):
 ``hang``   accepts the request and never answers until the server stops.
 ``error``  HTTP 500 with ``retry-after-ms: 50`` so opencode's retries are fast, then it gives up.
 ``loop``   calls a harmless, always different bash command forever.
+``snoop``  tries to read what a cell must never see (the solution, the verifier, the stash
+           fixture, other cells, the store, the user's home) and answers with what it read;
+           see :mod:`snoop`. It shows whether the cell's sandbox holds.
 
 Usage is deterministic per turn: ``prompt_tokens = 1000 + 10*turn``, ``completion_tokens = 20``,
 no cached or reasoning tokens, where ``turn`` counts the assistant messages already in the
@@ -43,11 +46,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from . import akm
+from . import akm, snoop
 from .corpus import Task
 from .prompts import keywords
 
-POLICIES = ("oracle", "idle", "hang", "error", "loop")
+POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop")
 ERROR_MESSAGE = "scripted provider failure: the model is unavailable (policy error)"
 IDLE_TEXT = "I have looked at the task and will not change anything."
 TITLE_TEXT = "akmbench"
@@ -164,8 +167,8 @@ class ScriptedModel:
         with those bash commands followed by a final answer echoing the last output."""
         if policy not in POLICIES:
             raise ValueError(f"unknown scripted policy {policy!r}; use one of {', '.join(POLICIES)}")
-        if policy == "oracle" and task is None and commands is None:
-            raise ValueError("the oracle policy needs the task")
+        if policy in ("oracle", "snoop") and task is None and commands is None:
+            raise ValueError(f"the {policy} policy needs the task")
         with self._lock:
             self._cells[token] = _Cell(policy=policy, task=task, arm=arm, run_dir=run_dir, commands=commands,
                                        akm_line=akm_line)
@@ -193,6 +196,8 @@ class ScriptedModel:
             return [_Action("tool", command=c, description="scripted command") for c in cell.commands]
         task = cell.task
         assert task is not None
+        if cell.policy == "snoop":
+            return [_Action("tool", command=snoop.command(task, cell.run_dir), description="Look around")]
         actions: list[_Action] = []
         on_akm = cell.arm == "akm"
         if on_akm:
