@@ -320,7 +320,7 @@ class OpencodeAgent:
         stream = EventStream(request.transcript)
         argv = [str(self.binary), "run", "--format", "json", "--model", model, "--title", "akmbench"]
         if request.sandbox is not None:  # opencode, rg and (akm arm) akm must run inside it
-            request.sandbox.expose_tools(self.binary, self.rg, *([self.akm] if request.arm == "akm" and self.akm else []))
+            request.sandbox.expose_tools(self.binary, self.rg)  # akm (akm arm) is exposed by the runner
         started = time.monotonic()
         with open(prompt_path, "rb") as stdin, open(stderr_path, "wb") as stderr:
             try:
