@@ -186,11 +186,12 @@ def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[s
 
 
 def _holm(items: list[dict[str, Any]], flag: str) -> None:
-    """Holm over the items that were tested; ``flag`` becomes adjusted p < alpha."""
+    """Holm over the items that were tested; ``flag`` becomes adjusted p < alpha (and, for an
+    aggregate, its interval excluding 0, so a verdict never contradicts the interval shown)."""
     tested = [i for i in items if i["p_value"] is not None]
     for item, p in zip(tested, significance.holm([i["p_value"] for i in tested])):
         item["p_value_holm"] = p
-        item[flag] = p < significance.ALPHA
+        item[flag] = p < significance.ALPHA and not (item.get("low", 1.0) <= 0.0 <= item.get("high", 1.0))
 
 
 def _ci(counts: tuple[int, int] | None) -> dict[str, float] | None:

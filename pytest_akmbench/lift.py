@@ -3,14 +3,17 @@
 Every figure of a comparison (delta, interval, test) is computed on the same paired task set:
 the tasks where both arms have valid runs. The primary test is the paired sign-flip
 permutation test on task-level deltas (:func:`significance.sign_flip_test`); its inversion
-gives the interval, so "significant" and "interval excludes 0" agree before adjustment. The
-exact sign test and the cluster bootstrap of earlier versions are kept as diagnostics. Holm's
-adjustment runs over every comparison of the report (:func:`adjust`). Rules and reasons:
-docs/report.md, "Deltas" and "How the numbers are tested".
+gives the interval, widened where needed to the run noise inside the tasks (:func:`_run_noise`).
+A comparison is significant when its Holm-adjusted p is below 0.05 and its interval excludes
+0, so the verdict never contradicts the interval it prints. The exact sign test and the
+cluster bootstrap of earlier versions are kept as diagnostics. Holm's adjustment runs over
+every comparison of the report (:func:`adjust`). Rules and reasons: docs/report.md, "Deltas"
+and "How the numbers are tested".
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from statistics import fmean
@@ -46,6 +49,15 @@ def delta(rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, float | Non
     return out
 
 
+def _run_noise(kept: Sequence[tuple[list[bool], list[bool]]]) -> float:
+    """Half-width of a 95% normal interval of the mean delta from the run noise inside the
+    tasks alone (Agresti–Caffo: passes + 1 over runs + 2 per side). The variance of a mean of
+    task deltas is never below it, while the spread of a few deltas can be (all equal: zero)."""
+    var = math.fsum((c + 1) / (n + 2) * (1 - (c + 1) / (n + 2)) / (n + 2)
+                    for a, b in kept for c, n in ((sum(a), len(a)), (sum(b), len(b))))
+    return stats.Z_95 * math.sqrt(var) / len(kept)
+
+
 def _errors(rows: Sequence[Row]) -> dict[str, Any]:
     runs = sum(r["count"] for r in rows if r is not None)
     errors = sum(r["harness_error_count"] for r in rows if r is not None)
@@ -73,35 +85,45 @@ def compare_arms(
     rows_b: Sequence[Row],
     outcomes_a: Sequence[list[bool]],
     outcomes_b: Sequence[list[bool]],
+    *,
+    resamples: int = significance.RESAMPLES,
 ) -> dict[str, Any]:
-    """The paired comparison arms[0] − arms[1] over tasks (rows and outcomes in task order)."""
+    """The paired comparison arms[0] − arms[1] over tasks (rows and outcomes in task order).
+    ``resamples`` only matters above EXACT_MAX_TASKS paired tasks (the p-value is valid for any)."""
     kept = [(a, b) for a, b in zip(outcomes_a, outcomes_b) if a and b]
     deltas = [Fraction(sum(a), len(a)) - Fraction(sum(b), len(b)) for a, b in kept]
-    test = significance.sign_flip_test(deltas)
+    test = significance.sign_flip_test(deltas, resamples=resamples)
     boot = stats.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
     sign = stats.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
     one_side = sum(bool(a) != bool(b) for a, b in zip(outcomes_a, outcomes_b))
+    mean = float(sum(deltas) / len(deltas)) if deltas else None
+    low, high = test["low"], test["high"]
+    if mean is not None:
+        half = _run_noise(kept)
+        low, high = max(-1.0, min(low, mean - half)), min(1.0, max(high, mean + half))
     errors = {arms[0]: _errors(rows_a), arms[1]: _errors(rows_b)}
     shares = [Fraction(e["harness_errors"], e["runs"]) if e["runs"] else Fraction(0) for e in errors.values()]
     unreliable = [arm for arm, e in errors.items() if e["share"] is not None and e["share"] > MAX_HARNESS_ERROR_SHARE]
     return {
         "tasks": len(kept),
         "tasks_unpaired": one_side,
-        "delta": float(sum(deltas) / len(deltas)) if deltas else None,
-        "low": test["low"],
-        "high": test["high"],
+        "delta": mean,
+        "low": low,
+        "high": high,
         "wins": sign["wins"],
         "losses": sign["losses"],
         "ties": sign["ties"],
         "p_value": test["p_value"],
         "p_value_holm": test["p_value"],
         "holm_family": 1,
-        "significant": test["p_value"] is not None and test["p_value"] < ALPHA,
+        "significant": _significant(test["p_value"], low, high),
         "method": "sign_flip_permutation",
         "exact": test["exact"],
         "iterations": test["resamples"],
         "seed": significance.SEED,
         "diagnostics": {
+            "permutation_low": test["low"],
+            "permutation_high": test["high"],
             "sign_test_p": sign["p_value"] if kept else None,
             "bootstrap_low": boot["low"],
             "bootstrap_high": boot["high"],
@@ -115,14 +137,18 @@ def compare_arms(
     }
 
 
+def _significant(p: float | None, low: float | None, high: float | None) -> bool:
+    return p is not None and p < ALPHA and low is not None and high is not None and not low <= 0.0 <= high
+
+
 def adjust(comparisons: Sequence[dict[str, Any]]) -> None:
     """Holm's adjustment over every comparison that has a p-value; sets ``p_value_holm``,
-    ``holm_family`` and ``significant`` (adjusted p < ALPHA) in place."""
+    ``holm_family`` and ``significant`` (adjusted p < ALPHA, interval excluding 0) in place."""
     tested = [c for c in comparisons if c.get("p_value") is not None]
     for c, p in zip(tested, significance.holm([c["p_value"] for c in tested])):
         c["p_value_holm"] = p
         c["holm_family"] = len(tested)
-        c["significant"] = p < ALPHA
+        c["significant"] = _significant(p, c["low"], c["high"])
 
 
 def gate_refusal(block: dict[str, Any] | None, name: str) -> str | None:

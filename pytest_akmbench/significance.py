@@ -95,16 +95,18 @@ def sign_flip_test(
     else:
         rng = random.Random(seed)
         vectors = [rng.getrandbits(m) for _ in range(resamples)]
+    packed = [tables[0][v & 255] for v in vectors]
+    for c in range(1, len(tables)):
+        table, shift = tables[c], 8 * c
+        packed = [x + table[(v >> shift) & 255] for x, v in zip(packed, vectors)]
+    bound = abs(total)
     hits = 0 if exact else 1  # Monte Carlo counts the observed sign vector once
     lows: list[float] = [] if exact else [-math.inf]
     highs: list[float] = [] if exact else [math.inf]
-    for v in vectors:
-        packed = 0
-        for c, table in enumerate(tables):
-            packed += table[(v >> (8 * c)) & 255]
-        sb = (packed + m) % base - m
-        sw = (packed - sb) // base
-        if abs(sw) >= abs(total):
+    for x in packed:
+        sb = (x + m) % base - m
+        sw = (x - sb) // base
+        if sw >= bound or -sw >= bound:
             hits += 1
         if sb == m or sb == -m:  # all signs equal: the inequality holds for every θ
             lows.append(-math.inf)
@@ -112,8 +114,12 @@ def sign_flip_test(
             continue
         r1 = (sw - total) / (scale * (sb - m))
         r2 = (sw + total) / (scale * (sb + m))
-        lows.append(min(r1, r2))
-        highs.append(max(r1, r2))
+        if r1 < r2:
+            lows.append(r1)
+            highs.append(r2)
+        else:
+            lows.append(r2)
+            highs.append(r1)
     n = len(lows)
     need = math.floor(alpha * n) + 1  # p(θ) = count(θ) / n > alpha  <=>  count(θ) >= need
     lows.sort()

@@ -43,7 +43,7 @@ def _runs(agg: dict[str, Any], arms: tuple[str, ...]) -> str:
 def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
     """One comparison akm − b: the claim it supports, on which tasks and runs, and its risks."""
     d, ci = c["delta"], _fmt_ci(c["low"], c["high"], with_sign=True)
-    size = f"{c['tasks']} paired tasks" + (f" ({c['tasks_unpaired']} unpaired)" if c.get("tasks_unpaired") else "")
+    size = f"{c['tasks']} paired task{'' if c['tasks'] == 1 else 's'}" + (f" ({c['tasks_unpaired']} unpaired)" if c.get("tasks_unpaired") else "")
     size += "; " + _runs(agg, ("akm", b))
     if c["holm_family"] > 1:
         test = f"paired permutation p={_p(c['p_value_holm'])}, Holm-adjusted over {c['holm_family']} comparisons"
