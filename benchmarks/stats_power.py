@@ -11,7 +11,8 @@ from Uniform(0.05, 0.75), runs are independent Bernoulli draws.
   null       both arms at the task's probability (size: how often a claim is made anyway);
   +0.2       akm at probability + 0.2 (power);
   drop       a second report in which 5 tasks at 0.8 fall to 0.0 (regression power);
-  reseeded   the same tasks run again with n + 2 seeds (compare with unequal seed counts).
+  reseeded   the same tasks run again with n + 2 seeds (compare with unequal seed counts), also
+             with every task at 0.9 (where more seeds miss a perfect score more often).
 
     python benchmarks/stats_power.py                         # current code, 400 benches per design
     python benchmarks/stats_power.py --before c1befc9        # and the code before the rework
@@ -113,6 +114,13 @@ def _worker(designs: list[tuple[int, int]], reps: int, workdir: Path) -> dict[st
                 delta = arm_result["paired"]["delta"]
                 count("compare n vs n+2: regressed", arm_result["beyond_noise"] and delta < 0)
                 count("compare n vs n+2: improved", arm_result["beyond_noise"] and delta > 0)
+            if rep % 2 == 0:  # easy tasks: with more seeds a task at 0.9 misses a perfect score more often
+                easy = [0.9] * m
+                result = compare.compare(build({"akm": draw(rng, easy, n)}, n), build({"akm": draw(rng, easy, n + 2)}, n + 2))
+                arm_result = result["arms"]["akm"]
+                delta = arm_result["paired"]["delta"]
+                count("compare n vs n+2, tasks at 0.9: regressed", arm_result["beyond_noise"] and delta < 0)
+                count("compare n vs n+2, tasks at 0.9: improved", arm_result["beyond_noise"] and delta > 0)
             if rep % 4 == 0 and m >= 5:
                 base = build({"noakm": draw(rng, [0.8] * m, n), "akm": draw(rng, [0.8] * m, n)}, n)
                 head = build({"noakm": draw(rng, [0.8] * m, n), "akm": draw(rng, [0.0] * 5 + [0.8] * (m - 5), n)}, n)
@@ -143,6 +151,7 @@ TARGETS = {
     "verdict size": "<= 0.05", "lift.low>0 size": "<= 0.025", "lift.significant size": "<= 0.025",
     "no-regression size": "<= 0.05", "no-task-regression size": "<= 0.05",
     "compare n vs n+2: regressed": "<= 0.025", "compare n vs n+2: improved": "<= 0.025",
+    "compare n vs n+2, tasks at 0.9: regressed": "<= 0.025", "compare n vs n+2, tasks at 0.9: improved": "<= 0.025",
     "arm interval coverage": ">= 0.95", "delta interval covers 0": ">= 0.95", "delta interval covers +0.2": ">= 0.95",
 }
 
