@@ -3,12 +3,14 @@
 Refusals follow the reference (§8), in order: schema, track, model, task corpus (hash, else
 selected ids), fixture hash; the last three can be overridden, which turns them into warnings.
 Unlike the reference, every arm that ran in both reports is compared, not only akm, and each
-change carries a verdict on noise (docs/report.md, "compare"):
+change carries a verdict on noise (docs/report.md, "compare"). Both reports ran the same tasks,
+so the question is whether *these* tasks changed, and the runs of a task are the unit:
 
-* per arm, aggregate: the change is beyond noise when the paired comparison over the tasks
-  both reports ran (current − base per-task pass rates) has a 95% cluster-bootstrap interval
-  excluding 0 AND an exact sign-test p < 0.05 — the same rule as the envelope's delta;
-* per task: beyond noise when the Wilson 95% intervals of the two pass rates do not overlap.
+* per arm, aggregate: a stratified permutation test of "every task has the same pass
+  probability in both reports" (runs permuted within each task), on the mean per-task change;
+  it is exact whatever the number of runs of each task on each side (e.g. 3 seeds vs 5).
+  Holm's adjustment runs over the arms compared;
+* per task: Fisher's exact test on passes / valid runs, Holm over every task of every arm.
 
 Pure: no pytest. ``main`` is the ``python -m pytest_akmbench compare`` entry point.
 """
@@ -17,19 +19,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
-from . import metrics, stats
+from . import metrics, significance, stats
 from .summary import num, signed
 
 FLAT = 0.005
 NOISE_RULE = (
-    "aggregate: paired over common tasks, 95% cluster-bootstrap interval excludes 0 and sign-test p < 0.05; "
-    "per task: Wilson 95% intervals do not overlap"
+    "aggregate: stratified permutation test over the tasks both reports ran (runs permuted within each task), "
+    "Holm-adjusted p < 0.05 over the arms compared; per task: Fisher exact test, Holm-adjusted p < 0.05 over "
+    "every task compared"
 )
 
 
@@ -117,12 +121,21 @@ def _d(a: Any, b: Any) -> float | None:
     return None if a is None or b is None else a - b
 
 
+def _change_interval(strata: list[tuple[int, int, int, int]], delta: float) -> tuple[float, float]:
+    """95% normal interval of the mean per-task change, with Agresti–Caffo variances per side
+    (passes + 1 over runs + 2), so tasks at 0/n or n/n still carry their run noise."""
+    var = math.fsum(((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
+                    for ch, nh, cb, nb in strata for c, n in ((ch, nh), (cb, nb)))
+    half = stats.Z_95 * math.sqrt(var) / len(strata)
+    return max(-1.0, delta - half), min(1.0, delta + half)
+
+
 def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[str, Any]:
     ba, ha = base["aggregate"][arm], head["aggregate"][arm]
     btasks = {t["id"]: t.get(arm) for t in base.get("tasks") or [] if "id" in t}
     htasks = {t["id"]: t.get(arm) for t in head.get("tasks") or [] if "id" in t}
     per_task = []
-    pairs: list[tuple[list[bool], list[bool]]] = []
+    strata: list[tuple[int, int, int, int]] = []
     for tid in sorted(set(btasks) | set(htasks)):
         bc, hc = _counts(btasks.get(tid)), _counts(htasks.get(tid))
         if bc is None and hc is None:
@@ -133,28 +146,52 @@ def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[s
             "base_pass_rate": bc[0] / bc[1] if bc else None,
             "current_pass_rate": hc[0] / hc[1] if hc else None,
             "base_ci": _ci(bc), "current_ci": _ci(hc),
+            "base_runs": bc[1] if bc else None, "current_runs": hc[1] if hc else None,
         }
         row["delta"] = _d(row["current_pass_rate"], row["base_pass_rate"])
         row["sign"] = _sign(row["delta"], True, FLAT)
-        row["beyond_noise"] = bool(bc and hc) and _disjoint(row["base_ci"], row["current_ci"])
+        row["p_value"] = significance.fisher_exact(*hc, *bc) if bc and hc else None
+        row["p_value_holm"] = row["p_value"]
+        row["beyond_noise"] = False  # set by compare() after Holm over every task
         per_task.append(row)
         if bc and hc:
-            pairs.append(([True] * hc[0] + [False] * (hc[1] - hc[0]), [True] * bc[0] + [False] * (bc[1] - bc[0])))
-    paired = metrics.paired(pairs)
-    delta = _d(ha.get("pass_rate"), ba.get("pass_rate"))
+            strata.append((*hc, *bc))
+    test = significance.stratified_permutation_test(strata)
+    delta = math.fsum(h / nh - b / nb for h, nh, b, nb in strata) / len(strata) if strata else None
+    low, high = _change_interval(strata, delta) if delta is not None else (None, None)
+    paired = {
+        "tasks": len(strata), "delta": delta, "low": low, "high": high,
+        "wins": sum(h * nb > b * nh for h, nh, b, nb in strata),
+        "losses": sum(h * nb < b * nh for h, nh, b, nb in strata),
+        "ties": sum(h * nb == b * nh for h, nh, b, nb in strata),
+        "p_value": test["p_value"], "p_value_holm": test["p_value"], "holm_family": 1,
+        "significant": False, "method": "stratified_permutation", "exact": test["exact"],
+        "iterations": test["resamples"], "seed": significance.SEED,
+        "unequal_runs": any(nh != nb for _, nh, _, nb in strata),
+    }
+    aggregate_delta = _d(ha.get("pass_rate"), ba.get("pass_rate"))
     return {
         "base": {"pass_rate": ba.get("pass_rate"), "pass_rate_ci": ba.get("pass_rate_ci"), "tasks": ba.get("tasks")},
         "current": {"pass_rate": ha.get("pass_rate"), "pass_rate_ci": ha.get("pass_rate_ci"), "tasks": ha.get("tasks")},
-        "pass_rate_delta": delta,
-        "pass_rate_sign": _sign(delta, True, FLAT),
+        "pass_rate_delta": aggregate_delta,
+        "pass_rate_sign": _sign(aggregate_delta, True, FLAT),
         "tokens_per_pass_delta": _d(ha.get("tokens_per_pass"), ba.get("tokens_per_pass")),
         "tokens_per_pass_sign": _sign(_d(ha.get("tokens_per_pass"), ba.get("tokens_per_pass")), False),
         "wallclock_ms_delta": _d(ha.get("wallclock_ms"), ba.get("wallclock_ms")),
         "wallclock_ms_sign": _sign(_d(ha.get("wallclock_ms"), ba.get("wallclock_ms")), False),
         "paired": paired,
-        "beyond_noise": paired["significant"],
+        "beyond_noise": False,  # set by compare() after Holm over the arms
         "perTask": per_task,
     }
+
+
+def _holm(items: list[dict[str, Any]], flag: str) -> None:
+    """Holm over the items that were tested; ``flag`` becomes adjusted p < alpha (and, for an
+    aggregate, its interval excluding 0, so a verdict never contradicts the interval shown)."""
+    tested = [i for i in items if i["p_value"] is not None]
+    for item, p in zip(tested, significance.holm([i["p_value"] for i in tested])):
+        item["p_value_holm"] = p
+        item[flag] = p < significance.ALPHA and not (item.get("low", 1.0) <= 0.0 <= item.get("high", 1.0))
 
 
 def _ci(counts: tuple[int, int] | None) -> dict[str, float] | None:
@@ -162,10 +199,6 @@ def _ci(counts: tuple[int, int] | None) -> dict[str, float] | None:
         return None
     pair = stats.wilson_interval(*counts)
     return None if pair is None else {"low": pair[0], "high": pair[1]}
-
-
-def _disjoint(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
-    return bool(a and b) and (a["high"] < b["low"] or b["high"] < a["low"])  # type: ignore[index]
 
 
 def compare(
@@ -187,6 +220,17 @@ def compare(
             where = "base" if arm_ran(base, arm) else "current"
             warnings.append(f"arm {arm} ran only in the {where} report; not compared")
     compared = {arm: _compare_arm(base, head, arm) for arm in arms}
+    _holm([c["paired"] for c in compared.values()], "significant")
+    for c in compared.values():
+        c["paired"]["holm_family"] = sum(x["paired"]["p_value"] is not None for x in compared.values())
+        c["beyond_noise"] = c["paired"]["significant"]
+    tasks = [t for c in compared.values() for t in c["perTask"]]
+    _holm(tasks, "beyond_noise")
+    bs, hs = _side(base, "seedsPerArm"), _side(head, "seedsPerArm")
+    if bs != hs or any(c["paired"]["unequal_runs"] for c in compared.values()):
+        counts = f"seeds per arm: base {bs}, current {hs}" if bs != hs else "some tasks have different numbers of valid runs"
+        warnings.append(f"the reports differ in runs per task ({counts}): per-task rates are not equally precise; "
+                        "the tests use each task's own runs (stratified permutation, Fisher exact), which stays valid")
     result: dict[str, Any] = {
         "ok": True,
         "baseModel": (base.get("agent") or {}).get("model"),
@@ -195,6 +239,7 @@ def compare(
         "currentFixtureContentHash": _side(head, "fixtureContentHash"),
         "warnings": warnings,
         "noise_rule": NOISE_RULE,
+        "per_task_family": sum(t["p_value"] is not None for t in tasks),
         "arms": compared,
     }
     bl, hl = ((e.get("aggregate") or {}).get("delta") or {} for e in (base, head))
@@ -229,7 +274,8 @@ def verdict(result: dict[str, Any]) -> str:
     for arm, c in result["arms"].items():
         p = c["paired"]
         change = (f"{num(c['base']['pass_rate'])} → {num(c['current']['pass_rate'])} "
-                  f"({signed(p['delta'])} {_interval(p['low'], p['high'])}, p={_p(p['p_value'])}, {p['tasks']} tasks)")
+                  f"({signed(p['delta'])} {_interval(p['low'], p['high'])} over {p['tasks']} tasks in both, "
+                  f"p={_p(p['p_value_holm'])}{' Holm-adjusted' if p['holm_family'] > 1 else ''})")
         if c["beyond_noise"]:
             word = "improved" if (p["delta"] or 0) > 0 else "regressed"
             parts.append(f"{arm} {word} beyond noise: {change}")
@@ -267,11 +313,11 @@ def render_markdown(result: dict[str, Any]) -> str:
         rows = []
         for arm, c in result["arms"].items():
             p = c["paired"]
-            rows.append([arm, num(c["base"]["pass_rate"]), num(c["current"]["pass_rate"]), signed(c["pass_rate_delta"]),
-                         _interval(p["low"], p["high"]), _p(p["p_value"]), _GLYPH[c["pass_rate_sign"]],
+            rows.append([arm, num(c["base"]["pass_rate"]), num(c["current"]["pass_rate"]), p["tasks"], signed(p["delta"]),
+                         _interval(p["low"], p["high"]), _p(p["p_value_holm"]), _GLYPH[_sign(p["delta"], True, FLAT)],
                          "yes" if c["beyond_noise"] else "no", signed(c["tokens_per_pass_delta"], 0), signed(c["wallclock_ms_delta"], 0)])
-        lines.append(tabulate(rows, ["arm", "base", "current", "delta", "paired 95% CI", "p", "dir", "beyond noise",
-                                     "tokens_per_pass Δ", "wallclock_ms Δ"], tablefmt="github", disable_numparse=True))
+        lines.append(tabulate(rows, ["arm", "base", "current", "tasks in both", "delta (same tasks)", "95% CI", "p (Holm)", "dir",
+                                     "beyond noise", "tokens_per_pass Δ", "wallclock_ms Δ"], tablefmt="github", disable_numparse=True))
         if "lift" in result:
             lift = result["lift"]
             lines += ["", f"lift (akm − noakm): base {signed(lift['base'])}, current {signed(lift['current'])}, change {signed(lift['change'])}"]
@@ -282,8 +328,8 @@ def render_markdown(result: dict[str, Any]) -> str:
             for t in c["perTask"]:
                 name = t["id"] if t["presence"] == "both" else f"{t['id']} _({t['presence']})_"
                 rows.append([name, num(t["base_pass_rate"]), num(t["current_pass_rate"]), signed(t["delta"]),
-                             _GLYPH[t["sign"]], "yes" if t["beyond_noise"] else ""])
-            lines.append(tabulate(rows, ["task", "base", "current", "delta", "dir", "beyond noise"], tablefmt="github",
+                             _p(t["p_value_holm"]), _GLYPH[t["sign"]], "yes" if t["beyond_noise"] else ""])
+            lines.append(tabulate(rows, ["task", "base", "current", "delta", "p (Holm)", "dir", "beyond noise"], tablefmt="github",
                                   disable_numparse=True))
     if result["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in result["warnings"]]

@@ -1,9 +1,11 @@
 """Per-task and corpus metrics over samples, with the reference's names and corrected meaning.
 
-Corrections to the reference (its §14): ``harness_error`` runs are out of every pass-rate
-denominator and counted on their own; an arm with no runs is ``None``, never 0; token
-figures use only runs whose tokens were measured, and are ``None`` when none were. Added:
-Wilson intervals, pass@k / pass^k, flakiness, paired intervals for deltas (see docs/report.md).
+Corrections to the reference (its §14): ``harness_error`` runs are out of every figure (pass
+rates, tokens, time, trajectory, search bridge, assets, overhead) and counted on their own; an
+arm with no runs is ``None``, never 0; token figures use only runs whose tokens were measured,
+and are ``None`` when none were. Added: Wilson intervals per task, a cluster-aware interval per
+arm, pass@k / pass^k, flakiness (see docs/report.md). The paired arm comparisons are in
+:mod:`lift`.
 
 The akm-specific sections (trajectory, failure modes, search bridge, per-asset, negative
 transfer, domains, corpus coverage, akm overhead) read the per-sample ``trajectory`` dict made
@@ -24,9 +26,6 @@ from .corpus import MEMORY_ABILITIES, Task
 
 Sample = dict[str, Any]
 ARM_ORDER = ("noakm", "synthetic", "akm")
-BOOTSTRAP_ITERATIONS = 2000
-BOOTSTRAP_SEED = 20261129
-BOOTSTRAP_MAX_TASKS = 1000  # above this, per-arm rate intervals use the bootstrap's normal limit
 DEFAULT_FLOOR = 3
 
 
@@ -70,7 +69,7 @@ def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = D
     passes = [r for r in valid if r["outcome"] == "pass"]
     n, c = len(valid), len(passes)
     first = min(valid, key=lambda r: r["seed"]) if valid else None
-    measured = [r for r in runs if sample_tokens(r) is not None]
+    measured = [r for r in valid if sample_tokens(r) is not None]
     kmax = max(seeds or 0, n, 1)
     at_k: dict[str, float | None] = {}
     hat_k: dict[str, float | None] = {}
@@ -99,43 +98,22 @@ def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = D
     }
 
 
-def bootstrap_mean_ci(rates: list[list[bool]]) -> dict[str, Any] | None:
-    """95% interval of the macro pass rate over tasks: the percentile cluster bootstrap (fixed
-    seed) up to :data:`BOOTSTRAP_MAX_TASKS` tasks; above that, the normal approximation the
-    bootstrap distribution converges to (mean ± 1.96·sd/√m), which costs nothing."""
-    kept = [o for o in rates if o]
-    if len(kept) > BOOTSTRAP_MAX_TASKS:
-        per_task = [sum(o) / len(o) for o in kept]
-        m = len(per_task)
-        mean = math.fsum(per_task) / m
-        half = stats.Z_95 * math.sqrt(math.fsum((x - mean) ** 2 for x in per_task) / m / m)
-        return {"low": max(0.0, mean - half), "high": min(1.0, mean + half), "method": "normal_tasks"}
-    boot = stats.paired_bootstrap_delta([(o, [False]) for o in kept], iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
-    if boot["low"] is None:
-        return None
-    return {"low": boot["low"], "high": boot["high"], "method": "bootstrap_tasks"}
-
-
-def aggregate(per_task_rows: Sequence[dict[str, Any] | None], outcomes: Sequence[list[bool]] = ()) -> dict[str, Any] | None:
+def aggregate(per_task_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
     """Macro average over the tasks the arm ran; None when it ran none.
 
-    ``outcomes`` (one list of valid pass indicators per task) feeds the 95% interval of the
-    macro pass rate: the hull of the cluster bootstrap over tasks (task-to-task variation) and
-    the Wilson interval of the pooled runs (finite runs). Either alone is too narrow in a
-    common case (few tasks; or every task at 0 or 1), so the union is the honest choice.
+    ``pass_rate_ci`` treats tasks as clusters (:func:`stats.cluster_rate_interval`).
+    ``pass_at_k``/``pass_hat_k`` run over one task set for every k (the tasks with valid runs)
+    and stop at the fewest valid runs any of them has, so the curves are monotone in k.
     """
     rows = [r for r in per_task_rows if r is not None]
     if not rows:
         return None
     rated = [r for r in rows if r["pass_rate"] is not None]
     passes, valid = sum(r["passes"] for r in rows), sum(r["valid_count"] for r in rows)
-    ci: dict[str, Any] | None = None
-    pooled = stats.wilson_interval(passes, valid) if valid else None
-    if pooled is not None:
-        boot = bootstrap_mean_ci(list(outcomes)) if len(rated) > 1 and outcomes else None
-        low, high = pooled if boot is None else (min(pooled[0], boot["low"]), max(pooled[1], boot["high"]))
-        ci = {"low": low, "high": high, "method": f"hull({boot['method']}, wilson_pooled)" if boot else "wilson_pooled"}
-    keys = sorted({k for r in rated for k in r["pass_at_k"]}, key=int)
+    interval = stats.cluster_rate_interval([r["pass_rate"] for r in rated], valid)
+    ci = None if interval is None else {"low": interval[0], "high": interval[1], "method": "wilson_design_effect_tasks"}
+    kmax = min((r["valid_count"] for r in rated), default=0)
+    keys = [str(k) for k in range(1, kmax + 1)]
     return {
         "pass_rate": _mean(r["pass_rate"] for r in rows),
         "pass_at_1": _mean(r["pass_at_1"] for r in rows),
@@ -150,8 +128,9 @@ def aggregate(per_task_rows: Sequence[dict[str, Any] | None], outcomes: Sequence
         "valid_runs": valid,
         "passes": passes,
         "pass_rate_ci": ci,
-        "pass_at_k": {k: _mean(r["pass_at_k"].get(k) for r in rated) for k in keys},
-        "pass_hat_k": {k: _mean(r["pass_hat_k"].get(k) for r in rated) for k in keys},
+        "pass_at_k": {k: _mean(r["pass_at_k"][k] for r in rated) for k in keys},
+        "pass_hat_k": {k: _mean(r["pass_hat_k"][k] for r in rated) for k in keys},
+        "pass_k_tasks": len(rated),
         "flaky_tasks": sum(r["flaky"] for r in rows),
     }
 
@@ -166,33 +145,6 @@ def delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
         return None if x is None or y is None else x - y
 
     return {k: diff(k) for k in ("pass_rate", "tokens_per_pass", "tokens_per_run", "wallclock_ms")}
-
-
-def paired(pairs: list[tuple[list[bool], list[bool]]], alpha: float = 0.05) -> dict[str, Any]:
-    """Paired comparison A − B over the tasks where both sides have valid runs.
-
-    ``delta`` is the mean per-task difference of pass rates; ``low``/``high`` the 95% cluster
-    bootstrap interval (tasks resampled, fixed seed); ``p_value`` the exact two-sided sign test
-    on per-task rates. ``significant`` needs BOTH the interval to exclude 0 and p < alpha.
-    """
-    kept = [(a, b) for a, b in pairs if a and b]
-    boot = stats.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
-    sign = stats.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
-    significant = bool(kept) and stats.significant(boot["low"], boot["high"], None) and sign["p_value"] < alpha
-    return {
-        "tasks": boot["tasks"],
-        "delta": boot["delta"],
-        "low": boot["low"],
-        "high": boot["high"],
-        "wins": sign["wins"],
-        "losses": sign["losses"],
-        "ties": sign["ties"],
-        "p_value": sign["p_value"] if kept else None,
-        "significant": significant,
-        "method": "cluster_bootstrap_tasks+sign_test",
-        "iterations": boot["iterations"],
-        "seed": boot["seed"],
-    }
 
 
 def token_measurement(runs: Sequence[Sample]) -> dict[str, Any]:
@@ -220,9 +172,15 @@ def observed(sample: Sample) -> dict[str, Any] | None:
     return traj if isinstance(traj, dict) and traj.get("source") is not None else None
 
 
+def counted(sample: Sample) -> dict[str, Any] | None:
+    """The trajectory of a run that counts in akm figures: observed, and not a harness error."""
+    return None if sample["outcome"] == "harness_error" else observed(sample)
+
+
 def trajectory_aggregate(akm_runs: Sequence[Sample]) -> dict[str, Any]:
-    """``trajectory.akm``: rates over the akm-arm runs whose trajectory was observed."""
-    trajs = [t for t in map(observed, akm_runs) if t is not None]
+    """``trajectory.akm``: rates over the akm-arm runs whose trajectory was observed
+    (harness errors excluded)."""
+    trajs = [t for t in map(counted, akm_runs) if t is not None]
     judged = [t["correct_asset_loaded"] for t in trajs if t["correct_asset_loaded"] is not None]
     ordered = [t["searched_before_acting"] for t in trajs if t["searched_before_acting"] is not None]
     irrelevant = [len(t["irrelevant_assets_loaded"]) for t in trajs if t["irrelevant_assets_loaded"] is not None]
@@ -235,6 +193,7 @@ def trajectory_aggregate(akm_runs: Sequence[Sample]) -> dict[str, Any]:
         "irrelevant_assets_loaded": fmean(irrelevant) if irrelevant else None,
         "counts": {
             "runs": len(akm_runs),
+            "harness_error_runs": sum(s["outcome"] == "harness_error" for s in akm_runs),
             "runs_with_trajectory": n,
             "gold_ref_runs": len(judged),
             "correct_asset_loaded": sum(judged),
@@ -265,13 +224,14 @@ _RANK_KEYS = tuple(str(i) for i in range(1, 11)) + ("missing",)
 
 
 def search_bridge(akm_runs: Sequence[Sample], gold_of: dict[str, str | None]) -> dict[str, Any]:
-    """``searchBridge`` (reference §6.8) from the searches the agent ran (known results only)."""
+    """``searchBridge`` (reference §6.8) from the searches the agent ran (known results only;
+    harness errors excluded). Shares are None when no search was observed."""
     hist = dict.fromkeys(_RANK_KEYS, 0)
     ranks: list[float] = []
     runs_observed = 0
     buckets: dict[str, list[int]] = {}
     for s in akm_runs:
-        traj = observed(s)
+        traj = counted(s)
         if traj is None or not gold_of.get(s["task_id"]):
             continue
         runs_observed += 1
@@ -279,7 +239,7 @@ def search_bridge(akm_runs: Sequence[Sample], gold_of: dict[str, str | None]) ->
         for r in run_ranks:
             hist[str(r) if r is not None and r <= 10 else "missing"] += 1
             ranks.append(math.inf if r is None else r)
-        if run_ranks and s["outcome"] != "harness_error":
+        if run_ranks:
             last = run_ranks[-1]
             key = str(last) if last is not None and last <= 10 else "missing"
             buckets.setdefault(key, []).append(s["outcome"] == "pass")
@@ -298,8 +258,8 @@ def search_bridge(akm_runs: Sequence[Sample], gold_of: dict[str, str | None]) ->
         "gold_rank_distribution": hist,
         "gold_rank_p50": pct(50),
         "gold_rank_p90": pct(90),
-        "gold_at_rank_1": hist["1"] / n if n else 0,
-        "gold_missing": hist["missing"] / n if n else 0,
+        "gold_at_rank_1": hist["1"] / n if n else None,
+        "gold_missing": hist["missing"] / n if n else None,
         "pass_rate_by_rank": [
             {"rank": k, "pass_rate": sum(buckets[k]) / len(buckets[k]), "run_count": len(buckets[k])}
             for k in _RANK_KEYS if k in buckets
@@ -311,8 +271,8 @@ def per_asset(akm_runs: Sequence[Sample]) -> dict[str, Any]:
     """``perAsset`` (reference §6.7) over akm-arm runs with a trajectory; harness errors excluded."""
     counts: dict[str, list[int]] = {}
     for s in akm_runs:
-        traj = observed(s)
-        if traj is None or s["outcome"] == "harness_error":
+        traj = counted(s)
+        if traj is None:
             continue
         passed = s["outcome"] == "pass"
         for ref in traj["assets_loaded"]:
@@ -370,11 +330,11 @@ def domain_level_deltas(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str
 
 
 def asset_regression_candidates(akm_runs: Sequence[Sample], regressed: set[str]) -> list[dict[str, Any]]:
-    """Assets loaded by akm-arm runs of regressed tasks (reference §6.9)."""
+    """Assets loaded by akm-arm runs of regressed tasks (reference §6.9; harness errors excluded)."""
     tasks: dict[str, set[str]] = defaultdict(set)
     loads: dict[str, int] = defaultdict(int)
     for s in akm_runs:
-        traj = observed(s)
+        traj = counted(s)
         if traj is None or s["task_id"] not in regressed:
             continue
         for ref in traj["assets_loaded"]:
@@ -438,10 +398,12 @@ _OVERHEAD_COUNTS = ("search_count", "show_count", "feedback_count", "positive_fe
 
 def akm_overhead(akm_runs: Sequence[Sample]) -> dict[str, Any]:
     """``akm_overhead`` (reference §6.11) with polarity from the parsed commands and events,
-    timings anchored at the agent's start (or first step), and bytes actually measured."""
+    timings anchored at the agent's start (or first step), and bytes actually measured.
+    ``per_run`` lists every akm run; a harness-error run has null figures and stays out of
+    the aggregate."""
     per_run = []
     for s in akm_runs:
-        traj = observed(s)
+        traj = counted(s)
         row: dict[str, Any] = {"task_id": s["task_id"], "arm": s["arm"], "seed": s["seed"], "outcome": s["outcome"]}
         if traj is None:
             row.update(dict.fromkeys((*_OVERHEAD_COUNTS, "total_tool_calls", "assets_loaded_count",
@@ -470,12 +432,13 @@ def akm_overhead(akm_runs: Sequence[Sample]) -> dict[str, Any]:
     def total(key: str) -> int:
         return sum(r[key] for r in rows)
 
-    passing_samples = [s for s in akm_runs if s["outcome"] == "pass" and observed(s) is not None]
+    passing_samples = [s for s in akm_runs if s["outcome"] == "pass" and counted(s) is not None]
     passing_tokens = [sample_tokens(s) for s in passing_samples]
     tool_calls = total("total_tool_calls")
     searches = total("search_count")
     aggregate = {
         "total_runs": len(akm_runs),
+        "harness_error_runs": sum(s["outcome"] == "harness_error" for s in akm_runs),
         "runs_with_trajectory": n,
         "passing_runs": len(passing),
         "mean_search_count": mean_of("search_count"),

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import gates as gates_mod
-from . import metrics
+from . import lift, metrics
 from .corpus import Task, fixtures_stamp, task_corpus_hash
 from .summary import render_markdown, verdict
 from .trajectory import failure_mode
@@ -114,20 +114,25 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         entry["delta"] = metrics.delta(entry["akm"], entry["noakm"])
         tasks_out.append(entry)
 
-    agg: dict[str, Any] = {
-        arm: metrics.aggregate(rows_by_arm[arm], outcomes_by_arm[arm]) for arm in ("noakm", "akm")
-    }
-    agg["delta"] = metrics.delta(agg["akm"], agg["noakm"])
-    if agg["delta"] is not None:
-        agg["delta"]["paired"] = metrics.paired(list(zip(outcomes_by_arm["akm"], outcomes_by_arm["noakm"])))
+    agg: dict[str, Any] = {arm: metrics.aggregate(rows_by_arm[arm]) for arm in ("noakm", "akm")}
+    agg["delta"] = None
+    comparisons: list[dict[str, Any]] = []
+
+    def paired(b: str) -> dict[str, Any]:
+        block = lift.compare_arms(("akm", b), rows_by_arm["akm"], rows_by_arm[b], outcomes_by_arm["akm"], outcomes_by_arm[b])
+        comparisons.append(block)
+        return block
+
+    # Deltas, intervals and tests of a comparison all use the tasks both arms have valid runs for.
+    if agg["akm"] is not None and agg["noakm"] is not None:
+        agg["delta"] = {**lift.delta(rows_by_arm["akm"], rows_by_arm["noakm"]), "paired": paired("noakm")}
     if "synthetic" in arm_rank:
-        agg["synthetic"] = metrics.aggregate(rows_by_arm["synthetic"], outcomes_by_arm["synthetic"])
-        lift = metrics.delta(agg["akm"], agg["synthetic"])
-        agg["akm_over_synthetic_lift"] = lift["pass_rate"] if lift else None
-        if lift is not None:
-            agg["akm_over_synthetic_paired"] = metrics.paired(
-                list(zip(outcomes_by_arm["akm"], outcomes_by_arm["synthetic"]))
-            )
+        agg["synthetic"] = metrics.aggregate(rows_by_arm["synthetic"])
+        both = agg["akm"] is not None and agg["synthetic"] is not None
+        agg["akm_over_synthetic_lift"] = lift.delta(rows_by_arm["akm"], rows_by_arm["synthetic"])["pass_rate"] if both else None
+        if both:
+            agg["akm_over_synthetic_paired"] = paired("synthetic")
+    lift.adjust(comparisons)  # Holm over every comparison this report tests
 
     runs = [s for t in inp.tasks for a in arms for s in by_cell.get((t.id, a), [])]
     akm_runs = [s for s in runs if s["arm"] == "akm"]

@@ -10,17 +10,19 @@ import math
 import random
 import statistics
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
     "wilson_interval",
+    "cluster_rate_interval",
+    "student_t_quantile",
     "pass_at_k",
     "pass_hat_k",
     "stdev",
     "is_flaky",
     "paired_bootstrap_delta",
     "sign_test",
-    "significant",
 ]
 
 # Two-sided 95% normal quantile, Φ⁻¹(0.975).
@@ -37,6 +39,18 @@ def _check_counts(n: int, c: int, k: int) -> None:
         raise ValueError(f"k must be >= 1, got {k}")
 
 
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    center = (p + z2 / (2 * n)) / denom
+    half = (z / denom) * math.sqrt(max(0.0, p * (1.0 - p)) / n + z2 / (4 * n * n))
+    # The exact bounds at p = 0 and p = 1 are 0 and 1; rounding would otherwise
+    # leave them a hair off (e.g. 0.9999999999999999), so pin them.
+    low = 0.0 if p <= 0.0 else max(0.0, center - half)
+    high = 1.0 if p >= 1.0 else min(1.0, center + half)
+    return low, high
+
+
 def wilson_interval(passes: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
     """Wilson score interval for passes/n; None when n == 0.
 
@@ -47,16 +61,87 @@ def wilson_interval(passes: int, n: int, z: float = Z_95) -> tuple[float, float]
         raise ValueError(f"need 0 <= passes <= n, got passes={passes}, n={n}")
     if n == 0:
         return None
-    p = passes / n
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    center = (p + z2 / (2 * n)) / denom
-    half = (z / denom) * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n))
-    # The exact bounds at 0/n and n/n are 0 and 1; rounding would otherwise
-    # leave them a hair off (e.g. 0.9999999999999999), so pin them.
-    low = 0.0 if passes == 0 else max(0.0, center - half)
-    high = 1.0 if passes == n else min(1.0, center + half)
-    return low, high
+    return _wilson(passes / n, n, z)
+
+
+def cluster_rate_interval(rates: list[float], runs: int) -> tuple[float, float] | None:
+    """95% interval of a macro pass rate (mean of per-task rates) with tasks as clusters.
+
+    The runs of one task are correlated, so the pooled Wilson interval (``runs`` independent
+    trials) is too narrow. This is the Wilson interval at the effective sample size
+    n_eff = p(1 − p) / v, where v = s²/m is the variance of the mean estimated from the
+    spread of the m task rates (it holds both task-to-task and seed noise), with Student's
+    t(m − 1) quantile in place of z for the few-task case. n_eff is capped at ``runs``: the
+    clustered variance is never below the binomial one, and the cap keeps an interval when
+    every task scores the same. One task: the plain Wilson interval of its runs.
+    """
+    m = len(rates)
+    if m == 0 or runs <= 0:
+        return None
+    p = math.fsum(rates) / m
+    if m == 1:
+        return _wilson(p, runs, Z_95)
+    variance = math.fsum((r - p) ** 2 for r in rates) / (m - 1) / m
+    n_eff = float(runs) if variance <= 0.0 else min(float(runs), p * (1.0 - p) / variance)
+    return _wilson(p, max(n_eff, 1e-12), student_t_quantile(0.975, m - 1))
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for k in range(1, 500):
+        for num in (k * (b - k) * x / ((a + 2 * k - 1) * (a + 2 * k)),
+                    -(a + k) * (a + b + k) * x / ((a + 2 * k) * (a + 2 * k + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-16:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def student_t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+@lru_cache(maxsize=256)
+def student_t_quantile(q: float, df: float) -> float:
+    """The q quantile of Student's t (bisection on the cdf, to ~1e-12)."""
+    if not 0.0 < q < 1.0 or df <= 0:
+        raise ValueError(f"need 0 < q < 1 and df > 0, got q={q}, df={df}")
+    if q < 0.5:
+        return -student_t_quantile(1.0 - q, df)
+    lo, hi = 0.0, 1.0
+    while student_t_cdf(hi, df) < q:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if student_t_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * hi:
+            break
+    return (lo + hi) / 2.0
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
@@ -179,21 +264,3 @@ def sign_test(pairs: list[tuple[float, float]]) -> dict[str, Any]:
         tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
         p = float(min(Fraction(1), Fraction(2 * tail, 2**n)))
     return {"wins": wins, "losses": losses, "ties": ties, "p_value": p}
-
-
-def significant(
-    interval_low: float | None,
-    interval_high: float | None,
-    p_value: float | None,
-    alpha: float = 0.05,
-) -> bool:
-    """True when the interval excludes 0 or p_value < alpha.
-
-    The interval excludes 0 when both bounds are non-zero and share a sign.
-    Missing values (None) simply don't vote. Note that accepting either
-    criterion is slightly more liberal than alpha for a single test.
-    """
-    if interval_low is not None and interval_high is not None:
-        if (interval_low > 0 and interval_high > 0) or (interval_low < 0 and interval_high < 0):
-            return True
-    return p_value is not None and p_value < alpha

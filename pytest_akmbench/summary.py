@@ -10,7 +10,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from . import metrics
+from . import lift, metrics
 from .corpus import MEMORY_ABILITIES
 
 _MD_TASK_CAP = 500  # per-run tables above this size are summarised, not listed
@@ -27,34 +27,68 @@ def _p(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.2g}"
 
 
+def _provisional(env: dict[str, Any]) -> str:
+    fc = env.get("floor_coverage")
+    if not fc:
+        return ""
+    cells = sum(c["cells"] for c in fc["by_arm"].values())
+    below = sum(c["partial"] + c["missing"] for c in fc["by_arm"].values())
+    return f"provisional: {below} of {cells} cells below the floor of {fc['floor']} — " if below else ""
+
+
+def _runs(agg: dict[str, Any], arms: tuple[str, ...]) -> str:
+    return "valid runs " + ", ".join(f"{a} {agg[a]['valid_runs']}/{agg[a]['runs']}" for a in arms)
+
+
+def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
+    """One comparison akm − b: the claim it supports, on which tasks and runs, and its risks."""
+    d, ci = c["delta"], _fmt_ci(c["low"], c["high"], with_sign=True)
+    size = f"{c['tasks']} paired task{'' if c['tasks'] == 1 else 's'}" + (f" ({c['tasks_unpaired']} unpaired)" if c.get("tasks_unpaired") else "")
+    size += "; " + _runs(agg, ("akm", b))
+    if c["holm_family"] > 1:
+        test = f"paired permutation p={_p(c['p_value_holm'])}, Holm-adjusted over {c['holm_family']} comparisons"
+    else:
+        test = f"paired permutation p={_p(c['p_value'])}"
+    vs = "" if b == "noakm" else f" over {b}"
+    if not c["reliable"]:
+        arm = c["unreliable_arms"][0]
+        e = c["harness_errors"][arm]
+        text = (f"unreliable: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors (over the "
+                f"{lift.MAX_HARNESS_ERROR_SHARE:.0%} limit), no verdict on akm vs {b} "
+                f"(measured on the valid runs: {signed(d)} {ci}, {test}), {size}")
+    elif c["significant"]:
+        text = f"akm {'lifts' if d > 0 else 'lowers'} pass rate{vs} by {signed(d)} {ci} ({test}), {size}"
+    else:
+        text = f"no significant difference between akm and {b} ({signed(d)} {ci}, {test}), {size}"
+    bounds = c.get("artefact_bounds")
+    if bounds is not None:
+        ea, eb = c["harness_errors"]["akm"], c["harness_errors"][b]
+        text += (f"; artefact risk: harness errors differ between arms (akm {ea['harness_errors']}/{ea['runs']}, "
+                 f"{b} {eb['harness_errors']}/{eb['runs']}), counting them as failures on one side and passes on "
+                 f"the other puts the delta anywhere in {_fmt_ci(bounds['low'], bounds['high'], with_sign=True)}")
+    return text
+
+
 def verdict(env: dict[str, Any]) -> str:
-    """One line a reader can act on: the lift and whether it is beyond noise."""
-    agg, corpus = env["aggregate"], env["corpus"]
+    """One line a reader can act on: each comparison the report tests, and whether it is beyond
+    noise; marked provisional, unreliable or at risk of artefact when it is (docs/report.md)."""
+    agg = env["aggregate"]
     ran = [a for a in metrics.ARM_ORDER if agg.get(a) and agg[a]["pass_rate"] is not None]
-    seeds = corpus["seedsPerArm"]
     prefix = "" if env.get("complete", True) else "incomplete run — "
-    paired = (agg.get("delta") or {}).get("paired")
     if not ran:
         return prefix + "no valid runs: no arm produced a pass or fail outcome"
-    if paired and paired["tasks"]:
-        d, ci = paired["delta"], _fmt_ci(paired["low"], paired["high"], with_sign=True)
-        size = f"{paired['tasks']} tasks × {seeds} seeds"
-        if paired["significant"]:
-            verb = "lifts" if d > 0 else "lowers"
-            text = f"akm {verb} pass rate by {signed(d)} {ci} (sign test p={_p(paired['p_value'])}), {size}"
-        else:
-            text = f"no significant difference between akm and noakm ({signed(d)} {ci}, p={_p(paired['p_value'])}), {size}"
-        syn = agg.get("akm_over_synthetic_paired")
-        if syn and syn["tasks"]:
-            text += (f"; akm vs synthetic {signed(syn['delta'])} {_fmt_ci(syn['low'], syn['high'], with_sign=True)}"
-                     f" ({'significant' if syn['significant'] else 'not significant'})")
-        return prefix + text
+    prefix += _provisional(env)
+    claims = [_claim(agg, b, c) for b, c in (("noakm", (agg.get("delta") or {}).get("paired")),
+                                             ("synthetic", agg.get("akm_over_synthetic_paired"))) if c and c["tasks"]]
+    if claims:
+        return prefix + "; ".join(claims)
     if len(ran) == 1:
         a = agg[ran[0]]
         ci = a["pass_rate_ci"] or {}
         return (prefix + f"only one arm ran ({ran[0]}): pass rate {num(a['pass_rate'])} "
-                f"{_fmt_ci(ci.get('low'), ci.get('high'))} over {a['tasks_with_valid_runs']} tasks × {seeds} seeds; no lift measured")
-    return prefix + f"arms {', '.join(ran)} ran, but akm and noakm share no task with valid runs: no lift measured"
+                f"{_fmt_ci(ci.get('low'), ci.get('high'))} over {a['tasks_with_valid_runs']} tasks, "
+                f"{_runs(agg, (ran[0],))}; no lift measured")
+    return prefix + f"arms {', '.join(ran)} ran, but akm and another arm share no task with valid runs: no lift measured"
 
 
 # ---------------------------------------------------------------- markdown
@@ -130,19 +164,20 @@ def render_markdown(env: dict[str, Any]) -> str:
         rows.append(["**delta**", signed(d["pass_rate"]), _fmt_ci(p.get("low"), p.get("high"), with_sign=True), "",
                      signed(d["tokens_per_pass"], 0), signed(d["wallclock_ms"], 0), "", ""])
     lines.append(_table(rows, ["arm", "pass_rate", "95% CI", "pass@1", "tokens_per_pass", "wallclock_ms", "runs", "harness_errors"]))
+    lines += ["", "arm intervals treat tasks as clusters (Wilson at the design-effect sample size, t quantile); "
+              "harness errors are out of every figure"]
     if d is not None and d.get("paired"):
-        p = d["paired"]
-        lines += ["", f"delta = akm − noakm, paired over {p['tasks']} tasks (cluster bootstrap, {p['iterations']} resamples, "
-                  f"seed {p['seed']}); sign test {p['wins']} wins / {p['losses']} losses / {p['ties']} ties, "
-                  f"p={_p(p['p_value'])}; significant: {'yes' if p['significant'] else 'no'}"]
+        lines += ["", _comparison_note("delta = akm − noakm", d["paired"])]
     if "akm_over_synthetic_lift" in agg:
-        lift = agg["akm_over_synthetic_lift"]
-        if lift is None:
+        syn = agg["akm_over_synthetic_lift"]
+        if syn is None:
             lines += ["", "akm_over_synthetic_lift: n/a"]
-        elif lift <= 0:
-            lines += ["", f":warning: **akm_over_synthetic_lift = {signed(lift)}** — AKM did not beat the synthetic-notes baseline."]
+        elif syn <= 0:
+            lines += ["", f":warning: **akm_over_synthetic_lift = {signed(syn)}** — AKM did not beat the synthetic-notes baseline."]
         else:
-            lines += ["", f"**akm_over_synthetic_lift: {signed(lift)}**"]
+            lines += ["", f"**akm_over_synthetic_lift: {signed(syn)}**"]
+        if agg.get("akm_over_synthetic_paired"):
+            lines += ["", _comparison_note("akm − synthetic", agg["akm_over_synthetic_paired"])]
     lines += _pass_k_section(env, arms)
     if env.get("gates"):
         lines += ["", "## Gates", ""]
@@ -181,6 +216,21 @@ def render_markdown(env: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _comparison_note(name: str, p: dict[str, Any]) -> str:
+    """How a paired comparison was computed, with its diagnostics."""
+    if not p["tasks"]:
+        return f"{name}: no task has valid runs in both arms"
+    how = f"exact over all {p['iterations']} sign vectors" if p["exact"] else f"{p['iterations']} random sign vectors, seed {p['seed']}"
+    diag = p["diagnostics"]
+    return (f"{name}: {signed(p['delta'])}, paired over {p['tasks']} tasks"
+            + (f" ({p['tasks_unpaired']} unpaired tasks left out)" if p["tasks_unpaired"] else "")
+            + f"; paired permutation test ({how}) p={_p(p['p_value'])}"
+            + (f", Holm-adjusted p={_p(p['p_value_holm'])} over {p['holm_family']} comparisons" if p["holm_family"] > 1 else "")
+            + f"; 95% interval = the lifts the test does not reject; significant: {'yes' if p['significant'] else 'no'}. "
+            f"Diagnostics: sign test {p['wins']} wins / {p['losses']} losses / {p['ties']} ties, p={_p(diag['sign_test_p'])}; "
+            f"cluster bootstrap {_fmt_ci(diag['bootstrap_low'], diag['bootstrap_high'], with_sign=True)}")
+
+
 def _obs(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -192,13 +242,16 @@ def _pass_k_section(env: dict[str, Any], arms: list[str]) -> list[str]:
     ks = sorted({k for arm in arms if agg.get(arm) for k in agg[arm]["pass_at_k"]}, key=int)[:10]
     if len(ks) < 2:
         return []
+    counts = ", ".join(f"{arm} {agg[arm]['pass_k_tasks']} tasks, k ≤ {len(agg[arm]['pass_at_k'])}"
+                       for arm in arms if agg.get(arm))
     rows = []
     for arm in arms:
         a = agg.get(arm)
         if a is None:
             continue
         rows.append([arm] + [f"{num(a['pass_at_k'].get(k))} / {num(a['pass_hat_k'].get(k))}" for k in ks])
-    return ["", "### pass@k / pass^k (mean over tasks)", "", _table(rows, ["arm"] + [f"k={k}" for k in ks])]
+    return ["", "### pass@k / pass^k (mean over tasks)", "", _table(rows, ["arm"] + [f"k={k}" for k in ks]), "",
+            f"each arm's curve uses one task set for every k, up to the fewest valid runs of any of its tasks ({counts})"]
 
 
 def _trajectory_section(env: dict[str, Any]) -> list[str]:

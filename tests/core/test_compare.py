@@ -64,23 +64,27 @@ class TestRefusals:
 
 class TestVerdicts:
     def test_regression_beyond_noise(self) -> None:
-        """8 of 10 tasks drop from 3/3 to 0/3: paired p = 2/2^8, beyond noise; per-task Wilson disjoint."""
+        """8 of 10 tasks drop from 3/3 to 0/3. Each such task splits its 3 passes of 6 runs as 0 vs 3
+        with probability 1/20 and 3 vs 0 with 1/20 under the null, so p = 2 · (1/20)^8 (the other
+        splits give a smaller |sum|); per task, Fisher's p = 2/20, Holm over 10 tasks: not beyond noise."""
         base, head = envelope([3] * 10), envelope([0] * 8 + [3] * 2)
         result = compare(base, head)
         akm = result["arms"]["akm"]
         assert akm["pass_rate_delta"] == pytest.approx(-0.8) and akm["pass_rate_sign"] == "regress"
-        assert akm["paired"]["p_value"] == 2 / 2**8 and akm["beyond_noise"] is True
-        # Wilson(3,3) = [0.44, 1] and Wilson(0,3) = [0, 0.56] overlap: one task alone is not beyond noise.
+        assert akm["paired"]["p_value"] == pytest.approx(2 / 20**8) and akm["beyond_noise"] is True
+        assert akm["perTask"][0]["p_value"] == pytest.approx(0.1) and akm["perTask"][0]["p_value_holm"] == 1.0
         assert [t["beyond_noise"] for t in akm["perTask"]] == [False] * 10
         assert result["aggregate"]["passRateSign"] == "regress"
         assert "akm regressed beyond noise" in render_markdown(result)
 
     def test_per_task_beyond_noise(self) -> None:
-        """With 10 seeds, 10/10 → 0/10 on one task has disjoint Wilson intervals."""
+        """With 10 seeds, 10/10 → 0/10 on one task: Fisher p = 2/C(20,10); the corpus is that one task,
+        so the aggregate change is beyond noise too (the same tasks ran on both sides)."""
         result = compare(envelope([10], seeds=10), envelope([0], seeds=10))
         task = result["arms"]["akm"]["perTask"][0]
+        assert task["p_value"] == pytest.approx(2 / 184756)
         assert task["beyond_noise"] is True and task["sign"] == "regress"
-        assert result["arms"]["akm"]["beyond_noise"] is False  # one task: the sign test cannot reach p < 0.05
+        assert result["arms"]["akm"]["beyond_noise"] is True
 
     def test_within_noise(self) -> None:
         """A one-seed wobble on two tasks is within noise."""

@@ -140,55 +140,54 @@ class TestPerTask:
 class TestAggregate:
     """Corpus aggregate and the paired delta."""
 
-    def test_macro_rate_and_hull_interval(self) -> None:
-        """Macro mean over tasks; the interval covers both the task bootstrap and pooled Wilson."""
+    def test_macro_rate_and_cluster_interval(self) -> None:
+        """Macro mean over tasks; the interval is Wilson at the design-effect sample size with t(m − 1)."""
         a = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "pass"), (3, "fail"))]
         b = [sample("a/y", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "fail"), (4, "harness_error"))]
-        rows = [metrics.per_task(a), metrics.per_task(b), None]
-        agg = metrics.aggregate(rows, [metrics.valid_outcomes(a), metrics.valid_outcomes(b), []])
+        agg = metrics.aggregate([metrics.per_task(a), metrics.per_task(b), None])
         assert agg is not None
         assert agg["pass_rate"] == pytest.approx((2 / 3 + 1 / 3) / 2)
         assert (agg["tasks"], agg["runs"], agg["valid_runs"], agg["passes"], agg["harness_error_count"]) == (2, 7, 6, 3, 1)
-        pooled = wilson(3, 6)
-        # Bootstrap over two tasks {2/3, 1/3}: resampled means 1/3, 1/2, 2/3 -> percentile interval [1/3, 2/3],
-        # inside the pooled Wilson interval, so the hull is the Wilson interval.
-        assert agg["pass_rate_ci"]["low"] == pytest.approx(pooled[0])
-        assert agg["pass_rate_ci"]["high"] == pytest.approx(pooled[1])
-        assert agg["pass_rate_ci"]["method"].startswith("hull")
+        # Rates 2/3 and 1/3: p = 1/2, s² = 1/18, v = s²/2 = 1/36, n_eff = p(1-p)/v = 9 > 6 runs, so n_eff = 6;
+        # t(0.975, 1 df) = 12.706 (printed tables).
+        t, n, p = 12.706204736174694, 6, 0.5
+        centre = (p + t * t / (2 * n)) / (1 + t * t / n)
+        half = t / (1 + t * t / n) * math.sqrt(p * (1 - p) / n + t * t / (4 * n * n))
+        assert agg["pass_rate_ci"]["low"] == pytest.approx(centre - half)
+        assert agg["pass_rate_ci"]["high"] == pytest.approx(centre + half)
+        assert agg["pass_rate_ci"]["method"] == "wilson_design_effect_tasks"
 
     def test_all_pass_tasks_keep_a_finite_interval(self) -> None:
-        """Every task at 1.0: the task bootstrap alone would be [1, 1]; pooled Wilson keeps it honest."""
+        """Every task at 1.0: no spread between tasks, so the runs alone set the width (Wilson 6/6, t(2))."""
         runs = [[sample(f"a/{t}", "akm", s, "pass") for s in (1, 2)] for t in "xyz"]
-        agg = metrics.aggregate([metrics.per_task(r) for r in runs], [metrics.valid_outcomes(r) for r in runs])
+        agg = metrics.aggregate([metrics.per_task(r) for r in runs])
         assert agg is not None
-        assert agg["pass_rate_ci"]["low"] == pytest.approx(wilson(6, 6)[0]) and agg["pass_rate_ci"]["high"] == 1.0
+        t, n = 4.302652729749464, 6
+        low = (1 + t * t / (2 * n)) / (1 + t * t / n) - t / (1 + t * t / n) * math.sqrt(t * t / (4 * n * n))
+        assert agg["pass_rate_ci"]["low"] == pytest.approx(low) and agg["pass_rate_ci"]["high"] == 1.0
+
+    def test_pass_k_curves_share_one_task_set(self) -> None:
+        """Task x has 3 valid runs, y only 2 (one harness error): the curves stop at k = 2, over both
+        tasks, so they are monotone. x: 2/3 pass; y: 1/2 pass."""
+        x = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "pass"), (3, "fail"))]
+        y = [sample("a/y", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "harness_error"))]
+        agg = metrics.aggregate([metrics.per_task(x, seeds=3), metrics.per_task(y, seeds=3)])
+        assert agg is not None
+        assert list(agg["pass_at_k"]) == ["1", "2"] and agg["pass_k_tasks"] == 2
+        # pass@2: x 1 - C(1,2)/C(3,2) = 1, y 1 - C(1,2)/C(2,2) = 1; pass^2: x C(2,2)/C(3,2) = 1/3, y 0.
+        assert agg["pass_at_k"]["2"] == 1.0 and agg["pass_hat_k"]["2"] == pytest.approx(1 / 6)
+        assert agg["pass_hat_k"]["1"] == pytest.approx((2 / 3 + 1 / 2) / 2)
 
     def test_arm_not_run(self) -> None:
         """No task rows: None."""
         assert metrics.aggregate([None, None]) is None
         assert metrics.delta(None, {"pass_rate": 1}) is None
 
-    def test_paired_bootstrap_and_sign_test(self) -> None:
-        """10 tasks, diffs eight 1s and two 0s: delta 0.8, p = 2/2^8, interval ≈ Binomial(10, .8)/10 quantiles."""
-        pairs = [([True, True], [False, False])] * 8 + [([True], [True])] * 2
-        p = metrics.paired(pairs)
-        assert p["tasks"] == 10 and p["delta"] == pytest.approx(0.8)
-        assert (p["wins"], p["losses"], p["ties"]) == (8, 0, 2)
-        assert p["p_value"] == 2 / 2**8
-        # Resampled mean = Binomial(10, 0.8)/10; P(X<=5)=0.033 > 0.025 > P(X<=4)=0.006, so the 2.5% point is ~0.5.
-        assert 0.4 <= p["low"] <= 0.6 and p["high"] == 1.0
-        assert p["significant"] is True
-
-    def test_paired_needs_both_rules(self) -> None:
-        """Five wins out of five: the interval excludes 0 but p = 1/16 > 0.05, so not significant."""
-        p = metrics.paired([([True], [False])] * 5)
-        assert p["low"] == 1.0 and p["p_value"] == 2 / 2**5
-        assert p["significant"] is False
-
-    def test_paired_without_common_tasks(self) -> None:
-        """No task on both sides: nothing estimated."""
-        p = metrics.paired([([True], [])])
-        assert p["tasks"] == 0 and p["delta"] is None and p["p_value"] is None and p["significant"] is False
+    def test_tokens_per_run_leaves_harness_errors_out(self) -> None:
+        """A harness-error run that burned 30,000 tokens does not count in tokens_per_run."""
+        runs = [sample("a/t", "akm", 1, "pass", tokens=1500), sample("a/t", "akm", 2, "harness_error", tokens=30_000)]
+        row = metrics.per_task(runs)
+        assert row is not None and row["tokens_per_run"] == 1500 and row["runs_with_measured_tokens"] == 1
 
 
 class TestAkmSections:
@@ -229,6 +228,25 @@ class TestAkmSections:
         assert sb["gold_at_rank_1"] == 0 and sb["gold_missing"] == pytest.approx(1 / 3)
         assert sb["pass_rate_by_rank"] == [{"rank": "2", "pass_rate": 1.0, "run_count": 1},
                                            {"rank": "7", "pass_rate": 0.0, "run_count": 1}]
+
+    def test_harness_errors_stay_out_of_akm_figures(self) -> None:
+        """An errored run that searched, showed and gave feedback changes none of the akm figures."""
+        errored = sample("a/t", "akm", 5, "harness_error",
+                         trajectory=traj(searches=[1], shown=["skill:bad"], feedback="positive"))
+        runs = self.runs()
+        with_error = runs + [errored]
+        assert metrics.trajectory_aggregate(with_error)["feedback_recorded"] == metrics.trajectory_aggregate(runs)["feedback_recorded"]
+        assert metrics.trajectory_aggregate(with_error)["counts"]["harness_error_runs"] == 1
+        assert metrics.search_bridge(with_error, {"a/t": "skill:gold"}) == metrics.search_bridge(runs, {"a/t": "skill:gold"})
+        assert metrics.asset_regression_candidates([errored], {"a/t"}) == []
+        ov = metrics.akm_overhead(with_error)["aggregate"]
+        assert ov["mean_feedback_count"] == metrics.akm_overhead(runs)["aggregate"]["mean_feedback_count"]
+        assert ov["harness_error_runs"] == 1 and ov["runs_with_trajectory"] == 3
+
+    def test_search_bridge_without_searches_is_null(self) -> None:
+        """No search observed: the shares are null, not 0."""
+        sb = metrics.search_bridge([sample("a/t", "akm", 1, "pass", trajectory=traj())], {"a/t": "skill:gold"})
+        assert sb["searches_observed"] == 0 and sb["gold_at_rank_1"] is None and sb["gold_missing"] is None
 
     def test_per_asset(self) -> None:
         """Loads split by outcome; sorted by load count then pass rate."""

@@ -59,12 +59,15 @@ class TestEnvelope:
         assert agg["akm"]["pass_rate"] == 1.0 and agg["noakm"]["pass_rate"] == pytest.approx(0.2)
         assert agg["delta"]["pass_rate"] == pytest.approx(0.8)
         paired = agg["delta"]["paired"]
+        # 8 tasks at +1, 2 at 0: the sign-flip test reaches |sum| >= 8 only with all eight signs equal: p = 2/2^8.
         assert paired["p_value"] == 2 / 2**8 and paired["significant"] is True and paired["tasks"] == 10
-        assert 0.4 <= paired["low"] <= 0.6 and paired["high"] == 1.0
+        assert paired["p_value_holm"] == paired["p_value"] and paired["holm_family"] == 1
+        assert paired["low"] > 0 and paired["high"] == 1.0
+        assert paired["diagnostics"]["sign_test_p"] == 2 / 2**8
         t0 = env["tasks"][0]
         assert t0["akm"]["pass_rate_ci"]["low"] == pytest.approx(wilson(3, 3)[0])
         assert env["verdict"].startswith("akm lifts pass rate by +0.80 [")
-        assert env["verdict"].endswith("10 tasks × 3 seeds")
+        assert env["verdict"].endswith("(paired permutation p=0.0078), 10 paired tasks; valid runs akm 30/30, noakm 30/30")
         assert agg["akm"]["pass_at_1"] == 1.0 and agg["noakm"]["pass_at_1"] == pytest.approx(0.2)
 
     def test_arm_not_run_is_null(self) -> None:
@@ -216,7 +219,9 @@ class TestMarkdown:
         tasks, samples = lift_corpus(4)
         samples = [dict(s, outcome="pass") for s in samples]
         env = report.build(inp(tasks, samples), timestamp=TS)
-        assert env["verdict"] == "no significant difference between akm and noakm (0.00 [0.00, 0.00], p=1), 4 tasks × 3 seeds"
+        # With 4 tasks no sign vector is rare enough (p >= 2/2^4), so the interval is every possible lift.
+        assert env["verdict"] == ("no significant difference between akm and noakm (0.00 [-1.00, +1.00], paired permutation p=1), "
+                                  "4 paired tasks; valid runs akm 12/12, noakm 12/12")
 
     def test_incomplete_and_empty(self) -> None:
         """An incomplete run says so; no valid run at all says so."""
@@ -235,3 +240,68 @@ class TestMarkdown:
         json_path, md_path = report.write(tmp_path / "out", env)
         assert json.loads(json_path.read_text())["verdict"] == env["verdict"]
         assert step.read_text() == "before\n" + md_path.read_text() + "\n"
+
+
+def _bench(n_tasks: int, seeds: int, outcome: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Tasks × arms × seeds with ``outcome(task_index, arm, seed)``."""
+    tasks = [make_task(f"d/t{i:02d}") for i in range(n_tasks)]
+    samples = [sample(t.id, arm, s, outcome(i, arm, s)) for i, t in enumerate(tasks)
+               for arm in ("noakm", "akm", "synthetic") for s in range(1, seeds + 1)]
+    return tasks, samples
+
+
+class TestVerdictClaims:
+    """What the verdict line must say about itself (provisional, valid runs, unreliable, artefacts)."""
+
+    def test_provisional_below_the_floor(self) -> None:
+        """6 tasks × 1 seed: significant (p = 2/2^6), but every cell is below the floor of 3."""
+        tasks, samples = _bench(6, 1, lambda i, arm, s: "pass" if arm == "akm" else "fail")
+        env = report.build(inp(tasks, [x for x in samples if x["arm"] != "synthetic"], seeds=1), timestamp=TS)
+        assert env["verdict"].startswith("provisional: 12 of 12 cells below the floor of 3 — akm lifts pass rate by +1.00 [")
+        assert "p=0.031" in env["verdict"] and "6 paired tasks; valid runs akm 6/6, noakm 6/6" in env["verdict"]
+
+    def test_unreliable_when_harness_errors_dominate(self) -> None:
+        """68 of 85 akm runs are harness errors: no lift is claimed, the share and the valid runs are stated,
+        and so is how far an artefact could move the delta; the lift gates refuse."""
+        tasks, samples = _bench(17, 5, lambda i, arm, s: "pass" if s == 1 else "harness_error" if arm == "akm" else "fail")
+        env = report.build(inp(tasks, [x for x in samples if x["arm"] != "synthetic"], seeds=5,
+                               gates=("lift.low>0", "lift.significant", "lift>0")), timestamp=TS)
+        v = env["verdict"]
+        assert "unreliable: 68 of 85 akm runs are harness errors (over the 10% limit), no verdict on akm vs noakm" in v
+        assert "akm lifts" not in v and "valid runs akm 17/85, noakm 85/85" in v
+        assert "artefact risk: harness errors differ between arms (akm 68/85, noakm 0/85)" in v and "[0.00, +0.80]" in v
+        assert [g["ok"] for g in env["gates"]] == [False, False, True]
+        assert "refused: 68 of 85 akm runs are harness errors" in env["gates"][0]["message"]
+
+    def test_artefact_risk_stated_when_errors_differ(self) -> None:
+        """3 akm harness errors, none in noakm: the claim stands, with the artefact bounds."""
+        tasks, samples = _bench(17, 5, lambda i, arm, s: ("harness_error" if arm == "akm" and s == 5 and i < 3
+                                                          else "pass" if s <= (3 if arm == "akm" else 2) else "fail"))
+        env = report.build(inp(tasks, [x for x in samples if x["arm"] != "synthetic"], seeds=5), timestamp=TS)
+        paired = env["aggregate"]["delta"]["paired"]
+        assert paired["reliable"] is True and paired["artefact_bounds"] is not None
+        assert env["verdict"].startswith("akm lifts pass rate by +0.23")
+        assert "artefact risk: harness errors differ between arms (akm 3/85, noakm 0/85)" in env["verdict"]
+
+    def test_every_comparison_reported_with_holm(self) -> None:
+        """Three arms: both comparisons in the verdict, Holm-adjusted over 2; only akm and synthetic:
+        that comparison is the verdict."""
+        tasks, samples = _bench(10, 3, lambda i, arm, s: "pass" if arm == "akm" or (s == 1 and i < 5) else "fail")
+        env = report.build(inp(tasks, samples, arms=("noakm", "akm", "synthetic")), timestamp=TS)
+        assert env["verdict"].count("Holm-adjusted over 2 comparisons") == 2
+        assert "; akm lifts pass rate over synthetic by +0.83" in env["verdict"]
+        syn = env["aggregate"]["akm_over_synthetic_paired"]
+        assert syn["holm_family"] == 2 and syn["p_value_holm"] >= syn["p_value"]
+        only = report.build(inp(tasks, [x for x in samples if x["arm"] != "noakm"], arms=("akm", "synthetic")), timestamp=TS)
+        assert only["verdict"].startswith("akm lifts pass rate over synthetic by +0.83")
+
+    def test_delta_and_interval_on_the_same_paired_tasks(self) -> None:
+        """akm ran x (fails) and y (passes); noakm only y (passes). The delta is over y alone (0.00, not
+        0.50 − 1.00), and the report says one task was left unpaired."""
+        tasks = [make_task("a/x"), make_task("a/y")]
+        samples = ([sample("a/x", "akm", s, "fail") for s in (1, 2, 3)] + [sample("a/y", "akm", s, "pass") for s in (1, 2, 3)]
+                   + [sample("a/y", "noakm", s, "pass") for s in (1, 2, 3)])
+        env = report.build(inp(tasks, samples), timestamp=TS)
+        assert env["aggregate"]["delta"]["pass_rate"] == 0.0 and env["aggregate"]["delta"]["paired"]["tasks_unpaired"] == 1
+        assert "1 paired task (1 unpaired)" in env["verdict"]
+        assert "| **delta** | 0.00        | [-1.00, +1.00]" in report.render_markdown(env)

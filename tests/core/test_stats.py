@@ -8,13 +8,14 @@ import time
 import pytest
 
 from pytest_akmbench.stats import (
+    cluster_rate_interval,
     is_flaky,
     pass_at_k,
     pass_hat_k,
     paired_bootstrap_delta,
     sign_test,
-    significant,
     stdev,
+    student_t_quantile,
     wilson_interval,
 )
 
@@ -241,19 +242,42 @@ class TestSignTest:
         assert sign_test([]) == {"wins": 0, "losses": 0, "ties": 0, "p_value": 1.0}
 
 
-class TestSignificant:
-    def test_interval_excluding_zero(self) -> None:
-        """Both bounds positive or both negative is significant."""
-        assert significant(0.1, 0.3, 0.5)
-        assert significant(-0.3, -0.1, None)
+class TestStudentT:
+    def test_published_quantiles(self) -> None:
+        """t(0.975) from the printed tables: 12.706 (1 df), 4.303 (2), 2.228 (10), 2.086 (20)."""
+        for df, value in ((1, 12.706), (2, 4.303), (10, 2.228), (20, 2.086)):
+            assert round(student_t_quantile(0.975, df), 3) == value
 
-    def test_interval_touching_zero_falls_back_to_p(self) -> None:
-        """A bound of exactly 0 does not exclude 0, so p decides."""
-        assert not significant(0.0, 0.3, 0.2)
-        assert significant(0.0, 0.3, 0.01)
+    def test_symmetric_and_tends_to_normal(self) -> None:
+        """t(q) = −t(1 − q); with many df the quantile approaches the normal 1.95996."""
+        assert student_t_quantile(0.025, 7) == -student_t_quantile(0.975, 7)
+        assert abs(student_t_quantile(0.975, 100_000) - Z) < 1e-4
 
-    def test_missing_values(self) -> None:
-        """None values do not count as evidence."""
-        assert not significant(None, None, None)
-        assert significant(None, None, 0.049)
-        assert not significant(-0.1, 0.1, 0.05)
+
+class TestClusterRateInterval:
+    def test_hand_value(self) -> None:
+        """Rates 0, 0.5, 1 over 6 runs: p = 0.5, s² = 0.25, v = 0.25/3, n_eff = 0.25/v = 3,
+        so the Wilson interval of 0.5 at n = 3 with t(0.975, 2) = 4.303 in place of z."""
+        t = student_t_quantile(0.975, 2)
+        n, p = 3.0, 0.5
+        centre = (p + t * t / (2 * n)) / (1 + t * t / n)
+        half = t / (1 + t * t / n) * math.sqrt(p * (1 - p) / n + t * t / (4 * n * n))
+        low, high = cluster_rate_interval([0.0, 0.5, 1.0], 6)
+        assert low == pytest.approx(max(0.0, centre - half)) and high == pytest.approx(min(1.0, centre + half))
+
+    def test_equal_rates_fall_back_to_the_runs(self) -> None:
+        """Every task at the same rate: no spread, so n_eff is the number of runs."""
+        t = student_t_quantile(0.975, 3)
+        low, high = cluster_rate_interval([1.0] * 4, 12)
+        assert high == 1.0 and low == pytest.approx(wilson_interval(12, 12, z=t)[0])
+
+    def test_one_task_is_its_wilson_interval(self) -> None:
+        """A single task: Wilson of its own runs; nothing ran: None."""
+        assert cluster_rate_interval([0.6], 5) == pytest.approx(wilson_interval(3, 5))
+        assert cluster_rate_interval([], 0) is None
+
+    def test_wider_than_pooled_wilson_when_tasks_differ(self) -> None:
+        """Tasks at 0 and 1 (10 runs each): the runs are clustered, the interval is far wider."""
+        low, high = cluster_rate_interval([0.0, 1.0] * 5, 100)
+        pooled = wilson_interval(50, 100)
+        assert low < pooled[0] and high > pooled[1]

@@ -1,0 +1,268 @@
+"""Every number a report, compare or gate states, checked against an independent computation
+(scipy / statsmodels / numpy, or brute-force enumeration), on seeded random inputs."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import special
+from scipy import stats as ss
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+from pytest_akmbench import compare, report, significance, stats
+from tests.core.test_metrics import make_task, sample
+from tests.core.test_report import TS, inp
+
+Z = ss.norm.ppf(0.975)
+
+
+def sm_wilson(count: float, nobs: float, z: float = Z) -> tuple[float, float]:
+    """statsmodels' Wilson interval at an arbitrary quantile z."""
+    lo, hi = proportion_confint(count, nobs, alpha=2 * ss.norm.sf(z), method="wilson")
+    return float(lo), float(hi)
+
+
+def cluster_interval(rates: list[float], runs: int) -> tuple[float, float]:
+    """The design-effect Wilson interval, from numpy, scipy's t and statsmodels' Wilson."""
+    r = np.asarray(rates, dtype=float)
+    p = r.mean()
+    if len(r) == 1:
+        return sm_wilson(p * runs, runs)
+    v = r.var(ddof=1) / len(r)
+    n_eff = runs if v == 0 else min(runs, p * (1 - p) / v)
+    return sm_wilson(p * n_eff, n_eff, ss.t.ppf(0.975, len(r) - 1))
+
+
+def sign_flip_p(d: list[float], theta: float = 0.0) -> float:
+    """scipy's exact paired permutation test of mean(d − θ) = 0."""
+    x = np.asarray(d, dtype=float) - theta
+    res = ss.permutation_test((x,), np.mean, permutation_type="samples", n_resamples=np.inf, alternative="two-sided")
+    return float(res.pvalue)
+
+
+def chen_pass_at_k(n: int, c: int, k: int) -> float:
+    """Chen et al.'s numerically stable form, as published with HumanEval."""
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+class TestPrimitives:
+    def test_wilson_matches_statsmodels(self) -> None:
+        """Per-task intervals: every passes/n up to 30."""
+        for n in range(1, 31):
+            for c in range(n + 1):
+                assert stats.wilson_interval(c, n) == pytest.approx(sm_wilson(c, n), abs=1e-12)
+
+    def test_student_t_matches_scipy(self) -> None:
+        for df in (1, 2, 3, 4, 7, 16, 39, 120, 5000):
+            for q in (0.6, 0.9, 0.975, 0.995):
+                assert stats.student_t_quantile(q, df) == pytest.approx(ss.t.ppf(q, df), rel=1e-10)
+
+    def test_cluster_interval_matches_independent_formula(self) -> None:
+        rng = random.Random(11)
+        for _ in range(200):
+            m, n = rng.randint(1, 25), rng.randint(1, 8)
+            rates = [rng.randint(0, n) / n for _ in range(m)]
+            assert stats.cluster_rate_interval(rates, m * n) == pytest.approx(cluster_interval(rates, m * n), abs=1e-9)
+
+    def test_pass_k_match_published_estimators(self) -> None:
+        for n in range(1, 16):
+            for c in range(n + 1):
+                for k in range(1, n + 1):
+                    assert stats.pass_at_k(n, c, k) == pytest.approx(chen_pass_at_k(n, c, k), abs=1e-12)
+                    assert stats.pass_hat_k(n, c, k) == pytest.approx(special.comb(c, k) / special.comb(n, k), abs=1e-12)
+
+    def test_sign_test_matches_binomtest(self) -> None:
+        rng = random.Random(5)
+        for _ in range(100):
+            pairs = [(rng.randint(0, 3) / 3, rng.randint(0, 3) / 3) for _ in range(rng.randint(1, 30))]
+            res = stats.sign_test(pairs)
+            n = res["wins"] + res["losses"]
+            expected = 1.0 if n == 0 else ss.binomtest(res["wins"], n, 0.5).pvalue
+            assert res["p_value"] == pytest.approx(expected, abs=1e-12)
+
+    def test_holm_matches_statsmodels(self) -> None:
+        rng = random.Random(3)
+        for _ in range(40):
+            p = [rng.random() ** 3 for _ in range(rng.randint(1, 12))]
+            assert significance.holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]), abs=1e-12)
+
+    def test_fisher_matches_scipy(self) -> None:
+        for na, nb in itertools.product(range(1, 11), range(1, 11)):
+            for ca, cb in itertools.product(range(na + 1), range(nb + 1)):
+                expected = ss.fisher_exact([[ca, na - ca], [cb, nb - cb]]).pvalue
+                assert significance.fisher_exact(ca, na, cb, nb) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+
+    def test_sign_flip_exact_matches_scipy_and_inverts(self) -> None:
+        """p equals scipy's exact permutation p; just inside the interval the test accepts, just
+        outside it rejects (the interval is exactly the test's acceptance set)."""
+        rng = random.Random(7)
+        for _ in range(40):
+            # two observations at least (scipy); dyadic rates, so scipy's float sums are exact too
+            m, n = rng.randint(2, 12), rng.choice([1, 2, 4, 8])
+            d = [Fraction(rng.randint(0, n) - rng.randint(0, n), n) for _ in range(m)]
+            res = significance.sign_flip_test(d)
+            assert res["exact"] and res["p_value"] == pytest.approx(sign_flip_p([float(x) for x in d]), abs=1e-12)
+            for bound, inward in ((res["low"], 1), (res["high"], -1)):
+                if abs(bound) < 1:  # a clipped bound is not a boundary of the test
+                    assert sign_flip_p([float(x) for x in d], bound + inward * 1e-7) > 0.05
+                    assert sign_flip_p([float(x) for x in d], bound - inward * 1e-7) <= 0.05
+
+    def test_sign_flip_monte_carlo_near_exact(self) -> None:
+        """Above 14 tasks the p-value is Monte Carlo: within 4 standard errors of scipy's exact p."""
+        rng = random.Random(9)
+        for _ in range(3):
+            d = [Fraction(rng.randint(0, 4) - rng.randint(0, 3), 4) for _ in range(15)]
+            res = significance.sign_flip_test(d)
+            exact = sign_flip_p([float(x) for x in d])
+            assert not res["exact"]
+            assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"]) + 1e-4
+
+    def test_stratified_permutation_matches_enumeration(self) -> None:
+        """Exact p against the product of scipy's hypergeometric pmfs over every split."""
+        rng = random.Random(13)
+        for _ in range(40):
+            strata = []
+            for _ in range(rng.randint(1, 4)):
+                na, nb = rng.randint(1, 5), rng.randint(1, 5)
+                strata.append((rng.randint(0, na), na, rng.randint(0, nb), nb))
+            observed = sum(Fraction(a, na) - Fraction(b, nb) for a, na, b, nb in strata)
+            splits = []
+            for a, na, b, nb in strata:
+                t = a + b
+                xs = range(max(0, t - nb), min(t, na) + 1)
+                splits.append([(Fraction(x, na) - Fraction(t - x, nb), ss.hypergeom.pmf(x, na + nb, t, na)) for x in xs])
+            expected = sum(math.prod(q for _, q in combo) for combo in itertools.product(*splits)
+                           if abs(sum(v for v, _ in combo)) >= abs(observed))
+            assert significance.stratified_permutation_test(strata)["p_value"] == pytest.approx(expected, abs=1e-12)
+
+
+def random_report(seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """12 tasks × 4 seeds, three arms, a few harness errors (some with large token counts)."""
+    rng = random.Random(seed)
+    tasks = [make_task(f"d{i % 3}/t{i:02d}") for i in range(12)]
+    samples = []
+    for t in tasks:
+        p = rng.random()
+        for arm, shift in (("noakm", 0.0), ("synthetic", 0.1), ("akm", 0.25)):
+            for s in range(1, 5):
+                outcome = "harness_error" if rng.random() < 0.05 else "pass" if rng.random() < p + shift else "fail"
+                tokens = 30_000 if outcome == "harness_error" else rng.randint(500, 3000)
+                samples.append(sample(t.id, arm, s, outcome, tokens=tokens))
+    env = report.build(inp(tasks, samples, arms=("noakm", "akm", "synthetic"), seeds=4), timestamp=TS)
+    return env, samples
+
+
+def by_cell(samples: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in samples:
+        cells.setdefault((s["task_id"], s["arm"]), []).append(s)
+    return cells
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+class TestEnvelope:
+    def test_per_task_and_arm_figures(self, seed: int) -> None:
+        env, samples = random_report(seed)
+        cells = by_cell(samples)
+        for arm in ("noakm", "akm", "synthetic"):
+            rates, valid_total, kmin = [], 0, 99
+            for t in env["tasks"]:
+                runs = cells[(t["id"], arm)]
+                valid = [r for r in runs if r["outcome"] != "harness_error"]
+                row = t[arm]
+                if not valid:
+                    assert row["pass_rate"] is None
+                    continue
+                c = sum(r["outcome"] == "pass" for r in valid)
+                assert row["pass_rate"] == pytest.approx(c / len(valid))
+                assert (row["pass_rate_ci"]["low"], row["pass_rate_ci"]["high"]) == pytest.approx(sm_wilson(c, len(valid)))
+                assert row["tokens_per_run"] == pytest.approx(np.mean([r["tokens"]["total"] for r in valid]))
+                rates.append(c / len(valid))
+                valid_total += len(valid)
+                kmin = min(kmin, len(valid))
+            agg = env["aggregate"][arm]
+            assert agg["pass_rate"] == pytest.approx(np.mean(rates))
+            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(cluster_interval(rates, valid_total))
+            assert list(agg["pass_at_k"]) == [str(k) for k in range(1, kmin + 1)]
+            for k in range(1, kmin + 1):
+                per_task = [(t[arm]["valid_count"], t[arm]["passes"]) for t in env["tasks"] if t[arm]["pass_rate"] is not None]
+                assert agg["pass_at_k"][str(k)] == pytest.approx(np.mean([chen_pass_at_k(n, c, k) for n, c in per_task]))
+                assert agg["pass_hat_k"][str(k)] == pytest.approx(
+                    np.mean([special.comb(c, k) / special.comb(n, k) for n, c in per_task]))
+
+    def test_paired_comparisons(self, seed: int) -> None:
+        env, _ = random_report(seed)
+        agg = env["aggregate"]
+        blocks = {"noakm": agg["delta"]["paired"], "synthetic": agg["akm_over_synthetic_paired"]}
+        raw = []
+        for b, block in blocks.items():
+            pairs = [(t["akm"], t[b]) for t in env["tasks"] if t["akm"]["pass_rate"] is not None and t[b]["pass_rate"] is not None]
+            d = [a["pass_rate"] - o["pass_rate"] for a, o in pairs]
+            assert block["tasks"] == len(pairs) and block["delta"] == pytest.approx(np.mean(d))
+            assert block["p_value"] == pytest.approx(sign_flip_p(d), abs=1e-12)
+            raw.append(block["p_value"])
+            # the interval: the test's acceptance set, widened to the Agresti–Caffo run noise
+            var = sum(((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
+                      for a, o in pairs for c, n in ((a["passes"], a["valid_count"]), (o["passes"], o["valid_count"])))
+            half = Z * math.sqrt(var) / len(pairs)
+            diag = block["diagnostics"]
+            assert block["low"] == pytest.approx(max(-1.0, min(diag["permutation_low"], np.mean(d) - half)))
+            assert block["high"] == pytest.approx(min(1.0, max(diag["permutation_high"], np.mean(d) + half)))
+            wins, losses = sum(x > 0 for x in d), sum(x < 0 for x in d)
+            assert diag["sign_test_p"] == pytest.approx(ss.binomtest(wins, wins + losses).pvalue if wins + losses else 1.0)
+        holm = multipletests(raw, method="holm")[1]
+        for block, p in zip(blocks.values(), holm):
+            assert block["p_value_holm"] == pytest.approx(p) and block["holm_family"] == 2
+            assert block["significant"] == (p < 0.05 and not block["low"] <= 0 <= block["high"])
+        assert agg["delta"]["pass_rate"] == pytest.approx(blocks["noakm"]["delta"])
+        assert agg["akm_over_synthetic_lift"] == pytest.approx(blocks["synthetic"]["delta"])
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_compare_numbers(seed: int) -> None:
+    """Per-task Fisher p, Holm over tasks and arms, the stratified p and the Agresti–Caffo interval,
+    on a 3-seed base against a 5-seed current report."""
+    rng = random.Random(seed)
+    tasks = [make_task(f"d/t{i}") for i in range(4)]
+    envs = []
+    for seeds in (3, 5):
+        samples = [sample(t.id, arm, s, "pass" if rng.random() < 0.5 else "fail")
+                   for t in tasks for arm in ("noakm", "akm") for s in range(1, seeds + 1)]
+        envs.append(report.build(inp(tasks, samples, seeds=seeds), timestamp=TS))
+    result = compare.compare(*envs)
+    assert any("differ in runs per task" in w for w in result["warnings"])
+    task_p, arm_p = [], []
+    for arm, c in result["arms"].items():
+        strata = []
+        for t in c["perTask"]:
+            base = next(x[arm] for x in envs[0]["tasks"] if x["id"] == t["id"])
+            head = next(x[arm] for x in envs[1]["tasks"] if x["id"] == t["id"])
+            h, b = (head["passes"], head["valid_count"]), (base["passes"], base["valid_count"])
+            expected = ss.fisher_exact([[h[0], h[1] - h[0]], [b[0], b[1] - b[0]]]).pvalue
+            assert t["p_value"] == pytest.approx(expected, rel=1e-9)
+            task_p.append(t["p_value_holm"])
+            strata.append((*h, *b))
+        observed = sum(Fraction(a, na) - Fraction(b, nb) for a, na, b, nb in strata)
+        splits = [[(Fraction(x, na) - Fraction(a + b - x, nb), ss.hypergeom.pmf(x, na + nb, a + b, na))
+                   for x in range(max(0, a + b - nb), min(a + b, na) + 1)] for a, na, b, nb in strata]
+        expected = sum(math.prod(q for _, q in combo) for combo in itertools.product(*splits)
+                       if abs(sum(v for v, _ in combo)) >= abs(observed))
+        assert c["paired"]["p_value"] == pytest.approx(expected, abs=1e-12)
+        arm_p.append(c["paired"]["p_value"])
+        var = sum(((x + 1) / (n + 2)) * (1 - (x + 1) / (n + 2)) / (n + 2) for a, na, b, nb in strata for x, n in ((a, na), (b, nb)))
+        d = float(observed) / len(strata)
+        assert (c["paired"]["low"], c["paired"]["high"]) == pytest.approx(
+            (max(-1, d - Z * math.sqrt(var) / len(strata)), min(1, d + Z * math.sqrt(var) / len(strata))))
+    raw_task = [t["p_value"] for c in result["arms"].values() for t in c["perTask"]]
+    assert task_p == pytest.approx(list(multipletests(raw_task, method="holm")[1]))
+    assert [c["paired"]["p_value_holm"] for c in result["arms"].values()] == pytest.approx(
+        list(multipletests(arm_p, method="holm")[1]))
