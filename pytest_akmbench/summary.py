@@ -208,7 +208,8 @@ def render_markdown(env: dict[str, Any]) -> str:
         lines += ["", "## Provenance", "",
                   f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
                   f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
-                  f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}, "
+                  f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
+                  + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "") + ", "
                   f"sandbox {prov.get('sandbox') or 'n/a'}, "
                   f"{len(prov['fingerprints'])} fingerprint(s), {prov['samples_from_store']} sample(s) from the store"]
     if env["warnings"]:
