@@ -23,6 +23,9 @@ DEFAULT_BUDGET_TOKENS = 30000
 DEFAULT_BUDGET_WALL_MS = 120000
 DEFAULT_VERIFY_TIMEOUT_S = 120.0
 PARALLEL_MAX = 8
+# Beyond these a run is a typo, not a benchmark: 10^8 seeds took 2.9 GB just to collect.
+MAX_SEEDS = 1000
+MAX_CELLS = 200_000
 PARALLEL_WARN = 4
 
 # Run-config fields: the reference's schema v1 plus agent, akm and budgetTurns.
@@ -129,6 +132,23 @@ def positive_int(text: str | int) -> int:
     return value
 
 
+def seed_count(text: str | int) -> int:
+    value = positive_int(text)
+    if value > MAX_SEEDS:
+        raise ValueError(f"{value} seeds is too many: at most {MAX_SEEDS} trials per cell")
+    return value
+
+
+def check_matrix(tasks: int, arms: int, seeds: int) -> None:
+    """Refuse a selection whose cells could not be collected in reasonable memory."""
+    cells = tasks * arms * seeds
+    if cells > MAX_CELLS:
+        raise ConfigError(
+            f"{tasks} tasks x {arms} arms x {seeds} seeds = {cells} cells is more than the {MAX_CELLS} one run "
+            "can hold; select fewer tasks or seeds"
+        )
+
+
 def positive_float(text: str | float) -> float:
     try:
         value = float(text)
@@ -219,7 +239,7 @@ class Settings:
 _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "tasks": (None, parse_tasks),
     "arms": ("arms", parse_arms),
-    "seeds": ("seeds", positive_int),
+    "seeds": ("seeds", seed_count),
     "agent": ("agent", str),
     "model": (None, str),
     "providers": (None, str),

@@ -19,7 +19,7 @@ import pytest
 
 from . import gates, hooks, lifecycle, procs
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
-from .config import ARMS, Settings, clamp_parallel, load_baseline, load_run_config, resolve
+from .config import ARMS, Settings, check_matrix, clamp_parallel, load_baseline, load_run_config, resolve
 from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
 from .errors import BenchError, ConfigError, CorpusError
 from .nodes import CELL_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile
@@ -211,6 +211,7 @@ def _load(settings: Settings, explicit: bool) -> BenchState:
     chosen, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
     if not chosen and not errors:
         raise CorpusError(f"{settings.tasks_root}: the selection matched no task")
+    check_matrix(len(chosen), len(settings.arms), settings.seeds)
     return BenchState(
         settings=settings, corpus=corpus, tasks=chosen, slice=slice_label,
         selected={t.yaml_path: t for t in chosen}, errors=errors,

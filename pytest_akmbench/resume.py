@@ -8,13 +8,14 @@ re-runs), the latest one is the trial's sample.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .corpus import Task
 from .report import ReportInput
-from .runner import Cell, RunContext, cell_fingerprint
+from .runner import SAMPLE_SCHEMA, Cell, RunContext, cell_fingerprint
 from .store import SampleStore, fingerprint_hash, latest_valid
 
 CellKey = tuple[str, str, int]
@@ -25,10 +26,22 @@ class StoredSamples:
 
     def __init__(self, records: Iterable[dict[str, Any]], warnings: list[str] | None = None) -> None:
         self.warnings = list(warnings or [])
-        records = list(records)
+        known: list[dict[str, Any]] = []
+        foreign: dict[str, int] = {}
+        for record in records:
+            # A record of another schema (a newer plugin's, or a hand-made line) may mean
+            # something else by the same keys: it is kept in the file but never trusted.
+            if record.get("schema") == SAMPLE_SCHEMA and type(record.get("schema")) is int:
+                known.append(record)
+            else:
+                label = json.dumps(record.get("schema"))
+                foreign[label] = foreign.get(label, 0) + 1
+        for label, count in sorted(foreign.items()):
+            self.warnings.append(f"{count} store record(s) of schema {label} ignored: this version reads "
+                                 f"schema {SAMPLE_SCHEMA} only")
         # The store's own index, so resume and the store agree on what a usable record is.
-        self._valid = latest_valid(records)
-        self._attempt = latest_valid(records, valid=lambda r: True)
+        self._valid = latest_valid(known)
+        self._attempt = latest_valid(known, valid=lambda r: True)
 
     @classmethod
     def load(cls, directory: Path) -> StoredSamples:
