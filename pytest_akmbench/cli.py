@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import lifecycle, report
-from .config import DEFAULT_FLOOR, load_run_config, resolve
+from .config import DEFAULT_FLOOR, load_run_config, resolve, run_caps
 from .corpus import load_corpus, select_with_override
 from .errors import BenchError, ConfigError
 from .resume import report_input
@@ -58,7 +58,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         agent=agent,  # type: ignore[arg-type]
         model=settings.model if args.model else latest.get("model"),
         budget_tokens=settings.budget_tokens, budget_wall_ms=settings.budget_wall_ms,
-        budget_turns=settings.budget_turns, verify_timeout_s=settings.verify_timeout,
+        budget_turns=settings.budget_turns, verify_timeout_s=settings.verify_timeout, **run_caps(settings),
     )
     cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
     inp = report_input(

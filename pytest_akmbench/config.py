@@ -312,6 +312,14 @@ def resolve(
     )
 
 
+def run_caps(settings: Settings) -> dict[str, int | None]:
+    """The run-level budgets set explicitly (anywhere but the defaults): they cap every task's own."""
+    return {
+        "cap_tokens": settings.budget_tokens if "budget_tokens" in settings.origins else None,
+        "cap_wall_ms": settings.budget_wall_ms if "budget_wall_ms" in settings.origins else None,
+    }
+
+
 def load_baseline(path: Path) -> dict[str, float]:
     """A flat {task_id: pass_rate} map (reference §1.8); rates are numbers in [0, 1]."""
     try:

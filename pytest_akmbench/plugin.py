@@ -19,7 +19,7 @@ import pytest
 
 from . import gates, hooks, lifecycle, procs
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
-from .config import ARMS, Settings, check_matrix, clamp_parallel, load_baseline, load_run_config, resolve
+from .config import ARMS, Settings, check_matrix, run_caps, clamp_parallel, load_baseline, load_run_config, resolve
 from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
 from .errors import BenchError, ConfigError, CorpusError
 from .nodes import CELL_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile
@@ -41,8 +41,10 @@ _OPTIONS: list[tuple[str, str, str]] = [
     ("agent", "NAME", "Agent adapter: opencode (default), oracle, nop or one a plugin registers"),
     ("model", "MODEL", "Model as provider/model, e.g. scripted/oracle"),
     ("providers", "FILE", "Providers file for opencode"),
-    ("budget-tokens", "N", "Token budget per cell where the task declares none (default: 30000)"),
-    ("budget-wall-ms", "MS", "Wall-clock budget per cell where the task declares none (default: 120000)"),
+    ("budget-tokens", "N", "Token budget per cell: caps every task's own; used where a task declares none "
+                           "(default: 30000)"),
+    ("budget-wall-ms", "MS", "Wall-clock budget per cell: caps every task's own; used where a task declares "
+                             "none (default: 120000)"),
     ("budget-turns", "N", "Model turns allowed per cell (default: unlimited)"),
     ("verify-timeout", "SECONDS", "Timeout of one verifier run (default: 120)"),
     ("floor", "N", "Valid samples a cell needs to count as covered in the report (default: 3)"),
@@ -115,7 +117,7 @@ class BenchState:
                 model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
                 budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, keep_runs=s.keep_runs,
                 akm=s.akm or (Path(found).resolve() if (found := shutil.which("akm")) else None),
-                transcripts_dir=self.store_dir,
+                transcripts_dir=self.store_dir, **run_caps(s),
             )
         return self._context
 
