@@ -84,7 +84,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    return lifecycle.kill(_tmp_root(args))
+    return lifecycle.kill(_tmp_root(args), project=Path.cwd(), everything=args.all)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -132,13 +132,16 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=cmd_validate)
 
     for name, helptext, func in (
-        ("kill", "stop a running bench (SIGTERM; a second call sends SIGKILL)", cmd_kill),
+        ("kill", "stop this project's running bench (SIGTERM; a second call sends SIGKILL)", cmd_kill),
         ("clean", "remove stale run dirs (never a live run's, never the store)", cmd_clean),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--tmp", help="bench tmp root (default: ~/.cache/bench-cells)")
         if name == "clean":
             p.add_argument("--older-than", type=float, default=6.0, metavar="HOURS", help="age threshold (default: 6)")
+        else:
+            p.add_argument("--all", action="store_true",
+                           help="stop the benches of every project, not only the one of the current directory")
         p.set_defaults(func=func)
 
     doc = sub.add_parser("doctor", help="what is installed and reachable")

@@ -267,7 +267,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.model = state.settings.model
     procs.become_subreaper()
     state.previous_signals = _install_signals(state.run_id)
-    lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None)
+    lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
     try:
         if not state.settings.soundness:
             state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
