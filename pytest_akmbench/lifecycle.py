@@ -42,7 +42,38 @@ def claim_run(tmp_root: Path, run_id: str, *, controller: bool, project: Path | 
         if project is not None:
             (run_dir / "project").write_text(str(project.resolve()))
         (run_dir / "bench.pid").write_text(str(os.getpid()))
+    else:
+        (run_dir / f"worker.{os.getpid()}").touch()  # so the controller can pass an interrupt on
     return run_dir
+
+
+def mark_interrupted(run_dir: Path) -> None:
+    """Tell every process of the run that it was interrupted: no further cell starts."""
+    try:
+        (run_dir / "interrupted").touch()
+    except OSError:
+        pass
+
+
+def is_interrupted(run_dir: Path) -> bool:
+    return (run_dir / "interrupted").exists()
+
+
+def signal_workers(run_dir: Path, sig: int) -> None:
+    """Send ``sig`` to the run's xdist workers: the live children of this process that
+    registered in the run dir (never a recycled pid of someone else)."""
+    me = os.getpid()
+    for entry in run_dir.glob("worker.*"):
+        try:
+            pid = int(entry.suffix[1:])
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (ValueError, OSError):
+            continue
+        if int(stat[stat.rfind(")") + 2 :].split()[1]) == me:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
 
 
 def run_project(run_dir: Path) -> Path | None:
@@ -68,6 +99,7 @@ def release_run(run_dir: Path) -> None:
             pid_file.unlink()
     except OSError:
         pass
+    (run_dir / f"worker.{os.getpid()}").unlink(missing_ok=True)
     for fh in list(_HOLD):
         if Path(fh.name).parent == run_dir:
             fh.close()

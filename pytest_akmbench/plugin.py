@@ -17,12 +17,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import gates, hooks, lifecycle, procs
+from . import gates, hooks, lifecycle, preflight, procs
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
 from .config import ARMS, Settings, check_matrix, run_caps, clamp_parallel, load_baseline, load_run_config, resolve
 from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
-from .errors import BenchError, ConfigError, CorpusError
-from .nodes import CELL_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile
+from .claims import Claim
+from .errors import BenchError, ConfigError, CorpusError, StoreError
+from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile, guard_notes
 from .resume import StoredSamples
 from .runner import Cell, RunContext, cell_fingerprint, run_cell
 from .store import SampleStore, fingerprint_hash
@@ -97,10 +98,16 @@ class BenchState:
         return self.settings.store or self.settings.rootdir / ".akmbench" / "store"
 
     def stored(self) -> StoredSamples:
-        """The store's samples, read once per process (empty with --bench-fresh)."""
+        """The store's samples, read once per process and refreshed before each cell runs
+        (with --bench-fresh only what is appended after the start counts)."""
         if self._stored is None:
-            self._stored = StoredSamples([]) if self.settings.fresh else StoredSamples.load(self.store_dir)
+            load = StoredSamples.after_now if self.settings.fresh else StoredSamples.load
+            self._stored = load(self.store_dir)
         return self._stored
+
+    @property
+    def run_dir(self) -> Path:
+        return self.tmp_root / self.run_id
 
     def fingerprint_hash(self, cell: Cell) -> str:
         return fingerprint_hash(cell_fingerprint(cell, self.context()))
@@ -234,8 +241,31 @@ def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
                 # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
                 config.args = [str(state.settings.tasks_root)]
             if not hasattr(config, "workerinput"):
+                _refuse_conflicts(config, state)
+                _preflight(config, state)
                 _apply_parallel(config, state)
     return (yield)
+
+
+def _refuse_conflicts(config: pytest.Config, state: BenchState) -> None:
+    if state.settings.fresh and config.getoption("lf", None):
+        raise pytest.UsageError(
+            "--bench-fresh with --lf re-runs only the failed trials, and the newer samples would replace "
+            "them: pass rates biased upwards; drop --lf, or sample more with --bench-seeds"
+        )
+
+
+def _preflight(config: pytest.Config, state: BenchState) -> None:
+    """Every place the run writes to takes writes, before any cell spends a token."""
+    try:
+        preflight.writable_dir(state.tmp_root, "--bench-tmp", probe=preflight.TMP_PROBE)
+        if config.option.collectonly or state.settings.soundness:
+            return
+        preflight.store(state.store_dir)
+        preflight.writable_dir(state.report_dir, "--bench-report", probe=preflight.REPORT_PROBE)
+        preflight.step_summary(os.environ)
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
 
 
 def _apply_parallel(config: pytest.Config, state: BenchState) -> None:
@@ -266,8 +296,12 @@ def pytest_configure(config: pytest.Config) -> None:
     state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
     state.model = state.settings.model
     procs.become_subreaper()
-    state.previous_signals = _install_signals(state.run_id)
-    lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
+    try:
+        lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
+    except OSError as err:
+        raise pytest.UsageError(f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); "
+                                "fix it or pass --bench-tmp DIR") from None
+    state.previous_signals = _install_signals(state.run_id, state.run_dir, controller=workerinput is None)
     try:
         if not state.settings.soundness:
             state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
@@ -279,7 +313,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
     if workerinput is None:
-        config.pluginmanager.register(BenchSession(state), "akmbench-session")
+        config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(_XdistHooks(state), "akmbench-xdist")
 
@@ -294,16 +328,31 @@ def _find_agent(config: pytest.Config, name: str) -> Agent:
     return found[name]
 
 
-def _install_signals(run_id: str) -> dict[int, Any]:
+def _install_signals(run_id: str, run_dir: Path, *, controller: bool) -> dict[int, Any]:
     """SIGTERM behaves like Ctrl-C (so finalizers kill the cells); a second one of either
-    force-exits at once, after SIGKILL to every process of this run."""
-    hits: list[int] = []
+    force-exits at once, after SIGKILL to every process of this run.
+
+    The controller passes the interrupt on to its xdist workers and marks the run interrupted,
+    so a worker never starts another cell after a Ctrl-C sent to the controller alone (before,
+    the terminal counted fewer cells than the store and report held). A terminal Ctrl-C reaches
+    a worker twice (from the terminal and from the controller): a worker takes a second signal
+    within a couple of seconds as the same interrupt.
+    """
+    hits: list[float] = []
 
     def handler(signum: int, frame: Any) -> None:
-        hits.append(signum)
+        now = time.monotonic()
+        if hits and not controller and now - hits[0] < 2.0:
+            return
+        hits.append(now)
         if len(hits) > 1:
+            if controller:
+                lifecycle.signal_workers(run_dir, signal.SIGKILL)
             procs.signal_marked(run_id + "/", signal.SIGKILL)
             os._exit(128 + signum)
+        if controller:
+            lifecycle.mark_interrupted(run_dir)
+            lifecycle.signal_workers(run_dir, signal.SIGINT)
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = {}
@@ -330,6 +379,16 @@ class _XdistHooks:
         session = node.config.pluginmanager.get_plugin("akmbench-session")
         if session is not None:
             session.add_node_ids(ids)
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # A crashed worker's cell processes are re-parented onto the controller (a subreaper):
+        # kill them now, not at session end, or its agent goes on spending for minutes. Live
+        # workers' cells are their own workers' children, never ours.
+        if error is not None:
+            procs.reap_orphans()
+
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        procs.sweep(f"{self.state.run_id}/{crashitem}", exact=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -361,6 +420,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
         f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
         + (f", model {state.model}" if state.model else "") + f", run {state.run_id}",
+        *guard_notes(config),
     ]
 
 
@@ -396,7 +456,10 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None and not session.config.option.collectonly:
         # Resume: a trial the store already holds under this fingerprint is not run again.
-        stored = state.stored()
+        try:
+            stored = state.stored()
+        except StoreError as err:
+            raise pytest.UsageError(str(err)) from None
         for item in session.items:
             if CELL_KEY in item.stash:
                 cell = item.stash[CELL_KEY]
@@ -419,19 +482,61 @@ def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
 def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> dict[str, Any]:
     """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
     state: BenchState = request.config.stash[STATE_KEY]
-    cell: Cell = request.node.stash[CELL_KEY]
-    stored = request.node.stash.get(STORED_KEY, None)
-    if stored is not None:
+    item = request.node
+    unstored: str | None = None
+    previous = item.stash.get(SAMPLE_KEY, None)
+    stored = item.stash.get(STORED_KEY, None)
+    if previous is not None:
+        # A rerun plugin runs the item again: a trial is one sample, never a second chance.
+        sample = previous
+    elif stored is not None:
         sample = {**stored, "from_store": True}
     else:
-        sample = run_cell(cell, state.context(), bench_procs)
-        # Appended by the process that ran the cell, the moment it ends: a crash later
-        # in the session cannot lose it.
-        SampleStore(state.store_dir).append(sample)
-    request.node.stash[SAMPLE_KEY] = sample
+        sample, unstored = _run_claimed(request, state, item.stash[CELL_KEY], bench_procs)
+    item.stash[SAMPLE_KEY] = sample
+    if unstored is not None:
+        pytest.fail(f"harness_error: the sample could not be stored: {unstored}", pytrace=False)
     if sample["outcome"] == "harness_error":
         pytest.fail(f"harness_error: {sample['reason']}", pytrace=False)
     return sample
+
+
+def _run_claimed(
+    request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker
+) -> tuple[dict[str, Any], str | None]:
+    """Run the cell under its claim; returns (sample, why it could not be stored)."""
+    if lifecycle.is_interrupted(state.run_dir):
+        pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
+    item = request.node
+    fp = state.fingerprint_hash(cell)
+    claim = Claim(state.store_dir, f"{cell.task.id}\0{cell.arm}\0{cell.seed}\0{fp}",
+                  owner=f"run {state.run_id} (pid {os.getpid()})")
+    try:
+        waited = claim.acquire()
+    except OSError as err:
+        request.session.shouldstop = f"akmbench: {state.store_dir}: cannot claim a cell ({err.strerror or err})"
+        pytest.fail(f"harness_error: {request.session.shouldstop}", pytrace=False)
+    try:
+        index = state.stored()
+        index.refresh()
+        record = index.done((cell.task.id, cell.arm, cell.seed), fp)
+        if record is not None:
+            # Another bench on the same store ran this trial meanwhile: use its sample.
+            item.stash[STORED_KEY] = record
+            item.stash[CLAIMED_KEY] = waited or "another run"
+            return {**record, "from_store": True}, None
+        sample = run_cell(cell, state.context(), tracker)
+        try:
+            # Appended by the process that ran the cell, the moment it ends: a crash later
+            # in the session cannot lose it.
+            SampleStore(state.store_dir).append(sample)
+        except StoreError as err:
+            # Every further cell would spend its agent run for nothing: stop the run here.
+            request.session.shouldstop = f"akmbench: {err}"
+            return sample, str(err)
+        return sample, None
+    finally:
+        claim.release()
 
 
 def _agent_options(state: BenchState) -> dict[str, Any]:
@@ -464,6 +569,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if STORED_KEY in item.stash:
         report.akmbench_from_store = True
+    if CLAIMED_KEY in item.stash and call.when == "teardown":
+        report.akmbench_claimed = item.stash[CLAIMED_KEY]
     if call.when == "teardown" and SAMPLE_KEY in item.stash:
         report.akmbench_sample = item.stash[SAMPLE_KEY]
     return report

@@ -222,6 +222,15 @@ def sweep(
     return killed
 
 
+def reap_orphans() -> int:
+    """Kill every process re-parented onto us from another session (and its group), now.
+
+    The controller of an xdist run calls it when a worker crashes: the worker's cell processes
+    become its orphans, and nothing else of ours lives in another session.
+    """
+    return sweep("", orphans=True, since=1 << 62)
+
+
 def signal_marked(marker_prefix: str, sig: int) -> int:
     """Send ``sig`` to the process group of every process whose marker starts with the prefix."""
     token = f"{MARKER}={marker_prefix}".encode()
