@@ -9,7 +9,7 @@ import pytest
 from .runner import Cell
 
 if TYPE_CHECKING:
-    from .plugin import BenchState
+    from .state import BenchState
 
 CELL_KEY = pytest.StashKey[Cell]()
 SAMPLE_KEY = pytest.StashKey[dict[str, Any]]()
@@ -56,7 +56,7 @@ class TaskFile(pytest.File):
     """A task.yaml under the tasks root; its items are the task's cells."""
 
     def collect(self) -> Any:
-        from .plugin import STATE_KEY
+        from .state import STATE_KEY
 
         state: BenchState = self.config.stash[STATE_KEY]
         error = state.errors.get(self.path)
@@ -67,7 +67,7 @@ class TaskFile(pytest.File):
             return
         marks = guard_marks(self.config)
         if state.settings.soundness:
-            from .plugin import check_soundness
+            from .cells import check_soundness
 
             item = pytest.Function.from_parent(self, name="soundness", callobj=check_soundness)
             item.stash[TASK_KEY] = task

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,17 +16,23 @@ import pytest
 
 from . import gates, hooks, lifecycle, preflight, procs
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
-from .config import ARMS, Settings, check_matrix, run_caps, clamp_parallel, load_baseline, load_run_config, resolve
-from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
-from .claims import Claim
+from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
+    InterruptHooks,
+    bench_procs,
+    bench_sample,
+    pytest_report_teststatus,
+    pytest_runtest_makereport,
+)
+from .config import ARMS, Settings, check_matrix, clamp_parallel, load_baseline, load_run_config, resolve
+from .corpus import find_task_files, load_lenient, select_with_override
 from .errors import BenchError, ConfigError, CorpusError, StoreError
-from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile, guard_notes
-from .resume import StoredSamples
-from .runner import Cell, RunContext, cell_fingerprint, run_cell
-from .store import SampleStore, fingerprint_hash
+from .interrupts import Interrupts
+from .nodes import CELL_KEY, STORED_KEY, TaskFile, guard_notes
+from .scrub import Scrubber
 from .selection import deselect_by_keyword
 from .session import BenchSession
-from .validate import behaviour_problems
+from .state import STATE_KEY, BenchState
+from .xdist_hooks import XdistHooks
 
 # (setting name, metavar, help); each becomes --bench-NAME and ini key bench_NAME.
 _OPTIONS: list[tuple[str, str, str]] = [
@@ -63,71 +66,6 @@ _FLAGS = [
     ("soundness", "Check the corpus instead of running an agent: one item per task proving that the "
                   "untouched workspace fails, the solution passes and the verifier repeats itself"),
 ]
-
-STATE_KEY = pytest.StashKey["BenchState"]()
-
-
-@dataclass
-class BenchState:
-    """Everything resolved for this run, shared by every hook in this process."""
-
-    settings: Settings
-    corpus: Corpus
-    tasks: list[Task]
-    slice: str
-    selected: dict[Path, Task]
-    errors: dict[Path, str]
-    task_dirs: set[Path]
-    explicit: bool
-    run_id: str = ""
-    agent: Agent = field(default=None)  # type: ignore[assignment]
-    model: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    started: bool = False
-    baseline: dict[str, float] | None = None
-    previous_signals: dict[int, Any] = field(default_factory=dict)
-    _stored: StoredSamples | None = None
-    _context: RunContext | None = None
-
-    @property
-    def report_dir(self) -> Path:
-        return self.settings.report or self.settings.rootdir / ".akmbench" / "report"
-
-    @property
-    def store_dir(self) -> Path:
-        return self.settings.store or self.settings.rootdir / ".akmbench" / "store"
-
-    def stored(self) -> StoredSamples:
-        """The store's samples, read once per process and refreshed before each cell runs
-        (with --bench-fresh only what is appended after the start counts)."""
-        if self._stored is None:
-            load = StoredSamples.after_now if self.settings.fresh else StoredSamples.load
-            self._stored = load(self.store_dir)
-        return self._stored
-
-    @property
-    def run_dir(self) -> Path:
-        return self.tmp_root / self.run_id
-
-    def fingerprint_hash(self, cell: Cell) -> str:
-        return fingerprint_hash(cell_fingerprint(cell, self.context()))
-
-    @property
-    def tmp_root(self) -> Path:
-        return self.settings.tmp or lifecycle.default_tmp_root()
-
-    def context(self) -> RunContext:
-        if self._context is None:
-            s = self.settings
-            self._context = RunContext(
-                run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
-                model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
-                budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, keep_runs=s.keep_runs,
-                akm=s.akm or (Path(found).resolve() if (found := shutil.which("akm")) else None),
-                transcripts_dir=self.store_dir, **run_caps(s),
-            )
-        return self._context
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("akmbench", "agent benchmark cells (pytest-akmbench)")
@@ -242,7 +180,6 @@ def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
                 config.args = [str(state.settings.tasks_root)]
             if not hasattr(config, "workerinput"):
                 _refuse_conflicts(config, state)
-                _preflight(config, state)
                 _apply_parallel(config, state)
     return (yield)
 
@@ -255,15 +192,17 @@ def _refuse_conflicts(config: pytest.Config, state: BenchState) -> None:
         )
 
 
-def _preflight(config: pytest.Config, state: BenchState) -> None:
-    """Every place the run writes to takes writes, before any cell spends a token."""
+def _preflight(config: pytest.Config, state: BenchState, *, outputs: bool) -> None:
+    """Every place the run writes to takes writes, before any cell spends a token: the tmp
+    root first, the store, report dir and step summary once the agent has started (a bad
+    providers file is then reported without a store left behind)."""
     try:
-        preflight.writable_dir(state.tmp_root, "--bench-tmp", probe=preflight.TMP_PROBE)
-        if config.option.collectonly or state.settings.soundness:
-            return
-        preflight.store(state.store_dir)
-        preflight.writable_dir(state.report_dir, "--bench-report", probe=preflight.REPORT_PROBE)
-        preflight.step_summary(os.environ)
+        if not outputs:
+            preflight.writable_dir(state.tmp_root, "--bench-tmp", probe=preflight.TMP_PROBE)
+        elif not (config.option.collectonly or state.settings.soundness):
+            preflight.store(state.store_dir)
+            preflight.writable_dir(state.report_dir, "--bench-report", probe=preflight.REPORT_PROBE)
+            preflight.step_summary(os.environ)
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
 
@@ -296,12 +235,18 @@ def pytest_configure(config: pytest.Config) -> None:
     state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
     state.model = state.settings.model
     procs.become_subreaper()
+    if workerinput is None:
+        _preflight(config, state, outputs=False)
     try:
         lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
     except OSError as err:
         raise pytest.UsageError(f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); "
                                 "fix it or pass --bench-tmp DIR") from None
-    state.previous_signals = _install_signals(state.run_id, state.run_dir, controller=workerinput is None)
+    state.interrupts = Interrupts(state.run_id, state.run_dir, controller=workerinput is None)
+    state.interrupts.install()
+    config.pluginmanager.register(InterruptHooks(state.interrupts), "akmbench-interrupts")
+    if workerinput is not None:
+        procs.die_with_parent()
     try:
         if not state.settings.soundness:
             state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
@@ -309,13 +254,17 @@ def pytest_configure(config: pytest.Config) -> None:
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     state.started = not state.settings.soundness
+    if workerinput is None:
+        _preflight(config, state, outputs=True)
+    # What no stored or reported text may hold: the values behind the providers file's {env:VAR}.
+    state.scrub = Scrubber(getattr(state.agent, "secrets", None) or ())
     # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
     if workerinput is None:
         config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(_XdistHooks(state), "akmbench-xdist")
+            config.pluginmanager.register(XdistHooks(state), "akmbench-xdist")
 
 
 def _find_agent(config: pytest.Config, name: str) -> Agent:
@@ -328,84 +277,21 @@ def _find_agent(config: pytest.Config, name: str) -> Agent:
     return found[name]
 
 
-def _install_signals(run_id: str, run_dir: Path, *, controller: bool) -> dict[int, Any]:
-    """SIGTERM behaves like Ctrl-C (so finalizers kill the cells); a second one of either
-    force-exits at once, after SIGKILL to every process of this run.
-
-    The controller passes the interrupt on to its xdist workers and marks the run interrupted,
-    so a worker never starts another cell after a Ctrl-C sent to the controller alone (before,
-    the terminal counted fewer cells than the store and report held). A terminal Ctrl-C reaches
-    a worker twice (from the terminal and from the controller): a worker takes a second signal
-    within a couple of seconds as the same interrupt.
-    """
-    hits: list[float] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        now = time.monotonic()
-        if hits and not controller and now - hits[0] < 2.0:
-            return
-        hits.append(now)
-        if len(hits) > 1:
-            if controller:
-                lifecycle.signal_workers(run_dir, signal.SIGKILL)
-            procs.signal_marked(run_id + "/", signal.SIGKILL)
-            os._exit(128 + signum)
-        if controller:
-            lifecycle.mark_interrupted(run_dir)
-            lifecycle.signal_workers(run_dir, signal.SIGINT)
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread (e.g. an embedding runner)
-            pass
-    return previous
-
-
-class _XdistHooks:
-    """Hooks that exist only with pytest-xdist: hand the run id to every worker."""
-
-    def __init__(self, state: BenchState) -> None:
-        self.state = state
-
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["akmbench_run_id"] = self.state.run_id
-
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        # Under xdist the controller collects nothing; the workers' item ids say which
-        # cells were selected, so the report can tell a finished run from an interrupted one.
-        session = node.config.pluginmanager.get_plugin("akmbench-session")
-        if session is not None:
-            session.add_node_ids(ids)
-
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        # A crashed worker's cell processes are re-parented onto the controller (a subreaper):
-        # kill them now, not at session end, or its agent goes on spending for minutes. Live
-        # workers' cells are their own workers' children, never ours.
-        if error is not None:
-            procs.reap_orphans()
-
-    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
-        procs.sweep(f"{self.state.run_id}/{crashitem}", exact=True)
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.run_id:
         return
     if state.started:
         state.agent.stop()
-    for sig, previous in state.previous_signals.items():
-        signal.signal(sig, previous)
+    if state.interrupts is not None:
+        state.interrupts.restore()
     if not hasattr(config, "workerinput"):
         # A crashed worker's cells leave marked processes behind: nothing of this run survives
         # it. Only the controller may do this, once every worker is gone: a worker finishing
         # early would otherwise kill the cells its siblings are still running.
         procs.sweep(state.run_id + "/", orphans=False)
     lifecycle.release_run(state.tmp_root / state.run_id)
-    for name in ("akmbench-session", "akmbench-xdist"):
+    for name in ("akmbench-session", "akmbench-xdist", "akmbench-interrupts"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -469,76 +355,6 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     return result
 
 
-@pytest.fixture
-def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
-    """The processes of this cell. Its finalizer kills every one of them and their orphans."""
-    state: BenchState = request.config.stash[STATE_KEY]
-    tracker = procs.ProcessTracker(f"{state.run_id}/{request.node.nodeid}")
-    request.addfinalizer(tracker.kill_all)
-    return tracker
-
-
-@pytest.fixture
-def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> dict[str, Any]:
-    """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
-    state: BenchState = request.config.stash[STATE_KEY]
-    item = request.node
-    unstored: str | None = None
-    previous = item.stash.get(SAMPLE_KEY, None)
-    stored = item.stash.get(STORED_KEY, None)
-    if previous is not None:
-        # A rerun plugin runs the item again: a trial is one sample, never a second chance.
-        sample = previous
-    elif stored is not None:
-        sample = {**stored, "from_store": True}
-    else:
-        sample, unstored = _run_claimed(request, state, item.stash[CELL_KEY], bench_procs)
-    item.stash[SAMPLE_KEY] = sample
-    if unstored is not None:
-        pytest.fail(f"harness_error: the sample could not be stored: {unstored}", pytrace=False)
-    if sample["outcome"] == "harness_error":
-        pytest.fail(f"harness_error: {sample['reason']}", pytrace=False)
-    return sample
-
-
-def _run_claimed(
-    request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker
-) -> tuple[dict[str, Any], str | None]:
-    """Run the cell under its claim; returns (sample, why it could not be stored)."""
-    if lifecycle.is_interrupted(state.run_dir):
-        pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
-    item = request.node
-    fp = state.fingerprint_hash(cell)
-    claim = Claim(state.store_dir, f"{cell.task.id}\0{cell.arm}\0{cell.seed}\0{fp}",
-                  owner=f"run {state.run_id} (pid {os.getpid()})")
-    try:
-        waited = claim.acquire()
-    except OSError as err:
-        request.session.shouldstop = f"akmbench: {state.store_dir}: cannot claim a cell ({err.strerror or err})"
-        pytest.fail(f"harness_error: {request.session.shouldstop}", pytrace=False)
-    try:
-        index = state.stored()
-        index.refresh()
-        record = index.done((cell.task.id, cell.arm, cell.seed), fp)
-        if record is not None:
-            # Another bench on the same store ran this trial meanwhile: use its sample.
-            item.stash[STORED_KEY] = record
-            item.stash[CLAIMED_KEY] = waited or "another run"
-            return {**record, "from_store": True}, None
-        sample = run_cell(cell, state.context(), tracker)
-        try:
-            # Appended by the process that ran the cell, the moment it ends: a crash later
-            # in the session cannot lose it.
-            SampleStore(state.store_dir).append(sample)
-        except StoreError as err:
-            # Every further cell would spend its agent run for nothing: stop the run here.
-            request.session.shouldstop = f"akmbench: {err}"
-            return sample, str(err)
-        return sample, None
-    finally:
-        claim.release()
-
-
 def _agent_options(state: BenchState) -> dict[str, Any]:
     s = state.settings
     cfg = s.config
@@ -554,32 +370,3 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
     }
 
 
-def check_soundness(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> None:
-    """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself."""
-    state: BenchState = request.config.stash[STATE_KEY]
-    task = request.node.stash[TASK_KEY]
-    work_root = state.tmp_root / state.run_id
-    problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
-    if problems:
-        pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
-    report = yield
-    if STORED_KEY in item.stash:
-        report.akmbench_from_store = True
-    if CLAIMED_KEY in item.stash and call.when == "teardown":
-        report.akmbench_claimed = item.stash[CLAIMED_KEY]
-    if call.when == "teardown" and SAMPLE_KEY in item.stash:
-        report.akmbench_sample = item.stash[SAMPLE_KEY]
-    return report
-
-
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
-    if getattr(report, "akmbench_from_store", False) and report.when == "call":
-        if report.passed:
-            return "passed", "p", ("PASSED (from store)", {"green": True})
-        if report.failed:
-            return "failed", "f", ("FAILED (from store)", {"red": True})
-    return None

@@ -329,6 +329,29 @@ def check_env_vars(choice: ModelChoice, env: Mapping[str, str]) -> dict[str, str
     return {v: env[v] for v in sorted(choice.env_vars)}
 
 
+def resolve_env_refs(node: Any, values: Mapping[str, str]) -> Any:
+    """A copy of ``node`` with every ``{env:VAR}`` of ``values`` replaced by its value.
+
+    The adapter writes the resolved provider entry into the cell's private (0600) opencode
+    config, so the variables themselves need not be in the agent's environment, where every
+    tool command (an agent running ``env``) would see them.
+    """
+    if isinstance(node, str):
+        return _ENV_REF.sub(lambda m: values.get(m.group(1), m.group(0)), node)
+    if isinstance(node, dict):
+        return {resolve_env_refs(k, values): resolve_env_refs(v, values) for k, v in node.items()}
+    if isinstance(node, list):
+        return [resolve_env_refs(v, values) for v in node]
+    return node
+
+
+def secret_values(providers: ProvidersFile | None, env: Mapping[str, str]) -> list[str]:
+    """The values of every variable the providers file references: what no stored text may hold."""
+    if providers is None:
+        return []
+    return sorted({env[name] for name in providers.env_refs if env.get(name)})
+
+
 def describe(choice: ModelChoice) -> dict[str, Any]:
     """A report-safe summary: names only, never a value of an env var."""
     return {

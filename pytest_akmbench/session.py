@@ -19,7 +19,7 @@ from .errors import BenchError
 
 if TYPE_CHECKING:
     from .corpus import Task
-    from .plugin import BenchState
+    from .state import BenchState
 
 
 class BenchSession:
@@ -36,6 +36,7 @@ class BenchSession:
         self.envelope: dict[str, Any] | None = None
         self.problems: list[str] = []
         self.error: str | None = None
+        self.late_interrupt = False
         self._by_suffix: dict[tuple[str, ...], list[Task]] | None = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -66,7 +67,8 @@ class BenchSession:
 
         pytest writes a node id's path relative to the rootdir, or, for a corpus outside it, to
         the collection argument holding it; the controller of an xdist run sees only these
-        strings. Try both, then the one selected task whose path ends the same way.
+        strings. Try both, then the one selected task whose path ends the same way (pytest
+        sometimes prefixes a corpus outside the rootdir with ``..`` components of its own).
         """
         cwd = self.config.invocation_params.dir
         bases = [self.state.settings.rootdir, cwd, *((cwd / a.split("::")[0]) for a in self.config.args)]
@@ -80,12 +82,18 @@ class BenchSession:
                 parts = task.yaml_path.parts
                 for n in range(1, len(parts) + 1):
                     self._by_suffix.setdefault(parts[-n:], []).append(task)
-        found = self._by_suffix.get(Path(path).parts, [])
-        return found[0] if len(found) == 1 else None
+        parts = Path(path).parts
+        for n in range(len(parts), 1, -1):  # the longest tail that names exactly one task
+            found = self._by_suffix.get(parts[-n:], [])
+            if len(found) == 1:
+                return found[0]
+            if found:
+                return None  # ambiguous: shorter tails cannot tell them apart either
+        return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         sample = getattr(report, "akmbench_sample", None)
-        if sample is not None and report.when == "teardown":
+        if sample is not None:
             self.samples[report.nodeid] = sample
             # A cell that ran is a selected cell, whatever its node id looked like.
             self.cells.add((sample["task_id"], sample["arm"], sample["seed"]))
@@ -99,6 +107,27 @@ class BenchSession:
             return
         state = self.state
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        try:
+            self._write_report(interrupted)  # under the interrupt hold taken at session finish
+        finally:
+            late = state.interrupts is not None and state.interrupts.drop()
+        if late and not interrupted:
+            self.late_interrupt = True
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        if interrupted or late:
+            return
+        failed = bool(self.problems or self.error)
+        if self.envelope is not None and self.envelope.get("gates"):
+            # With gates, they decide: green when all hold, the harness never failed and the
+            # report is true to the run.
+            harness_errors = any(r["outcome"] == "harness_error" for r in self.envelope["runs"])
+            ok = all(g["ok"] for g in self.envelope["gates"]) and not harness_errors and not failed
+            session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
+        elif failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _write_report(self, interrupted: bool) -> None:
+        state = self.state
         try:
             stored = resume.StoredSamples.load(state.store_dir)
             # The report covers what was selected (after -k/-m), read back from the store so a
@@ -115,23 +144,12 @@ class BenchSession:
             )
             complete = inp.complete and not interrupted and not self.problems
             inp = dataclasses.replace(inp, complete=complete, warnings=[*self.problems, *inp.warnings])
-            self.envelope = report.build(inp)
+            self.envelope = state.scrub.obj(report.build(inp))
             self.paths = report.write(state.report_dir, self.envelope)
         except (OSError, BenchError) as err:
             detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
             self.error = (f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
                           f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`")
-        if interrupted:
-            return
-        failed = bool(self.problems or self.error)
-        if self.envelope is not None and self.envelope.get("gates"):
-            # With gates, they decide: green when all hold, the harness never failed and the
-            # report is true to the run.
-            harness_errors = any(r["outcome"] == "harness_error" for r in self.envelope["runs"])
-            ok = all(g["ok"] for g in self.envelope["gates"]) and not harness_errors and not failed
-            session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
-        elif failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _claim_warnings(self) -> list[str]:
         if not self.claimed:
@@ -173,5 +191,7 @@ class BenchSession:
                           else "report is INCOMPLETE: it does not match the run (see above)")
         for gate in self.envelope.get("gates") or []:
             tr.write_line(f"gate {'held' if gate['ok'] else 'FAILED'}: {gate['gate']}: {gate['message']}")
+        if self.late_interrupt:
+            tr.write_line("interrupted while the report was written: every cell had run, the report is whole")
         tr.write_line(f"report: {self.paths[0]}")
         tr.write_line(f"summary: {self.paths[1]}")

@@ -8,7 +8,8 @@ import pytest
 CORE = [
     "agents", "cli", "compare", "config", "corpus", "doctor", "errors", "events", "gates", "lifecycle",
     "metrics", "opencode", "procs", "prompts", "providers", "report", "resume", "runner", "scripted",
-    "stats", "store", "summary", "trajectory", "validate", "verifiers",
+    "stats", "store", "summary", "trajectory", "validate", "verifiers", "claims", "integrity", "interrupts",
+    "preflight", "scrub",
 ]
 
 
