@@ -257,7 +257,10 @@ class TestInterrupted:
         assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
         starts = [float(line.split()[0]) for line in (project.base / "agent.log").read_text().splitlines()
                   if line.split()[1] == "start"]
-        assert max(starts) < interrupted_at + 0.5, out
+        # Slack for the controller to take the signal on a loaded machine; a worker that went
+        # on would start its next cell right away and keep starting them.
+        assert max(starts) < interrupted_at + 1.5, out
+        assert len(starts) < len(CELLS), out
         report = json.loads((project.base / "report" / "report.json").read_text())
         assert report["complete"] is False
         assert passed_in(out) == set(project.stored_cells()) == {(r["task_id"], r["arm"], r["seed"])
