@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,51 @@ class TestCorpusOutsideTheRootdir:
         assert len(report["runs"]) == 6 and report["corpus"]["tasks"] == 3
         assert report["corpus"]["taskCorpusHash"] != EMPTY_SHA256
         assert not any(w.startswith("report mismatch") for w in report["warnings"])
+
+
+    def test_interrupted_run_still_writes_its_report(self, bench: pytest.Pytester,
+                                                     tmp_path_factory: pytest.TempPathFactory) -> None:
+        """Ctrl-C half-way: the report exists, is incomplete, and holds exactly the stored samples."""
+        tasks, stashes = standard_corpus(tmp_path_factory.mktemp("elsewhere"))
+        # A plugin module rather than a conftest: a conftest beside the rootdir is not loaded
+        # for a corpus outside it.
+        (bench.path / "slowagent.py").write_text(SLOW_AGENT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", str(tasks), "-p", "slowagent", "-p", "no:cacheprovider",
+             "--bench-corpus", str(tasks), "--bench-stashes", str(stashes), "--bench-agent", "slow",
+             "--bench-seeds", "2", "-n", "2", "--rootdir", str(bench.path), "--bench-report", str(bench.path / "out"),
+             "--bench-store", str(bench.path / "store")],
+            cwd=bench.path, env={**os.environ, "PYTHONPATH": str(bench.path)},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        deadline = time.monotonic() + 60
+        while len(store_records(bench.path, "store")) < 3:
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[0]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        report = read_report(bench.path)
+        assert report["complete"] is False and report["corpus"]["tasks"] == 3
+        assert len(report["runs"]) == len(store_records(bench.path, "store")) >= 3, out
+        assert not any(w.startswith("report mismatch") for w in report["warnings"]), report["warnings"]
+
+
+SLOW_AGENT = """
+import time
+from pytest_akmbench.agents import AgentResult
+
+class Slow:
+    name, version = "slow", "1"
+    def start(self, session): pass
+    def stop(self): pass
+    def run(self, request):
+        time.sleep(0.5)
+        (request.workspace / "out.txt").write_text("hello\\n")
+        return AgentResult(final_text="the answer is 42")
+
+def pytest_akmbench_agents():
+    return [Slow()]
+"""
 
 
 CONFLICT_AGENT = """
