@@ -94,9 +94,9 @@ class BenchSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         sample = getattr(report, "akmbench_sample", None)
         if sample is not None:
-            self.samples[report.nodeid] = sample
             # A cell that ran is a selected cell, whatever its node id looked like.
             self.cells.add((sample["task_id"], sample["arm"], sample["seed"]))
+            self.samples[report.nodeid] = sample
         claimed = getattr(report, "akmbench_claimed", None)
         if claimed:
             self.claimed[report.nodeid] = claimed
