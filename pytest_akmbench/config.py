@@ -107,6 +107,8 @@ def load_run_config(path: Path) -> RunConfig:
     for key in ("seeds", "budgetTokens", "budgetWallMs", "budgetTurns", "parallel"):
         if key in data and data[key] < 1:
             raise ConfigError(f"{path}: {key}: must be a positive integer, got {data[key]}")
+    if data.get("seeds", 0) > MAX_SEEDS:
+        raise ConfigError(f"{path}: seeds: {data['seeds']} seeds is too many: at most {MAX_SEEDS} trials per cell")
     tasks = data.get("tasks")
     if isinstance(tasks, list) and not all(isinstance(t, str) and t for t in tasks):
         raise ConfigError(f"{path}: tasks: every entry must be a task id string")

@@ -106,7 +106,8 @@ def release_run(run_dir: Path) -> None:
             _HOLD.remove(fh)
     # A finished run leaves nothing behind unless a cell dir was kept (--bench-keep-runs).
     if not is_live(run_dir) and all(
-        p.name in (".alive", "kill-requested", "index", "project", "interrupted") for p in run_dir.iterdir()
+        p.name in (".alive", "kill-requested", "index", "project", "interrupted") or p.name.startswith("worker.")
+        for p in run_dir.iterdir()
     ):
         shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -168,6 +168,20 @@ class TestAbsurdMatrices:
         with pytest.raises(ConfigError, match=rf"^--bench-seeds: .*at most {MAX_SEEDS}"):
             self.settings(tmp_path, str(10**8))
 
+    def test_seeds_beyond_the_limit_in_a_run_config(self, tmp_path: Path) -> None:
+        from pytest_akmbench.config import load_run_config
+
+        (tmp_path / "run.json").write_text(json.dumps({"schemaVersion": 1, "seeds": MAX_SEEDS + 1}))
+        with pytest.raises(ConfigError, match=r"run\.json: seeds: .*at most"):
+            load_run_config(tmp_path / "run.json")
+
+    def test_matrix_beyond_the_limit(self) -> None:
+        from pytest_akmbench.config import MAX_CELLS, check_matrix
+
+        check_matrix(MAX_CELLS // 2, 2, 1)
+        with pytest.raises(ConfigError, match=r"cells is more than"):
+            check_matrix(MAX_CELLS, 2, 1)
+
     def test_seeds_at_the_limit(self, tmp_path: Path) -> None:
         assert self.settings(tmp_path, str(MAX_SEEDS)).seeds == MAX_SEEDS
 
