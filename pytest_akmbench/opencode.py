@@ -275,6 +275,9 @@ class OpencodeAgent:
                 # A kept run dir (--bench-keep-runs) must not hold the resolved keys.
                 config_path.write_text(json.dumps(self._config(model, base_url, request.limits.wall_s, resolve=False),
                                                   indent=2), encoding="utf-8")
+            stderr_log = cfg_dir / "stderr.log"
+            if self._scrub and stderr_log.exists():
+                stderr_log.write_bytes(self._scrub.bytes(stderr_log.read_bytes()))
             if self.scripted is not None and base_url is not None:
                 self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
                 self.scripted.unregister(token)

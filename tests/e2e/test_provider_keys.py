@@ -50,7 +50,8 @@ def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(tasks), "--bench-stashes", str(stashes),
              "--bench-corpus", str(tasks), "--bench-model", "local/m", "--bench-providers", "providers.json",
              "--bench-arms", "noakm", "--bench-seeds", "1", "--bench-opencode", str(OPENCODE), "--rootdir", str(tmp_path),
-             "--bench-store", "store", "--bench-report", "report", "--bench-tmp", str(tmp_path / "cells")],
+             "--bench-store", "store", "--bench-report", "report", "--bench-tmp", str(tmp_path / "cells"),
+             "--bench-keep-runs"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
         )
     out = proc.stdout + proc.stderr
@@ -66,6 +67,11 @@ def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:
         if path.is_file():
             data = path.read_bytes()
             assert secret.encode() not in data and token.encode() not in data, path
+    # A kept run dir's config and opencode's stderr are rewritten without the key (opencode's
+    # own database keeps what the agent printed: the README says to keep such dirs private).
+    (config,) = (tmp_path / "cells").rglob("opencode/opencode.json")
+    assert secret not in config.read_text() and "{env:LOCAL_API_KEY}" in config.read_text()
+    assert secret.encode() not in (config.parent / "stderr.log").read_bytes()
     # Nothing in the store is readable by anyone but its owner.
     for path in [store, *store.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)
