@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import lifecycle, report
-from .config import DEFAULT_FLOOR, load_run_config, resolve
+from .config import DEFAULT_FLOOR, load_run_config, resolve, run_caps
 from .corpus import load_corpus, select_with_override
 from .errors import BenchError, ConfigError
 from .resume import report_input
@@ -58,7 +58,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         agent=agent,  # type: ignore[arg-type]
         model=settings.model if args.model else latest.get("model"),
         budget_tokens=settings.budget_tokens, budget_wall_ms=settings.budget_wall_ms,
-        budget_turns=settings.budget_turns, verify_timeout_s=settings.verify_timeout,
+        budget_turns=settings.budget_turns, verify_timeout_s=settings.verify_timeout, **run_caps(settings),
         sandbox=latest["fingerprint"].get("sandbox", "none"),
     )
     cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
@@ -85,7 +85,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    return lifecycle.kill(_tmp_root(args))
+    return lifecycle.kill(_tmp_root(args), project=Path.cwd(), everything=args.all)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -133,13 +133,16 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=cmd_validate)
 
     for name, helptext, func in (
-        ("kill", "stop a running bench (SIGTERM; a second call sends SIGKILL)", cmd_kill),
+        ("kill", "stop this project's running bench (SIGTERM; a second call sends SIGKILL)", cmd_kill),
         ("clean", "remove stale run dirs (never a live run's, never the store)", cmd_clean),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--tmp", help="bench tmp root (default: ~/.cache/bench-cells)")
         if name == "clean":
             p.add_argument("--older-than", type=float, default=6.0, metavar="HOURS", help="age threshold (default: 6)")
+        else:
+            p.add_argument("--all", action="store_true",
+                           help="stop the benches of every project, not only the one of the current directory")
         p.set_defaults(func=func)
 
     doc = sub.add_parser("doctor", help="what is installed and reachable")

@@ -24,6 +24,9 @@ DEFAULT_BUDGET_TOKENS = 30000
 DEFAULT_BUDGET_WALL_MS = 120000
 DEFAULT_VERIFY_TIMEOUT_S = 120.0
 PARALLEL_MAX = 8
+# Beyond these a run is a typo, not a benchmark: 10^8 seeds took 2.9 GB just to collect.
+MAX_SEEDS = 1000
+MAX_CELLS = 200_000
 PARALLEL_WARN = 4
 
 # Run-config fields: the reference's schema v1 plus agent, akm and budgetTurns.
@@ -105,6 +108,8 @@ def load_run_config(path: Path) -> RunConfig:
     for key in ("seeds", "budgetTokens", "budgetWallMs", "budgetTurns", "parallel"):
         if key in data and data[key] < 1:
             raise ConfigError(f"{path}: {key}: must be a positive integer, got {data[key]}")
+    if data.get("seeds", 0) > MAX_SEEDS:
+        raise ConfigError(f"{path}: seeds: {data['seeds']} seeds is too many: at most {MAX_SEEDS} trials per cell")
     tasks = data.get("tasks")
     if isinstance(tasks, list) and not all(isinstance(t, str) and t for t in tasks):
         raise ConfigError(f"{path}: tasks: every entry must be a task id string")
@@ -128,6 +133,23 @@ def positive_int(text: str | int) -> int:
     if value < 1:
         raise ValueError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def seed_count(text: str | int) -> int:
+    value = positive_int(text)
+    if value > MAX_SEEDS:
+        raise ValueError(f"{value} seeds is too many: at most {MAX_SEEDS} trials per cell")
+    return value
+
+
+def check_matrix(tasks: int, arms: int, seeds: int) -> None:
+    """Refuse a selection whose cells could not be collected in reasonable memory."""
+    cells = tasks * arms * seeds
+    if cells > MAX_CELLS:
+        raise ConfigError(
+            f"{tasks} tasks x {arms} arms x {seeds} seeds = {cells} cells is more than the {MAX_CELLS} one run "
+            "can hold; select fewer tasks or seeds"
+        )
 
 
 def positive_float(text: str | float) -> float:
@@ -222,7 +244,7 @@ class Settings:
 _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "tasks": (None, parse_tasks),
     "arms": ("arms", parse_arms),
-    "seeds": ("seeds", positive_int),
+    "seeds": ("seeds", seed_count),
     "agent": ("agent", str),
     "model": (None, str),
     "providers": (None, str),
@@ -303,6 +325,14 @@ def _existing(path: Path, origin: str) -> Path:
     if not path.exists():
         raise ConfigError(f"{origin}: {path} does not exist; give a file or directory the sandboxed agent may read")
     return path
+
+
+def run_caps(settings: Settings) -> dict[str, int | None]:
+    """The run-level budgets set explicitly (anywhere but the defaults): they cap every task's own."""
+    return {
+        "cap_tokens": settings.budget_tokens if "budget_tokens" in settings.origins else None,
+        "cap_wall_ms": settings.budget_wall_ms if "budget_wall_ms" in settings.origins else None,
+    }
 
 
 def load_baseline(path: Path) -> dict[str, float]:

@@ -168,6 +168,7 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
             if task.id in seen:
                 raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
             check_stash(task, stashes_root)
+            check_paths(task)
         except CorpusError as err:
             errors[path] = str(err)
             continue
@@ -186,9 +187,33 @@ def check_stash(task: Task, stashes_root: Path) -> None:
             f"(no {fixture / 'MANIFEST.json'}); fix the name or pass --bench-stashes DIR"
         )
     if task.stash_overlay is not None:
-        overlay = (task.task_dir / task.stash_overlay).resolve()
+        overlay = inside_task(task, task.stash_overlay, "stash_overlay")
         if not overlay.is_dir():
             raise CorpusError(f"{task.yaml_path}: stash_overlay: directory {task.stash_overlay!r} not found")
+
+
+# Paths the harness copies or runs: each must lead to a place inside the task directory, so a
+# task can neither pull another directory into the akm arm's stash or the workspace nor run
+# (and fingerprint) a file it does not contain.
+_TASK_PATHS = (("workspace", "workspace"), ("verify.sh", "verifier"), ("tests", "verifier"),
+               ("solution/solve.sh", "solution"))
+
+
+def inside_task(task: Task, rel: str, what: str) -> Path:
+    """``task_dir / rel`` resolved; a CorpusError naming ``what`` if it leads outside the task."""
+    root = task.task_dir.resolve()
+    path = (task.task_dir / rel).resolve()
+    if Path(rel).is_absolute() or not path.is_relative_to(root):
+        raise CorpusError(f"{task.yaml_path}: {what}: {rel!r} leads outside the task; "
+                          "it must name a path inside the task directory")
+    return path
+
+
+def check_paths(task: Task) -> None:
+    """The workspace, verifier and solution, where present, must stay inside the task."""
+    for rel, what in _TASK_PATHS:
+        if os.path.lexists(task.task_dir / rel):
+            inside_task(task, rel, f"{what} ({rel})")
 
 
 def load_task(path: Path) -> Task:

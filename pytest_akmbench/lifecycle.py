@@ -30,16 +30,63 @@ def default_tmp_root() -> Path:
     return Path(cache) / "bench-cells"
 
 
-def claim_run(tmp_root: Path, run_id: str, *, controller: bool) -> Path:
-    """Create the run dir, hold its liveness lock; the controller also writes bench.pid."""
+def claim_run(tmp_root: Path, run_id: str, *, controller: bool, project: Path | None = None) -> Path:
+    """Create the run dir, hold its liveness lock; the controller also writes bench.pid and
+    ``project`` (the pytest rootdir), so ``kill`` can tell this project's benches from others'."""
     run_dir = tmp_root / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     alive = open(run_dir / ".alive", "ab")  # noqa: SIM115 - held until the process exits
     fcntl.flock(alive, fcntl.LOCK_SH)
     _HOLD.append(alive)
     if controller:
+        if project is not None:
+            (run_dir / "project").write_text(str(project.resolve()))
         (run_dir / "bench.pid").write_text(str(os.getpid()))
+    else:
+        (run_dir / f"worker.{os.getpid()}").touch()  # so the controller can pass an interrupt on
     return run_dir
+
+
+def mark_interrupted(run_dir: Path) -> None:
+    """Tell every process of the run that it was interrupted: no further cell starts."""
+    try:
+        (run_dir / "interrupted").touch()
+    except OSError:
+        pass
+
+
+def is_interrupted(run_dir: Path) -> bool:
+    return (run_dir / "interrupted").exists()
+
+
+def signal_workers(run_dir: Path, sig: int) -> None:
+    """Send ``sig`` to the run's xdist workers: the live children of this process that
+    registered in the run dir (never a recycled pid of someone else)."""
+    me = os.getpid()
+    for entry in run_dir.glob("worker.*"):
+        try:
+            pid = int(entry.suffix[1:])
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (ValueError, OSError):
+            continue
+        if int(stat[stat.rfind(")") + 2 :].split()[1]) == me:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+
+
+def run_project(run_dir: Path) -> Path | None:
+    """The project (pytest rootdir) a run recorded, or None for a run that recorded none."""
+    try:
+        return Path((run_dir / "project").read_text().strip())
+    except OSError:
+        return None
+
+
+def _in_project(run_dir: Path, project: Path) -> bool:
+    recorded = run_project(run_dir)
+    return recorded is not None and (project == recorded or recorded in project.parents)
 
 
 def release_run(run_dir: Path) -> None:
@@ -52,12 +99,16 @@ def release_run(run_dir: Path) -> None:
             pid_file.unlink()
     except OSError:
         pass
+    (run_dir / f"worker.{os.getpid()}").unlink(missing_ok=True)
     for fh in list(_HOLD):
         if Path(fh.name).parent == run_dir:
             fh.close()
             _HOLD.remove(fh)
     # A finished run leaves nothing behind unless a cell dir was kept (--bench-keep-runs).
-    if not is_live(run_dir) and all(p.name in (".alive", "kill-requested") for p in run_dir.iterdir()):
+    if not is_live(run_dir) and all(
+        p.name in (".alive", "kill-requested", "project", "interrupted") or p.name.startswith("worker.")
+        for p in run_dir.iterdir()
+    ):
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -93,10 +144,23 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def kill(tmp_root: Path) -> int:
-    """SIGTERM every live bench, its workers and its cells' processes; SIGKILL on a second call."""
+def kill(tmp_root: Path, *, project: Path | None = None, everything: bool = False) -> int:
+    """SIGTERM the live benches of ``project`` (a directory inside a bench's rootdir), their
+    workers and cells; SIGKILL on a second call. Benches of other projects share the default tmp
+    root: they are named, and stopped only with ``everything``."""
     runs = live_runs(tmp_root)
-    if not runs:
+    if not everything:
+        here = (project or Path.cwd()).resolve()
+        others = [r for r in runs if not _in_project(r, here)]
+        runs = [r for r in runs if _in_project(r, here)]
+        if others:
+            names = ", ".join(f"{r.name} in {run_project(r) or 'an unknown project'}" for r in others)
+            noun = "bench of another project" if len(others) == 1 else "benches of other projects"
+            print(f"left alone: {len(others)} {noun} ({names}); pass --all to stop them too")
+        if not runs:
+            print(f"no bench of this project running ({here})" if others else "no bench running")
+            return 0
+    elif not runs:
         print("no bench running")
         return 0
     for run_dir in runs:

@@ -9,19 +9,54 @@ import pytest
 from .runner import Cell
 
 if TYPE_CHECKING:
-    from .plugin import BenchState
+    from .state import BenchState
 
 CELL_KEY = pytest.StashKey[Cell]()
 SAMPLE_KEY = pytest.StashKey[dict[str, Any]]()
 STORED_KEY = pytest.StashKey[dict[str, Any]]()
 TASK_KEY = pytest.StashKey[Any]()
+CLAIMED_KEY = pytest.StashKey[str]()
+
+
+def guard_marks(config: pytest.Config) -> list[pytest.MarkDecorator]:
+    """Markers that keep other plugins from bending a cell's numbers (see the README).
+
+    pytest-rerunfailures would run a failed trial again and keep the better outcome: a cell
+    whose true pass rate is 0.5 reported 1.0. pytest-timeout's thread method ends the process
+    with os._exit, orphaning the agent; a cell is bounded by its own budgets instead.
+    """
+    marks = []
+    if config.pluginmanager.hasplugin("rerunfailures"):
+        marks.append(pytest.mark.flaky(reruns=0))
+    if config.pluginmanager.hasplugin("timeout"):
+        marks.append(pytest.mark.timeout(0))
+    return marks
+
+
+def guard_notes(config: pytest.Config) -> list[str]:
+    """One header line per plugin option the cells ignore, so nobody thinks it applied."""
+    notes = []
+    if config.pluginmanager.hasplugin("rerunfailures") and (
+        config.getoption("reruns", None) or config.getoption("force_reruns", None)
+    ):
+        notes.append("akmbench: cells are never rerun (a rerun would keep the better outcome of a trial); "
+                     "for more trials use --bench-seeds")
+    if config.pluginmanager.hasplugin("timeout"):
+        try:
+            timeout = config.getoption("timeout", None) or config.getini("timeout")
+        except ValueError:
+            timeout = None
+        if timeout and float(timeout) > 0:
+            notes.append("akmbench: pytest-timeout is off for cells; each is bounded by its own budget "
+                         "(--bench-budget-wall-ms) and the verify timeout")
+    return notes
 
 
 class TaskFile(pytest.File):
     """A task.yaml under the tasks root; its items are the task's cells."""
 
     def collect(self) -> Any:
-        from .plugin import STATE_KEY
+        from .state import STATE_KEY
 
         state: BenchState = self.config.stash[STATE_KEY]
         error = state.errors.get(self.path)
@@ -30,11 +65,14 @@ class TaskFile(pytest.File):
         task = state.selected.get(self.path)
         if task is None:
             return
+        marks = guard_marks(self.config)
         if state.settings.soundness:
-            from .plugin import check_soundness
+            from .cells import check_soundness
 
             item = pytest.Function.from_parent(self, name="soundness", callobj=check_soundness)
             item.stash[TASK_KEY] = task
+            for mark in marks:
+                item.add_marker(mark)
             yield item
             return
         fixtureinfo = None
@@ -51,6 +89,8 @@ class TaskFile(pytest.File):
                     pytest.mark.cell(task=task.id, arm=arm, seed=seed, domain=task.domain, slice=task.slice)
                 )
                 item.extra_keyword_matches.update({task.id, task.domain})
+                for mark in marks:
+                    item.add_marker(mark)
                 yield item
 
 

@@ -58,10 +58,13 @@ from .providers import (
     check_model,
     discover_providers,
     provider_key,
+    resolve_env_refs,
     resolve_model,
+    secret_values,
 )
 from .runner import hide_akm
 from .scripted import ScriptedModel
+from .scrub import Scrubber
 
 OPENCODE_VERSION = "1.18.33"
 PLATFORM_PACKAGE = "opencode-linux-x64"
@@ -187,6 +190,8 @@ class OpencodeAgent:
         self.scripted: ScriptedModel | None = None
         self.scripted_totals: dict[str, dict[str, int]] = {}
         self._secret_env: dict[str, str] = {}
+        self.secrets: list[str] = []  # the harness scrubs these from everything it stores
+        self._scrub = Scrubber()
 
     # ------------------------------------------------------------ session
 
@@ -199,7 +204,10 @@ class OpencodeAgent:
             choice = choose_model(session.model, options)
         self.choice = choice
         self.model = choice.model
-        self._secret_env = check_env_vars(choice, options.get("env") or os.environ)
+        env = options.get("env") or os.environ
+        self._secret_env = check_env_vars(choice, env)
+        self.secrets = secret_values(choice.providers, env)
+        self._scrub = Scrubber(self.secrets)
         self.version = read_version(self.binary)
         if choice.scripted and self.scripted is None:
             self.scripted = ScriptedModel()
@@ -237,9 +245,9 @@ class OpencodeAgent:
                                               request.run_dir, akm_line=request.akm_line)
         else:
             base_url = None
+        config_path = cfg_dir / "opencode.json"
         try:
             config = self._config(model, base_url, request.limits.wall_s)
-            config_path = cfg_dir / "opencode.json"
             fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(config, fh, indent=2)
@@ -247,12 +255,19 @@ class OpencodeAgent:
             env = self._env(request, cfg_dir, config_path, warnings)
             result = self._spawn_and_watch(request, model, env, cfg_dir, warnings)
         finally:
+            if self._secret_env and config_path.exists():
+                # A kept run dir (--bench-keep-runs) must not hold the resolved keys.
+                config_path.write_text(json.dumps(self._config(model, base_url, request.limits.wall_s, resolve=False),
+                                                  indent=2), encoding="utf-8")
+            stderr_log = cfg_dir / "stderr.log"
+            if self._scrub and stderr_log.exists():
+                stderr_log.write_bytes(self._scrub.bytes(stderr_log.read_bytes()))
             if self.scripted is not None and base_url is not None:
                 self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
                 self.scripted.unregister(token)
         return result
 
-    def _config(self, model: str, base_url: str | None, wall_s: float) -> dict[str, Any]:
+    def _config(self, model: str, base_url: str | None, wall_s: float, *, resolve: bool = True) -> dict[str, Any]:
         assert self.choice is not None
         config: dict[str, Any] = {
             "$schema": SCHEMA_URL,
@@ -278,7 +293,10 @@ class OpencodeAgent:
                 }
             }
         elif self.choice.provider_entry is not None:
-            config["provider"] = {self.choice.provider_key: json.loads(json.dumps(self.choice.provider_entry))}
+            # Resolved here, into the 0600 config, rather than passed as environment variables:
+            # every tool command the agent runs inherits opencode's environment.
+            entry = resolve_env_refs(self.choice.provider_entry, self._secret_env if resolve else {})
+            config["provider"] = {self.choice.provider_key: entry}
         return config
 
     def _env(self, request: AgentRequest, cfg_dir: Path, config_path: Path, warnings: list[str]) -> dict[str, str]:
@@ -306,7 +324,6 @@ class OpencodeAgent:
         if request.arm != "akm":
             entries = hide_akm(entries, bin_dir, request.run_dir, request.arm, warnings)
         env["PATH"] = os.pathsep.join([str(bin_dir), *entries])
-        env.update(self._secret_env)
         return env
 
     def _spawn_and_watch(
@@ -335,7 +352,7 @@ class OpencodeAgent:
             assert proc.stdout is not None
             try:
                 for line in iter(proc.stdout.readline, b""):
-                    stream.feed(line)
+                    stream.feed(self._scrub.bytes(line))
                     lines.put(True)
             except (OSError, ValueError):
                 pass
@@ -389,7 +406,7 @@ class OpencodeAgent:
         warnings.extend(stream.warnings)
         for rejection in stream.permission_rejections:
             warnings.append(f"permission auto-rejected: {rejection}")
-        stderr_text = _tail(stderr_path)
+        stderr_text = self._scrub.text(_tail(stderr_path))
         if "auto-rejecting" in stderr_text and not stream.permission_rejections:
             warnings.append("permission auto-rejected (see opencode stderr)")
         if stream.bad_lines:

@@ -9,26 +9,31 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from . import akm, gates, hooks, lifecycle, procs, sandbox
+from . import akm, gates, hooks, lifecycle, preflight, procs, sandbox
 from .agents import Agent, OracleAgent, SessionInfo, builtin_agents
-from .config import ARMS, Settings, clamp_parallel, load_baseline, load_run_config, resolve
-from .corpus import Corpus, Task, find_task_files, load_lenient, select_with_override
-from .errors import BenchError, ConfigError, CorpusError
-from .nodes import CELL_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY, TaskFile
-from .resume import StoredSamples
-from .runner import Cell, RunContext, cell_fingerprint, run_cell
-from .store import SampleStore, fingerprint_hash
+from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
+    InterruptHooks,
+    bench_procs,
+    bench_sample,
+    pytest_report_teststatus,
+    pytest_runtest_makereport,
+)
+from .config import ARMS, Settings, check_matrix, clamp_parallel, load_baseline, load_run_config, resolve
+from .corpus import find_task_files, load_lenient, select_with_override
+from .errors import BenchError, ConfigError, CorpusError, StoreError
+from .interrupts import Interrupts
+from .nodes import CELL_KEY, STORED_KEY, TaskFile, guard_notes
+from .scrub import Scrubber
 from .selection import deselect_by_keyword
 from .session import BenchSession
-from .validate import behaviour_problems, search_problems
+from .state import STATE_KEY, BenchState
+from .xdist_hooks import XdistHooks
 
 # (setting name, metavar, help); each becomes --bench-NAME and ini key bench_NAME.
 _OPTIONS: list[tuple[str, str, str]] = [
@@ -41,8 +46,10 @@ _OPTIONS: list[tuple[str, str, str]] = [
     ("agent", "NAME", "Agent adapter: opencode (default), oracle, nop or one a plugin registers"),
     ("model", "MODEL", "Model as provider/model, e.g. scripted/oracle"),
     ("providers", "FILE", "Providers file for opencode"),
-    ("budget-tokens", "N", "Token budget per cell where the task declares none (default: 30000)"),
-    ("budget-wall-ms", "MS", "Wall-clock budget per cell where the task declares none (default: 120000)"),
+    ("budget-tokens", "N", "Token budget per cell: caps every task's own; used where a task declares none "
+                           "(default: 30000)"),
+    ("budget-wall-ms", "MS", "Wall-clock budget per cell: caps every task's own; used where a task declares "
+                             "none (default: 120000)"),
     ("budget-turns", "N", "Model turns allowed per cell (default: unlimited)"),
     ("verify-timeout", "SECONDS", "Timeout of one verifier run (default: 120)"),
     ("floor", "N", "Valid samples a cell needs to count as covered in the report (default: 3)"),
@@ -62,65 +69,6 @@ _FLAGS = [
     ("soundness", "Check the corpus instead of running an agent: one item per task proving that the "
                   "untouched workspace fails, the solution passes and the verifier repeats itself"),
 ]
-
-STATE_KEY = pytest.StashKey["BenchState"]()
-
-
-@dataclass
-class BenchState:
-    """Everything resolved for this run, shared by every hook in this process."""
-
-    settings: Settings
-    corpus: Corpus
-    tasks: list[Task]
-    slice: str
-    selected: dict[Path, Task]
-    errors: dict[Path, str]
-    task_dirs: set[Path]
-    explicit: bool
-    run_id: str = ""
-    agent: Agent = field(default=None)  # type: ignore[assignment]
-    model: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    started: bool = False
-    baseline: dict[str, float] | None = None
-    akm: akm.AkmInfo | None = None
-    previous_signals: dict[int, Any] = field(default_factory=dict)
-    _stored: StoredSamples | None = None
-    _context: RunContext | None = None
-
-    @property
-    def report_dir(self) -> Path:
-        return self.settings.report or self.settings.rootdir / ".akmbench" / "report"
-
-    @property
-    def store_dir(self) -> Path:
-        return self.settings.store or self.settings.rootdir / ".akmbench" / "store"
-
-    def stored(self) -> StoredSamples:
-        """The store's samples, read once per process (empty with --bench-fresh)."""
-        if self._stored is None:
-            self._stored = StoredSamples([]) if self.settings.fresh else StoredSamples.load(self.store_dir)
-        return self._stored
-
-    def fingerprint_hash(self, cell: Cell) -> str:
-        return fingerprint_hash(cell_fingerprint(cell, self.context()))
-
-    @property
-    def tmp_root(self) -> Path:
-        return self.settings.tmp or lifecycle.default_tmp_root()
-
-    def context(self) -> RunContext:
-        if self._context is None:
-            s = self.settings
-            self._context = RunContext(
-                run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
-                model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
-                budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, keep_runs=s.keep_runs,
-                akm=self.akm, transcripts_dir=self.store_dir, sandbox=s.sandbox, sandbox_ro=s.sandbox_ro,
-            )
-        return self._context
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("akmbench", "agent benchmark cells (pytest-akmbench)")
@@ -218,6 +166,7 @@ def _load(settings: Settings, explicit: bool) -> BenchState:
     chosen, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
     if not chosen and not errors:
         raise CorpusError(f"{settings.tasks_root}: the selection matched no task")
+    check_matrix(len(chosen), len(settings.arms), settings.seeds)
     return BenchState(
         settings=settings, corpus=corpus, tasks=chosen, slice=slice_label,
         selected={t.yaml_path: t for t in chosen}, errors=errors,
@@ -238,8 +187,32 @@ def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
                 # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
                 config.args = [str(state.settings.tasks_root)]
             if not hasattr(config, "workerinput"):
+                _refuse_conflicts(config, state)
                 _apply_parallel(config, state)
     return (yield)
+
+
+def _refuse_conflicts(config: pytest.Config, state: BenchState) -> None:
+    if state.settings.fresh and config.getoption("lf", None):
+        raise pytest.UsageError(
+            "--bench-fresh with --lf re-runs only the failed trials, and the newer samples would replace "
+            "them: pass rates biased upwards; drop --lf, or sample more with --bench-seeds"
+        )
+
+
+def _preflight(config: pytest.Config, state: BenchState, *, outputs: bool) -> None:
+    """Every place the run writes to takes writes, before any cell spends a token: the tmp
+    root first, the store, report dir and step summary once the agent has started (a bad
+    providers file is then reported without a store left behind)."""
+    try:
+        if not outputs:
+            preflight.writable_dir(state.tmp_root, "--bench-tmp", probe=preflight.TMP_PROBE)
+        elif not (config.option.collectonly or state.settings.soundness):
+            preflight.store(state.store_dir)
+            preflight.writable_dir(state.report_dir, "--bench-report", probe=preflight.REPORT_PROBE)
+            preflight.step_summary(os.environ)
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
 
 
 def _apply_parallel(config: pytest.Config, state: BenchState) -> None:
@@ -270,8 +243,18 @@ def pytest_configure(config: pytest.Config) -> None:
     state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
     state.model = state.settings.model
     procs.become_subreaper()
-    state.previous_signals = _install_signals(state.run_id)
-    lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None)
+    if workerinput is None:
+        _preflight(config, state, outputs=False)
+    try:
+        lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
+    except OSError as err:
+        raise pytest.UsageError(f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); "
+                                "fix it or pass --bench-tmp DIR") from None
+    state.interrupts = Interrupts(state.run_id, state.run_dir, controller=workerinput is None)
+    state.interrupts.install()
+    config.pluginmanager.register(InterruptHooks(state.interrupts), "akmbench-interrupts")
+    if workerinput is not None:
+        procs.die_with_parent()
     try:
         mode, fallback = sandbox.choose(state.settings.sandbox)
         state.settings = dataclasses.replace(state.settings, sandbox=mode)
@@ -290,13 +273,17 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(err)) from None
     if state.akm is not None and state.akm.warning and workerinput is None:
         state.warnings.append(state.akm.warning)
+    if workerinput is None:
+        _preflight(config, state, outputs=True)
+    # What no stored or reported text may hold: the values behind the providers file's {env:VAR}.
+    state.scrub = Scrubber(getattr(state.agent, "secrets", None) or ())
     # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
     if workerinput is None:
-        config.pluginmanager.register(BenchSession(state), "akmbench-session")
+        config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(_XdistHooks(state), "akmbench-xdist")
+            config.pluginmanager.register(XdistHooks(state), "akmbench-xdist")
 
 
 def _find_akm(state: BenchState) -> akm.AkmInfo | None:
@@ -322,59 +309,21 @@ def _find_agent(config: pytest.Config, name: str) -> Agent:
     return found[name]
 
 
-def _install_signals(run_id: str) -> dict[int, Any]:
-    """SIGTERM behaves like Ctrl-C (so finalizers kill the cells); a second one of either
-    force-exits at once, after SIGKILL to every process of this run."""
-    hits: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        hits.append(signum)
-        if len(hits) > 1:
-            procs.signal_marked(run_id + "/", signal.SIGKILL)
-            os._exit(128 + signum)
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread (e.g. an embedding runner)
-            pass
-    return previous
-
-
-class _XdistHooks:
-    """Hooks that exist only with pytest-xdist: hand the run id to every worker."""
-
-    def __init__(self, state: BenchState) -> None:
-        self.state = state
-
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["akmbench_run_id"] = self.state.run_id
-
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        # Under xdist the controller collects nothing; the workers' item ids say which
-        # cells were selected, so the report can tell a finished run from an interrupted one.
-        session = node.config.pluginmanager.get_plugin("akmbench-session")
-        if session is not None:
-            session.add_node_ids(ids)
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.run_id:
         return
     if state.started:
         state.agent.stop()
-    for sig, previous in state.previous_signals.items():
-        signal.signal(sig, previous)
+    if state.interrupts is not None:
+        state.interrupts.restore()
     if not hasattr(config, "workerinput"):
         # A crashed worker's cells leave marked processes behind: nothing of this run survives
         # it. Only the controller may do this, once every worker is gone: a worker finishing
         # early would otherwise kill the cells its siblings are still running.
         procs.sweep(state.run_id + "/", orphans=False)
     lifecycle.release_run(state.tmp_root / state.run_id)
-    for name in ("akmbench-session", "akmbench-xdist"):
+    for name in ("akmbench-session", "akmbench-xdist", "akmbench-interrupts"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -390,6 +339,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
         + (f", model {state.model}" if state.model else "") + f", sandbox {s.sandbox}, run {state.run_id}",
         *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
+        *guard_notes(config),
     ]
 
 
@@ -425,7 +375,10 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None and not session.config.option.collectonly:
         # Resume: a trial the store already holds under this fingerprint is not run again.
-        stored = state.stored()
+        try:
+            stored = state.stored()
+        except StoreError as err:
+            raise pytest.UsageError(str(err)) from None
         for item in session.items:
             if CELL_KEY in item.stash:
                 cell = item.stash[CELL_KEY]
@@ -433,34 +386,6 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
                 if record is not None:
                     item.stash[STORED_KEY] = record
     return result
-
-
-@pytest.fixture
-def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
-    """The processes of this cell. Its finalizer kills every one of them and their orphans."""
-    state: BenchState = request.config.stash[STATE_KEY]
-    tracker = procs.ProcessTracker(f"{state.run_id}/{request.node.nodeid}")
-    request.addfinalizer(tracker.kill_all)
-    return tracker
-
-
-@pytest.fixture
-def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> dict[str, Any]:
-    """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
-    state: BenchState = request.config.stash[STATE_KEY]
-    cell: Cell = request.node.stash[CELL_KEY]
-    stored = request.node.stash.get(STORED_KEY, None)
-    if stored is not None:
-        sample = {**stored, "from_store": True}
-    else:
-        sample = run_cell(cell, state.context(), bench_procs)
-        # Appended by the process that ran the cell, the moment it ends: a crash later
-        # in the session cannot lose it.
-        SampleStore(state.store_dir).append(sample)
-    request.node.stash[SAMPLE_KEY] = sample
-    if sample["outcome"] == "harness_error":
-        pytest.fail(f"harness_error: {sample['reason']}", pytrace=False)
-    return sample
 
 
 def _agent_options(state: BenchState) -> dict[str, Any]:
@@ -478,33 +403,3 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
     }
 
 
-def check_soundness(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> None:
-    """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself,
-    and, when an akm is given, the task's keywords find its gold asset."""
-    state: BenchState = request.config.stash[STATE_KEY]
-    task = request.node.stash[TASK_KEY]
-    work_root = state.tmp_root / state.run_id
-    problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
-    if state.akm is not None:
-        problems += search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
-    if problems:
-        pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
-    report = yield
-    if STORED_KEY in item.stash:
-        report.akmbench_from_store = True
-    if call.when == "teardown" and SAMPLE_KEY in item.stash:
-        report.akmbench_sample = item.stash[SAMPLE_KEY]
-    return report
-
-
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
-    if getattr(report, "akmbench_from_store", False) and report.when == "call":
-        if report.passed:
-            return "passed", "p", ("PASSED (from store)", {"green": True})
-        if report.failed:
-            return "failed", "f", ("FAILED (from store)", {"red": True})
-    return None

@@ -35,6 +35,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 
 _SUBREAPER: list[int] = []  # pids of processes made subreaper (fork-safe: compared to getpid)
+_PR_SET_PDEATHSIG = 1
 
 
 def become_subreaper() -> bool:
@@ -46,6 +47,24 @@ def become_subreaper() -> bool:
         return False
     if ok:
         _SUBREAPER.append(os.getpid())
+    return ok
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> bool:
+    """Have the kernel send ``sig`` to this process when its parent dies.
+
+    An xdist worker asks for it: if the controller is killed outright (SIGKILL, OOM), the
+    worker is interrupted like on Ctrl-C and its cell's processes die with the cell, instead
+    of running on with nobody left to reap them.
+    """
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+    if ok and os.getppid() != parent:  # the parent died before the request took effect
+        os.kill(os.getpid(), sig)
     return ok
 
 
@@ -252,6 +271,15 @@ def sweep(
         time.sleep(0.05)
         _reap_orphan_zombies(protected, my_sid)
     return killed
+
+
+def reap_orphans() -> int:
+    """Kill every process re-parented onto us from another session (and its group), now.
+
+    The controller of an xdist run calls it when a worker crashes: the worker's cell processes
+    become its orphans, and nothing else of ours lives in another session.
+    """
+    return sweep("", orphans=True, since=1 << 62)
 
 
 def signal_marked(marker_prefix: str, sig: int) -> int:

@@ -39,7 +39,11 @@ CLOUD_PREFIXES = (
 SCRIPTED_PREFIX = "scripted"
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _ENV_REF_WHOLE = re.compile(r"^\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
-_SK = re.compile(r"sk-[A-Za-z0-9_-]{20,}")
+# Any sk-... token not glued to a preceding word (so "risk-free" or "task-name" pass): keys of
+# every length, test keys included, look like this.
+_SK = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]")
+# Header names that carry a credential; their values must come from {env:VAR}.
+_CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password", re.IGNORECASE)
 _FIX_HINT = "pass --bench-providers FILE, set BENCH_OPENCODE_CONFIG, or add providers to the run config"
 
 
@@ -158,6 +162,8 @@ def _scan_credentials(node: Any, path: str, source: str) -> None:
             if key == "apiKey" and value is not None and not isinstance(value, str):
                 raise ConfigError(f"{source}: {sub}: must be an env-ref string like {{env:MY_API_KEY}}")
             _scan_credentials(value, sub, source)
+            if key == "headers" and isinstance(value, dict):
+                _scan_headers(value, sub, source)
     elif isinstance(node, list):
         for i, value in enumerate(node):
             _scan_credentials(value, f"{path}[{i}]", source)
@@ -166,6 +172,17 @@ def _scan_credentials(node: Any, path: str, source: str) -> None:
             f"{source}: {path}: credential heuristic triggered (looks like an sk- API key); "
             f"reference it as {{env:NAME}} and export NAME instead"
         )
+
+
+def _scan_headers(headers: dict[str, Any], path: str, source: str) -> None:
+    for name, value in headers.items():
+        if isinstance(name, str) and _CREDENTIAL_HEADER.search(name) and not (
+            isinstance(value, str) and _ENV_REF.search(value)
+        ):
+            raise ConfigError(
+                f"{source}: {path}.{name}: a credential header must take its secret from an env-ref "
+                f"(e.g. \"Bearer {{env:MY_API_KEY}}\"), not a literal value"
+            )
 
 
 def _collect_env_refs(node: Any) -> set[str]:
@@ -310,6 +327,29 @@ def check_env_vars(choice: ModelChoice, env: Mapping[str, str]) -> dict[str, str
             f"export it before running"
         )
     return {v: env[v] for v in sorted(choice.env_vars)}
+
+
+def resolve_env_refs(node: Any, values: Mapping[str, str]) -> Any:
+    """A copy of ``node`` with every ``{env:VAR}`` of ``values`` replaced by its value.
+
+    The adapter writes the resolved provider entry into the cell's private (0600) opencode
+    config, so the variables themselves need not be in the agent's environment, where every
+    tool command (an agent running ``env``) would see them.
+    """
+    if isinstance(node, str):
+        return _ENV_REF.sub(lambda m: values.get(m.group(1), m.group(0)), node)
+    if isinstance(node, dict):
+        return {resolve_env_refs(k, values): resolve_env_refs(v, values) for k, v in node.items()}
+    if isinstance(node, list):
+        return [resolve_env_refs(v, values) for v in node]
+    return node
+
+
+def secret_values(providers: ProvidersFile | None, env: Mapping[str, str]) -> list[str]:
+    """The values of every variable the providers file references: what no stored text may hold."""
+    if providers is None:
+        return []
+    return sorted({env[name] for name in providers.env_refs if env.get(name)})
 
 
 def describe(choice: ModelChoice) -> dict[str, Any]:

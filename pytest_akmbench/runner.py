@@ -79,6 +79,9 @@ class RunContext:
     keep_runs: bool = False
     sandbox: str = "none"  # the mode actually used: "bwrap" or "none" (see sandbox.choose)
     sandbox_ro: tuple[Path, ...] = ()
+    # Run-level budgets given explicitly (command line, run config or ini): they cap the task's own.
+    cap_tokens: int | None = None
+    cap_wall_ms: int | None = None
     _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
 
     def content_hash(self, path: Path, fn: Any) -> str:
@@ -89,9 +92,11 @@ class RunContext:
 
 
 def limits_for(task: Task, ctx: RunContext) -> Limits:
-    """The task's own budget where it declares one, else the run-level default."""
-    wall_ms = task.budget.wall_ms or ctx.budget_wall_ms
-    return Limits(wall_s=wall_ms / 1000, tokens=task.budget.tokens or ctx.budget_tokens, turns=ctx.budget_turns)
+    """The task's own budget where it declares one, else the run-level default; an explicit
+    run-level budget caps both (the smaller wins), so a run can be made stricter than its tasks."""
+    wall_ms = min(task.budget.wall_ms or ctx.budget_wall_ms, ctx.cap_wall_ms or 1 << 62)
+    tokens = min(task.budget.tokens or ctx.budget_tokens, ctx.cap_tokens or 1 << 62)
+    return Limits(wall_s=wall_ms / 1000, tokens=tokens, turns=ctx.budget_turns)
 
 
 def tree_hash(path: Path) -> str:

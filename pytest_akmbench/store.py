@@ -22,6 +22,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -137,6 +138,14 @@ def _safe_name(text: str) -> str:
     return safe
 
 
+@dataclass
+class Cursor:
+    """How far :meth:`SampleStore.iter_records` has read: always the end of a complete line."""
+
+    offset: int = 0
+    lines: int = 0
+
+
 class SampleStore:
     """The append-only JSONL sample store of one results directory.
 
@@ -172,7 +181,7 @@ class SampleStore:
         # Serialise before taking the lock: a bad record must fail without touching the file.
         payload = (json.dumps(record, separators=(",", ":"), sort_keys=False, ensure_ascii=False) + "\n").encode()
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             fd = -1
             try:
@@ -221,7 +230,7 @@ class SampleStore:
         finally:
             os.close(lock_fd)  # closing releases the lock
 
-    def iter_records(self, warnings: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    def iter_records(self, warnings: list[str] | None = None, cursor: Cursor | None = None) -> Iterator[dict[str, Any]]:
         """Yield the stored records in append order, streaming the file in line batches.
 
         Blank lines are ignored; a line that is not UTF-8 JSON or not an object is skipped
@@ -229,6 +238,11 @@ class SampleStore:
         record (torn or corrupt line)"``. A missing store yields nothing; StoreError only
         if the file exists but cannot be read. Treat records as read-only: equal
         ``fingerprint`` dicts and short top-level strings are shared between them.
+
+        With a ``cursor`` the read starts where the cursor stands and advances it past every
+        complete line read, so the next call yields only what was appended since (the store
+        is append-only). An unterminated last line is read (and warned about) again next
+        time: a writer killed mid-record leaves one, and the next writer terminates it.
         """
         try:
             f = open(self.path, "rb")
@@ -239,15 +253,23 @@ class SampleStore:
         shared: dict[Any, Any] = {}
         with f:
             try:
-                remaining = self._snapshot_size(f.fileno())
+                start = cursor.offset if cursor is not None else 0
+                remaining = self._snapshot_size(f.fileno()) - start
+                if start:
+                    f.seek(start)
                 linenos: list[int] = []
                 lines: list[bytes] = []
-                for lineno, line in enumerate(f, start=1):
+                for lineno, line in enumerate(f, start=1 + (cursor.lines if cursor is not None else 0)):
                     if remaining <= 0:
                         break  # appended after the snapshot: the next read will see it
                     if len(line) > remaining:
                         line = line[:remaining]
                     remaining -= len(line)
+                    if cursor is not None and line.endswith(b"\n"):
+                        # An unterminated tail (a writer killed mid-record) is read, but the
+                        # cursor stays before it: the next writer terminates it.
+                        cursor.offset += len(line)
+                        cursor.lines += 1
                     if not line.strip():
                         continue
                     linenos.append(lineno)
@@ -322,7 +344,9 @@ class SampleStore:
 
         Absolute paths and ``..`` raise :class:`StoreError` (records are data, not trusted
         paths). Parents are created only with ``mkdir=True``: the transcript writer passes
-        it, readers do not.
+        it, readers do not. Then the directories are made private (0700) and the file is
+        created empty and private (0600), so a transcript is never world-readable, whoever
+        writes it.
         """
         parts = PurePosixPath(rel).parts
         if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
@@ -330,7 +354,10 @@ class SampleStore:
         path = self.directory.joinpath(*parts)
         if mkdir:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                for parent in list(reversed(path.relative_to(self.directory).parents))[1:]:
+                    (self.directory / parent).mkdir(mode=0o700, exist_ok=True)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
             except OSError as exc:
-                raise StoreError(f"{path.parent}: cannot create transcript directory ({exc.strerror or exc})") from exc
+                raise StoreError(f"{path.parent}: cannot create transcript ({exc.strerror or exc})") from exc
         return path

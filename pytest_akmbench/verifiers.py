@@ -8,8 +8,8 @@ other: only our own checks decide that the runtime is missing.
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -51,7 +51,7 @@ def verify(
     copy of the task's tests, so nothing the agent did can reach or alter them.
     """
     if task.verifier == "regex":
-        return _regex(task, final_text)
+        return _regex(task, final_text, scratch, env, procs, timeout_s)
     if task.verifier == "script":
         return _script(task, workspace, env, procs, timeout_s)
     if task.verifier == "pytest":
@@ -59,11 +59,34 @@ def verify(
     return Verdict(False, None, "", error=f"unknown verifier kind {task.verifier!r}")
 
 
-def _regex(task: Task, final_text: str) -> Verdict:
+# The match runs in a child process: Python's re cannot be interrupted, and a pattern that
+# backtracks catastrophically ((a+)+$ over a long run of a's) would otherwise hold the cell, and
+# its wall budget, forever. Exit 0: match, 1: no match.
+_REGEX_CHILD = """
+import json, re, sys
+with open(sys.argv[1], encoding="utf-8") as fh:
+    pattern, text = json.load(fh)
+sys.exit(0 if re.search(pattern, text) else 1)
+"""
+
+
+def _regex(
+    task: Task, final_text: str, scratch: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float
+) -> Verdict:
     pattern = task.expected_match or ""
-    if re.search(pattern, final_text):
+    scratch.mkdir(parents=True, exist_ok=True)
+    payload = scratch / "regex.json"
+    payload.write_text(json.dumps([pattern, final_text]), encoding="utf-8")
+    argv = [sys.executable, "-I", "-S", "-c", _REGEX_CHILD, str(payload)]
+    verdict = _run(procs, argv, scratch, {"PATH": env.get("PATH", os.defpath)}, timeout_s)
+    if verdict.timed_out or verdict.error:
+        return verdict
+    if verdict.exit_code == 0:
         return Verdict(True, 0, f"regex match: {pattern}")
-    return Verdict(False, 1, f"regex did not match: {pattern}")
+    if verdict.exit_code == 1:
+        return Verdict(False, 1, f"regex did not match: {pattern}")
+    return Verdict(False, None, verdict.output, error=f"regex verifier crashed (exit {verdict.exit_code}): "
+                   f"{verdict.output.strip()[-300:]}")
 
 
 def _script(task: Task, workspace: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float) -> Verdict:

@@ -8,7 +8,8 @@ import pytest
 CORE = [
     "agents", "cli", "compare", "config", "corpus", "doctor", "errors", "events", "gates", "lifecycle",
     "lift", "metrics", "opencode", "procs", "prompts", "providers", "report", "resume", "runner", "scripted",
-    "significance", "stats", "store", "summary", "trajectory", "validate", "verifiers",
+    "significance", "stats", "store", "summary", "trajectory", "validate", "verifiers", "claims", "integrity",
+    "interrupts", "preflight", "scrub", "akm", "shell", "sandbox", "snoop",
 ]
 
 

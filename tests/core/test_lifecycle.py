@@ -73,13 +73,57 @@ class TestKill:
         proc = subprocess.Popen([sys.executable, "-c", stubborn, str(tmp_path), "run1"], stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         try:
-            lifecycle.kill(tmp_path)
+            lifecycle.kill(tmp_path, everything=True)
             time.sleep(0.5)
             assert proc.poll() is None
             assert "sent SIGTERM" in capsys.readouterr().out
-            lifecycle.kill(tmp_path)
+            lifecycle.kill(tmp_path, everything=True)
             assert proc.wait(timeout=10) == -9
             assert "sent SIGKILL" in capsys.readouterr().out
         finally:
             proc.kill()
             proc.wait()
+
+
+PROJECT_HOLDER = """
+import sys, time
+from pathlib import Path
+from pytest_akmbench import lifecycle
+lifecycle.claim_run(Path(sys.argv[1]), sys.argv[2], controller=True, project=Path(sys.argv[3]))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+class TestKillOnlyThisProject:
+    """Item 14: the tmp root is shared by every project of a user; kill stops only the current one's."""
+
+    def hold(self, tmp_path: Path, run: str, project: Path) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([sys.executable, "-c", PROJECT_HOLDER, str(tmp_path / "cells"), run, str(project)],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        return proc
+
+    def test_other_projects_are_left_alone(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """From inside project a, kill stops a's bench, names b's and leaves it running; --all stops both."""
+        a, b = tmp_path / "a", tmp_path / "b"
+        (a / "sub").mkdir(parents=True)
+        b.mkdir()
+        mine, theirs = self.hold(tmp_path, "run-a", a), self.hold(tmp_path, "run-b", b)
+        try:
+            assert lifecycle.kill(tmp_path / "cells", project=a / "sub") == 0
+            assert mine.wait(timeout=10) == -15
+            time.sleep(0.3)
+            assert theirs.poll() is None
+            out = capsys.readouterr().out
+            assert "sent SIGTERM to bench run run-a" in out
+            assert f"left alone: 1 bench of another project (run-b in {b})" in out and "--all" in out
+            assert lifecycle.kill(tmp_path / "cells", project=a) == 0
+            assert "no bench of this project running" in capsys.readouterr().out
+            assert theirs.poll() is None
+            assert lifecycle.kill(tmp_path / "cells", project=a, everything=True) == 0
+            assert theirs.wait(timeout=10) == -15
+        finally:
+            for proc in (mine, theirs):
+                proc.kill()
+                proc.wait()

@@ -79,7 +79,9 @@ def test_config_and_env(tmp_path, monkeypatch):
     run_dir = tmp_path / "cell"
     (run_dir / "workspace").mkdir(parents=True)
     config = agent._config("local/m", None, 5)
-    assert config["provider"]["local"]["options"]["apiKey"] == "{env:LOCAL_KEY}"
+    # The key goes into the private config file, not into the environment every tool command sees.
+    assert config["provider"]["local"]["options"]["apiKey"] == "value"
+    assert agent._config("local/m", None, 5, resolve=False)["provider"]["local"]["options"]["apiKey"] == "{env:LOCAL_KEY}"
     assert config["snapshot"] is False and config["share"] == "disabled" and config["$schema"]
     scripted = OpencodeAgent()
     scripted.choice = choose_model("scripted/hang", {})
@@ -100,7 +102,7 @@ def test_config_and_env(tmp_path, monkeypatch):
     assert not any(k.startswith("AKM_") for k in env)
     assert "OPENCODE_CONFIG_CONTENT" not in env and env["OPENCODE_CONFIG"] == str(cfg_dir / "opencode.json")
     assert env["OPENCODE_DISABLE_PROJECT_CONFIG"] == "1" and env["npm_config_registry"] == "http://127.0.0.1:9/"
-    assert env["LOCAL_KEY"] == "value" and env["UNRELATED"] == "kept"
+    assert "LOCAL_KEY" not in env and env["UNRELATED"] == "kept"
     assert env["PATH"].split(os.pathsep)[0] == str(cfg_dir / "bin")
     assert sorted(os.listdir(cfg_dir / "bin")) == ["rg"]
     assert env["XDG_CACHE_HOME"] == str(run_dir / "home" / ".cache")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -245,12 +246,22 @@ def test_no_process_of_the_cell_survives_kill_all(tmp_path, procs, agent_for):
         f"sleep 600.{tag}6\n"  # the tool call itself never ends: the wall budget has to fire
     )
     task = make_task(tmp_path, solve)
-    request = make_request(tmp_path, task, "noakm", procs, wall_s=14)
-    result = agent_for("oracle").run(request)
-    assert result.budget == "wall", result
+    # No wall budget to race: under load opencode may take longer to start than any short budget
+    # allows. The agent runs in a thread; kill_all (what a cell's end, a budget or Ctrl-C calls)
+    # comes once the last tool command is running, i.e. every background process was started.
+    request = make_request(tmp_path, task, "noakm", procs, wall_s=600)
+    results: list[object] = []
+    runner = threading.Thread(target=lambda: results.append(agent_for("oracle").run(request)), daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 180
+    while not any(f"sleep 600.{tag}6" in p for p in alive_with(f"600.{tag}")):
+        assert runner.is_alive(), f"the agent ended before its last command ran: {results}"
+        assert time.monotonic() < deadline, "the tool commands never started"
+        time.sleep(0.2)
     before = alive_with(f"600.{tag}")
-    assert before, "the background sleeps should still be running before kill_all"
     procs.kill_all()
+    runner.join(timeout=60)
+    assert not runner.is_alive(), "the agent did not return once its processes were killed"
     deadline = time.monotonic() + 3
     while alive_with(f"600.{tag}") and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -133,7 +133,7 @@ class TestInterrupts:
                      "--bench-tasks", "tidectl/drain-cell", "--bench-budget-wall-ms", "600000")
         wait_for_agents(project / "cells", 1)
         killer = subprocess.run([sys.executable, "-m", "pytest_akmbench", "kill", "--tmp", str(project / "cells")],
-                                capture_output=True, text=True, timeout=30)
+                                capture_output=True, text=True, timeout=30, cwd=project)
         assert killer.returncode == 0 and "sent SIGTERM" in killer.stdout
         out, _ = proc.communicate(timeout=60)
         assert processes_under(project / "cells") == [], out

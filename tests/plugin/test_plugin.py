@@ -31,11 +31,14 @@ def collected(result: pytest.RunResult) -> list[str]:
 class TestInert:
     """Without a corpus or a --bench option the plugin does nothing."""
 
-    def test_plain_project(self, pytester: pytest.Pytester) -> None:
+    def test_plain_project(self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
         """A normal test suite runs as if the plugin were not installed."""
         pytester.makepyfile("def test_one():\n    assert True\n")
-        # Other plugins of this environment may warn on their own (pytest-benchmark under xdist).
-        result = pytester.runpytest("-W", "error", "-p", "no:benchmark")
+        # This plugin alone, in a fresh process: other plugins of the environment may warn on
+        # their own (pytest-benchmark under xdist), and an xdist worker running this test has
+        # state of its own (environment, imported modules) an in-process run would inherit.
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        result = pytester.runpytest_subprocess("-W", "error", "-p", "pytest_akmbench.plugin")
         result.assert_outcomes(passed=1)
         assert "akmbench:" not in result.stdout.str() and "-- akmbench --" not in result.stdout.str()
         assert not (pytester.path / ".akmbench").exists()
