@@ -57,7 +57,7 @@ def script(task: Task, run_dir: Path | None, *, cwd: Path, home: Path) -> str:
         f"find {q(str(stashes))} -type f 2>/dev/null | sort | try_read stash",
         f"for d in {q(str(me.parent))}/cell-*; do [ \"$d\" = {q(str(me))} ] || find \"$d\" -type f 2>/dev/null; "
         "done | sort | try_read other_cell",
-        f"find {q(str(cwd / '.akmbench' / 'store'))} -type f 2>/dev/null | sort | try_read store",
+        f"find {q(str(cwd / '.akmbench' / 'store'))} -name samples.jsonl 2>/dev/null | try_read store",
         f"find {q(str(home))} -maxdepth 1 -type f 2>/dev/null | sort | try_read home",
         f"for p in /proc/[0-9]*; do printf '%s\\n' \"$p/root\"{q(str(solution))}; done | try_read proc",
     ]

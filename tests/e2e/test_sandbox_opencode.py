@@ -28,10 +28,10 @@ from pytest_akmbench.opencode import OpencodeAgent, locate_opencode
 from pytest_akmbench.procs import MARKER, ProcessTracker, become_subreaper
 from pytest_akmbench.prompts import build_prompt
 from pytest_akmbench.scripted import usage_for_turn
+from tests.support import real_akm
 from tests.support.bwrap import require_bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
-AKM = ROOT / "tests" / "support" / "akm"
 
 try:
     OPENCODE = locate_opencode({"rootdir": ROOT})
@@ -183,7 +183,7 @@ def test_snoop_reads_nothing_sandboxed_and_everything_without(tmp_path: Path) ->
     (home / "secret.txt").write_text("the user's own file\n")
     (tmp_path / "pytest.ini").write_text(
         "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
-        f"bench_tmp = {tmp_path / 'cells'}\nbench_opencode = {OPENCODE}\nbench_akm = {AKM}\n")
+        f"bench_tmp = {tmp_path / 'cells'}\nbench_opencode = {OPENCODE}\nbench_akm = {real_akm.get().path}\n")
     task_dir = tmp_path / "corpus" / "tasks" / "tidectl" / "drain-cell"
     solution_sha = hashlib.sha256((task_dir / "solution" / "solve.sh").read_bytes()[:4096]).hexdigest()[:12]
     store = tmp_path / ".akmbench" / "store" / "samples.jsonl"

@@ -44,7 +44,7 @@ def log(event, request):
         fh.write(f"{time.time():.3f} {event} {request.task.id} {request.arm} {request.seed} {os.getpid()}\\n")
 
 class Fault:
-    name, version = "fault", "1"
+    name, version, uses_akm = "fault", "1", False
     def start(self, session): pass
     def stop(self): pass
     def run(self, request):

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.plugin.test_plugin import INI, read_report
+from tests.support import real_akm
 from tests.support.corpus import standard_corpus, write_task
 
 
@@ -75,8 +76,7 @@ class TestCorpusOutsideTheRootdir:
             extra = ["--rootdir", str(bench.path)]
         else:  # a relative path among the options moves pytest's rootdir guess
             (bench.path / "tools").mkdir()
-            (bench.path / "tools" / "akm").write_text("#!/bin/sh\nexit 0\n")
-            (bench.path / "tools" / "akm").chmod(0o755)
+            (bench.path / "tools" / "akm").symlink_to(real_akm.get().path)
             extra = ["--bench-akm", "tools/akm"]
         result = bench.runpytest_subprocess(
             str(tasks), "--bench-corpus", str(tasks), "--bench-stashes", str(stashes), "--bench-agent", "oracle",
@@ -123,7 +123,7 @@ import time
 from pytest_akmbench.agents import AgentResult
 
 class Slow:
-    name, version = "slow", "1"
+    name, version, uses_akm = "slow", "1", False
     def start(self, session): pass
     def stop(self): pass
     def run(self, request):
@@ -142,7 +142,7 @@ from pytest_akmbench.agents import AgentResult
 
 class Coin:
     '''Fails, passes, fails, passes... in call order: a true pass rate of 0.5.'''
-    name, version = "coin", "1"
+    name, version, uses_akm = "coin", "1", False
     def start(self, session): pass
     def stop(self): pass
     def run(self, request):
