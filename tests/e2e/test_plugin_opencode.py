@@ -18,6 +18,7 @@ import pytest
 
 from pytest_akmbench.opencode import locate_opencode
 from tests.support import real_akm
+from tests.support.procs import processes_under
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,24 +26,6 @@ try:
     OPENCODE = locate_opencode({"rootdir": str(ROOT)})
 except Exception as err:  # noqa: BLE001
     pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
-
-
-def processes_under(root: Path) -> list[str]:
-    """Live processes whose environment HOME lies under ``root`` (i.e. started for our cells)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.rfind(")") + 2] == "Z":
-            continue
-        if any(v.startswith(b"HOME=" + str(root).encode()) for v in env):
-            found.append(Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-    return found
 
 
 @pytest.fixture

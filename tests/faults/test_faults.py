@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.support.corpus import standard_corpus
+from tests.support.procs import processes_under
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,20 +135,7 @@ class Project:
 
     def leftovers(self) -> list[str]:
         """Live processes started for this project's cells (their HOME lies under its tmp root)."""
-        root = str(self.base / "cells").encode()
-        found = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-                stat = Path(f"/proc/{name}/stat").read_text()
-                cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if stat[stat.rfind(")") + 2] != "Z" and any(v.startswith(b"HOME=" + root) for v in env):
-                found.append(f"{name} {cmd}")
-        return found
+        return processes_under(self.base / "cells")
 
     def no_leftovers(self, within: float = 10) -> None:
         deadline = time.monotonic() + within
