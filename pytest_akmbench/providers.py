@@ -144,21 +144,8 @@ def validate_opencode_config(data: Any, source: str) -> ProvidersFile:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object (an opencode config with a provider block)")
     _scan_credentials(data, "", source)
-    providers = data.get("provider", {})
-    if not isinstance(providers, dict):
-        raise ConfigError(f"{source}: provider: must be an object keyed by provider name")
-    _check_entries(providers, source, "provider")
-    model = data.get("model")
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise ConfigError(f"{source}: model: must be a model id string like 'local/my-model'")
-    return ProvidersFile(
-        source=source,
-        providers=providers,
-        default_model=model,
-        env_refs=frozenset(_collect_env_refs(providers)),
-        kind=OPENCODE_CONFIG,
-        ignored=tuple(sorted(k for k in data if k not in OPENCODE_TAKEN)),
-    )
+    return _entries(data.get("provider", {}), data.get("model"), source, "provider", "model", kind=OPENCODE_CONFIG,
+                    ignored=tuple(sorted(k for k in data if k not in OPENCODE_TAKEN)))
 
 
 def validate_providers(data: Any, source: str) -> ProvidersFile:
@@ -180,22 +167,15 @@ def validate_providers(data: Any, source: str) -> ProvidersFile:
     version = data.get("schemaVersion")
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise ConfigError(f"{source}: schemaVersion: must be {SCHEMA_VERSION}, got {json.dumps(version)}")
-    providers = data.get("providers")
+    return _entries(data.get("providers"), data.get("defaultModel"), source, "providers", "defaultModel")
+
+
+def _entries(providers: Any, model: Any, source: str, field: str, model_field: str, **kind: Any) -> ProvidersFile:
+    """The provider entries and model of either shape, checked alike."""
     if not isinstance(providers, dict):
-        raise ConfigError(f"{source}: providers: must be an object keyed by provider name")
-    _check_entries(providers, source, "providers")
-    default = data.get("defaultModel")
-    if default is not None and (not isinstance(default, str) or not default.strip()):
-        raise ConfigError(f"{source}: defaultModel: must be a model id string like 'local/my-model'")
-    return ProvidersFile(
-        source=source,
-        providers=providers,
-        default_model=default,
-        env_refs=frozenset(_collect_env_refs(providers)),
-    )
-
-
-def _check_entries(providers: Mapping[str, Any], source: str, field: str) -> None:
+        raise ConfigError(f"{source}: {field}: must be an object keyed by provider name")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ConfigError(f"{source}: {model_field}: must be a model id string like 'local/my-model'")
     for key, entry in providers.items():
         if not isinstance(entry, dict):
             raise ConfigError(f"{source}: {field}.{key}: must be an object (opencode's provider entry)")
@@ -204,6 +184,8 @@ def _check_entries(providers: Mapping[str, Any], source: str, field: str) -> Non
                               "model; rename it")
         if "/" in key or not key:
             raise ConfigError(f"{source}: {field}.{key!r}: a provider name must be non-empty and contain no '/'")
+    return ProvidersFile(source=source, providers=providers, default_model=model,
+                         env_refs=frozenset(_collect_env_refs(providers)), **kind)
 
 
 def _scan_credentials(node: Any, path: str, source: str) -> None:
