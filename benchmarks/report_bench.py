@@ -127,7 +127,7 @@ def main() -> None:
     t4 = time.perf_counter()
     print(f"render_markdown(): {t4 - t3:6.2f} s   ({len(md) / 1e6:.1f} MB of markdown)")
     with tempfile.TemporaryDirectory() as tmp:
-        json_path, _ = report.write(Path(tmp), env)
+        json_path, _, _ = report.write(Path(tmp), env)
         size = json_path.stat().st_size
     t5 = time.perf_counter()
     print(f"report.write():    {t5 - t4:6.2f} s   ({size / 1e6:.1f} MB of JSON, streamed)")

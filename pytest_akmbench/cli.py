@@ -67,8 +67,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         store_dir=store_dir, floor=settings.floor, cwd=cwd,
     )
     envelope = report.build(inp)
-    json_path, md_path = report.write(Path(args.out), envelope)
-    print(f"report: {json_path}\nsummary: {md_path}")
+    json_path, md_path, html_path = report.write(Path(args.out), envelope, store_dir)
+    print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
     return 0
 
 

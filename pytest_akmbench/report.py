@@ -320,18 +320,27 @@ def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
     }
 
 
-def write(directory: Path, env: dict[str, Any]) -> tuple[Path, Path]:
-    """Write report.json and summary.md atomically; append the summary to $GITHUB_STEP_SUMMARY."""
+def write(directory: Path, env: dict[str, Any], store_dir: Path | None = None) -> tuple[Path, Path, Path]:
+    """Write report.json, summary.md and report.html atomically, with the transcripts the runs
+    name copied from the store (``store_dir``, default the envelope's ``provenance.store``);
+    append the summary to $GITHUB_STEP_SUMMARY. The files are 0644 under a 0755 directory,
+    for the next CI step (report_files.py)."""
+    from . import html_report, report_files  # only a session that writes a report pays for them
+
     directory.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = directory / "report.json", directory / "summary.md"
+    report_files.open_dir(directory)
+    store = (env.get("provenance") or {}).get("store")
+    env = report_files.copy_transcripts(directory, env, store_dir or (Path(store) if store else None))
+    json_path, md_path, html_path = directory / "report.json", directory / "summary.md", directory / "report.html"
     markdown = render_markdown(env)
     _atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(env)))
     _atomic_write(md_path, lambda fh: fh.write(markdown))
+    _atomic_write(html_path, lambda fh: fh.write(html_report.render(env)))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
             fh.write(markdown + "\n")
-    return json_path, md_path
+    return json_path, md_path, html_path
 
 
 def _json_chunks(value: Any, level: int = 0) -> Iterator[str]:
@@ -368,6 +377,7 @@ def _atomic_write(path: Path, fill: Callable[[IO[str]], object]) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fill(fh)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is read by the next CI step
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -32,7 +32,7 @@ class BenchSession:
         self.cells: set[tuple[str, str, int]] = set()
         self.unidentified: set[str] = set()
         self.claimed: dict[str, str] = {}
-        self.paths: tuple[Path, Path] | None = None
+        self.paths: tuple[Path, Path, Path] | None = None
         self.envelope: dict[str, Any] | None = None
         self.problems: list[str] = []
         self.error: str | None = None
@@ -145,7 +145,7 @@ class BenchSession:
             complete = inp.complete and not interrupted and not self.problems
             inp = dataclasses.replace(inp, complete=complete, warnings=[*self.problems, *inp.warnings])
             self.envelope = state.scrub.obj(report.build(inp))
-            self.paths = report.write(state.report_dir, self.envelope)
+            self.paths = report.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
             self.error = (f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
@@ -195,3 +195,4 @@ class BenchSession:
             tr.write_line("interrupted while the report was written: every cell had run, the report is whole")
         tr.write_line(f"report: {self.paths[0]}")
         tr.write_line(f"summary: {self.paths[1]}")
+        tr.write_line(f"html: {self.paths[2]}")

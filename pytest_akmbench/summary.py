@@ -14,6 +14,7 @@ from . import lift, metrics
 from .corpus import MEMORY_ABILITIES
 
 _MD_TASK_CAP = 500  # per-run tables above this size are summarised, not listed
+MD_TASK_ROWS = 50  # per-task rows in the markdown, largest |delta| first when there are more
 
 
 def _fmt_ci(low: float | None, high: float | None, with_sign: bool = False) -> str:
@@ -287,7 +288,10 @@ def _per_task_section(env: dict[str, Any], arms: list[str]) -> list[str]:
     baseline = env.get("baseline_by_task_id")
     head = ["task", *arms] + (["delta"] if both else []) + (["baseline", "vs base"] if baseline is not None else [])
     rows = []
-    for t in sorted(env["tasks"], key=lambda t: t["id"]):
+    tasks = sorted(env["tasks"], key=lambda t: t["id"])
+    if len(tasks) > MD_TASK_ROWS:  # a GitHub step summary over 1 MiB is dropped: the rest is in the JSON and HTML
+        tasks = sorted(tasks, key=lambda t: (-abs((t.get("delta") or {}).get("pass_rate") or 0.0), t["id"]))[:MD_TASK_ROWS] if both else tasks[:MD_TASK_ROWS]
+    for t in tasks:
         cells = [t["id"]] + [_rate_ci(t.get(arm)) for arm in arms]
         if both:
             cells.append(signed((t.get("delta") or {}).get("pass_rate")))
@@ -296,8 +300,11 @@ def _per_task_section(env: dict[str, Any], arms: list[str]) -> list[str]:
             akm = (t.get("akm") or {}).get("pass_rate")
             cells += [num(base), signed(None if base is None or akm is None else akm - base)]
         rows.append(cells)
-    return ["", "## Per-task pass rates", "", _table(rows, head), "",
-            "pass rate [Wilson 95% CI]; ~ flaky; * below the reporting floor"]
+    more = len(env["tasks"]) - len(rows)
+    which = "with the largest |delta|" if both else "first by id"
+    note = [f"{len(rows)} of {len(env['tasks'])} tasks shown ({which}); all are in report.json and report.html", ""]
+    return (["", "## Per-task pass rates", ""] + (note if more else [])
+            + [_table(rows, head), "", "pass rate [Wilson 95% CI]; ~ flaky; * below the reporting floor"])
 
 
 def _floor_section(env: dict[str, Any]) -> list[str]:

@@ -237,7 +237,7 @@ class TestMarkdown:
         monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
         tasks, samples = lift_corpus(2)
         env = report.build(inp(tasks, samples), timestamp=TS)
-        json_path, md_path = report.write(tmp_path / "out", env)
+        json_path, md_path, _ = report.write(tmp_path / "out", env)
         assert json.loads(json_path.read_text())["verdict"] == env["verdict"]
         assert step.read_text() == "before\n" + md_path.read_text() + "\n"
 
