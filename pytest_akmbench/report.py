@@ -327,10 +327,10 @@ def write(directory: Path, env: dict[str, Any], store_dir: Path | None = None) -
     for the next CI step (report_files.py)."""
     from . import html_report, report_files  # only a session that writes a report pays for them
 
-    directory.mkdir(parents=True, exist_ok=True)
-    report_files.open_dir(directory)
     store = (env.get("provenance") or {}).get("store")
-    env = report_files.copy_transcripts(directory, env, store_dir or (Path(store) if store else None))
+    store_dir = store_dir or (Path(store) if store else None)
+    report_files.make_dir(directory, store_dir)
+    env = report_files.copy_transcripts(directory, env, store_dir)
     json_path, md_path, html_path = directory / "report.json", directory / "summary.md", directory / "report.html"
     markdown = render_markdown(env)
     _atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(env)))

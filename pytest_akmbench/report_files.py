@@ -29,6 +29,13 @@ def open_dir(directory: Path) -> None:
         os.chmod(directory, mode | DIR_MODE)
 
 
+def make_dir(directory: Path, store_dir: Path | None) -> None:
+    """Create the report directory, readable by all unless it is the (private) store itself."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if store_dir is None or not _same_dir(directory, store_dir):
+        open_dir(directory)
+
+
 def _safe_rel(rel: object) -> PurePosixPath | None:
     if not isinstance(rel, str) or not rel or "\\" in rel or ":" in rel:
         return None

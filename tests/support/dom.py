@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 _VOID = {"meta", "link", "br", "hr", "img", "input", "col", "area", "base", "embed", "source", "track", "wbr"}
-# Elements whose start closes an open one of the same kind (HTML's optional end tags).
-_AUTO_CLOSE = {"tr": {"tr", "td", "th"}, "td": {"td", "th"}, "th": {"td", "th"}, "li": {"li"}, "p": {"p"}}
+# Elements whose start closes an open one (HTML's optional end tags): the nearest open element
+# of the listed kinds, unless one of the barrier elements comes first.
+_AUTO_CLOSE = {"tr": ({"tr"}, {"table", "tbody", "thead"}), "td": ({"td", "th"}, {"tr", "table"}),
+               "th": ({"td", "th"}, {"tr", "table"}), "li": ({"li"}, {"ul", "ol"}), "p": ({"p"}, {"div", "body"})}
 
 
 @dataclass
@@ -63,14 +65,13 @@ class _Builder(HTMLParser):
         self.stack = [self.root]
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        closes = _AUTO_CLOSE.get(tag, set())
-        if closes:
-            for i in range(len(self.stack) - 1, 0, -1):
-                if self.stack[i].tag in closes:
-                    del self.stack[i:]
-                    break
-                if self.stack[i].tag in ("table", "tbody", "thead", "ul", "ol", "svg") and tag != self.stack[i].tag:
-                    break
+        closes, barriers = _AUTO_CLOSE.get(tag, (set(), set()))
+        for i in range(len(self.stack) - 1, 0, -1):
+            if self.stack[i].tag in closes:
+                del self.stack[i:]
+                break
+            if self.stack[i].tag in barriers:
+                break
         el = Element(tag, {k: v or "" for k, v in attrs}, parent=self.stack[-1])
         self.stack[-1].children.append(el)
         if tag not in _VOID:
