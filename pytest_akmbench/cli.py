@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pytest_akmbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    rep = sub.add_parser("report", help="rebuild report.json and summary.md from a sample store, offline")
+    rep = sub.add_parser("report", help="rebuild report.json, summary.md and report.html from a sample store, offline")
     rep.add_argument("--store", default=".akmbench/store", help="sample store directory (default: .akmbench/store)")
     rep.add_argument("--out", default=".akmbench/report", help="output directory (default: .akmbench/report)")
     rep.add_argument("--config", help="the run config the bench ran with")

@@ -215,3 +215,23 @@ def test_screenshot(run: Path, dom: Element) -> None:
     assert int.from_bytes(head[16:20], "big") == 1100
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(png, SCREENSHOT)
+
+
+def test_offline_report_command_writes_the_same_artifact(run: Path, report: dict[str, Any]) -> None:
+    """``python -m pytest_akmbench report`` rebuilds the page and copies the transcripts too."""
+    base = run.parent
+    out = base / "offline-report"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_akmbench", "report", "--store", str(base / "store"), "--out", str(out),
+         "--corpus", str(base / "corpus" / "tasks"), "--stashes", str(base / "corpus" / "stashes"), "--seeds", "1",
+         "--floor", "1"],
+        cwd=base, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"html: {out / 'report.html'}" in proc.stdout
+    offline = json.loads((out / "report.json").read_text())
+    assert [r["transcript"] for r in offline["runs"]] == [r["transcript"] for r in report["runs"]]
+    assert all((out / r["transcript"]).read_bytes() == (run / r["transcript"]).read_bytes() for r in offline["runs"])
+    page = (out / "report.html").read_text()
+    assert all(f'href="{r["transcript"]}"' in page for r in report["runs"])
+    assert stat.S_IMODE((out / "report.html").stat().st_mode) == 0o644
