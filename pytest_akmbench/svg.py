@@ -75,8 +75,15 @@ def _svg(name: str, width: float, height: float, body: list[str], title: str) ->
             f'font-family="sans-serif" font-size="12"><title>{escape(title)}</title>' + "".join(body) + "</svg>")
 
 
+MAX_LABEL = 46  # characters; a longer label is shortened in the middle (the tooltip has it whole)
+
+
 def _label_width(labels: Sequence[str]) -> float:
-    return min(max((len(s) for s in labels), default=4) * CHAR_W + 12, 320)
+    return min(max((len(s) for s in labels), default=4), MAX_LABEL) * CHAR_W + 12
+
+
+def short(label: str) -> str:
+    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL // 2 - 1] + "…" + label[-(MAX_LABEL // 2):]
 
 
 def interval_plot(name: str, title: str, rows: Sequence[Interval], *, lo: float, hi: float,
@@ -94,7 +101,7 @@ def interval_plot(name: str, title: str, rows: Sequence[Interval], *, lo: float,
         y = top + ROW_H * i + ROW_H / 2
         data = {"data-label": r.label, "data-value": exact(r.value), "data-low": exact(r.low), "data-high": exact(r.high), **r.data}
         parts = [f'<g class="mark"{attrs(data)}><title>{escape(r.tip)}</title>',
-                 f'<text x="{fmt(left - 8)}" y="{fmt(y + 4)}" text-anchor="end">{escape(r.label)}</text>']
+                 f'<text x="{fmt(left - 8)}" y="{fmt(y + 4)}" text-anchor="end">{escape(short(r.label))}</text>']
         if r.low is not None and r.high is not None:
             parts.append(f'<line class="ci" x1="{fmt(axis.x(r.low))}" x2="{fmt(axis.x(r.high))}" y1="{fmt(y)}" '
                          f'y2="{fmt(y)}" stroke="{r.colour}" stroke-width="2"/>')
@@ -120,7 +127,7 @@ def bar_plot(name: str, title: str, rows: Sequence[tuple[str, float, str, dict[s
         w = axis.x(value) - left
         body.append(f'<g class="mark"{attrs({"data-label": label, "data-value": exact(value), **data})}>'
                     f'<title>{escape(label)}: {escape(text)}</title>'
-                    f'<text x="{fmt(left - 8)}" y="{fmt(y + 13)}" text-anchor="end">{escape(label)}</text>'
+                    f'<text x="{fmt(left - 8)}" y="{fmt(y + 13)}" text-anchor="end">{escape(short(label))}</text>'
                     f'<rect class="bar" x="{fmt(left)}" y="{fmt(y + 2)}" width="{fmt(max(w, 1.0))}" height="{ROW_H - 4}" fill="{colour}"/>'
                     f'<text class="value" x="{fmt(left + max(w, 1.0) + 4)}" y="{fmt(y + 13)}">{escape(text)}</text></g>')
     return _svg(name, width, 8 + ROW_H * len(rows), body, title)
@@ -137,7 +144,7 @@ def stacked_bars(name: str, title: str, rows: Sequence[tuple[str, Sequence[tuple
         total = sum(n for _, n in segments) or 1
         x = left
         parts = [f'<g class="mark" data-label="{escape(label, quote=True)}">'
-                 f'<text x="{fmt(left - 8)}" y="{fmt(y + 15)}" text-anchor="end">{escape(label)}</text>']
+                 f'<text x="{fmt(left - 8)}" y="{fmt(y + 15)}" text-anchor="end">{escape(short(label))}</text>']
         for seg, n in segments:
             if not n:
                 continue

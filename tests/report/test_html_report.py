@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from pytest_akmbench import html_report, report
+from pytest_akmbench import html_report, report, svg
 from pytest_akmbench.summary import MD_TASK_ROWS, render_markdown
 from tests.core.test_metrics import make_task, sample, traj
 from tests.support.dom import Element, parse
@@ -109,6 +109,17 @@ class TestPage:
         assert max(left_out) <= min(shown)
         assert f"the other 30 are in the per-task table" in page.text
         assert len(page.one("table", id="tasks-table").one("tbody").select("tr")) == html_report.FOREST_CAP + 30
+
+    def test_long_task_ids_fit(self) -> None:
+        long_id = "domain/" + "a-very-long-task-name-" * 4
+        tasks = [make_task(long_id)]
+        samples = [sample(long_id, arm, 1, "pass" if arm == "akm" else "fail") for arm in ("noakm", "akm")]
+        forest = plots(parse(html_report.render(build(tasks, samples, seeds=1))))["forest"]
+        mark = forest.one("g", data_task=long_id)
+        label = mark.one("text").text
+        assert len(label) == svg.MAX_LABEL and label.startswith("domain/a-very") and "…" in label
+        assert mark.attrs["data-label"] == long_id and long_id in mark.one("title").text
+        assert float(mark.one("text").attrs["x"]) - len(label) * svg.CHAR_W >= 0  # starts inside the plot
 
     @pytest.mark.parametrize("rel", ["/etc/passwd", "../x.jsonl", "transcripts/../../x", "https://example.com/t",
                                      "javascript:alert(1)", "a\\b", "", None, 3])
