@@ -14,7 +14,7 @@ import contextlib
 import os
 import shutil
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 FILE_MODE = 0o644
@@ -36,13 +36,13 @@ def make_dir(directory: Path, store_dir: Path | None) -> None:
         open_dir(directory)
 
 
-def _safe_rel(rel: object) -> PurePosixPath | None:
-    if not isinstance(rel, str) or not rel or "\\" in rel or ":" in rel:
+def _safe_rel(rel: object) -> str | None:
+    """``rel`` when it is a plain relative path under ``transcripts/`` (records are data, not
+    trusted paths), else None."""
+    if not isinstance(rel, str) or not rel.startswith(TRANSCRIPTS + "/") or "\\" in rel or ":" in rel:
         return None
-    path = PurePosixPath(rel)
-    if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != TRANSCRIPTS:
-        return None
-    return path
+    parts = rel.split("/")
+    return None if "" in parts or "." in parts or ".." in parts else rel
 
 
 def copy_transcripts(directory: Path, env: dict[str, Any], store_dir: Path | None) -> dict[str, Any]:
@@ -54,36 +54,42 @@ def copy_transcripts(directory: Path, env: dict[str, Any], store_dir: Path | Non
     reports many stored samples). Files under ``directory/transcripts`` that this report does
     not name are removed, so the directory holds exactly this report's transcripts.
     """
-    target_root = directory / TRANSCRIPTS
     if store_dir is not None and _same_dir(directory, store_dir):
         return env  # the report lives in the store: its links already resolve
-    wanted: set[PurePosixPath] = set()
+    # Plain strings and os calls: pathlib costs more than the copying at 10,000s of runs.
+    out, src_root = os.fspath(directory), os.fspath(store_dir) if store_dir is not None else None
+    wanted: set[str] = set()
     missing: set[str] = set()
+    made: set[str] = set()
     for run in env.get("runs", []):
-        rel = _safe_rel(run.get("transcript"))
-        if rel is None:
-            if run.get("transcript") is not None:
-                missing.add(run["transcript"])
+        given = run.get("transcript")
+        rel = _safe_rel(given)
+        try:
+            src = os.stat(os.path.join(src_root, rel)) if rel is not None and src_root is not None else None
+        except OSError:
+            src = None
+        if rel is None or src is None or not stat.S_ISREG(src.st_mode):
+            if given is not None:
+                missing.add(given)
             continue
-        source = Path(store_dir, *rel.parts) if store_dir is not None else None
-        if source is None or not source.is_file():
-            missing.add(str(rel))
-            continue
-        target = directory.joinpath(*rel.parts)
-        _make_dirs(directory, target.parent)
-        src = source.stat()
-        with contextlib.suppress(FileNotFoundError):
-            dst = target.stat()
+        wanted.add(rel)
+        folder = rel.rpartition("/")[0]
+        if folder not in made:
+            _make_dirs(out, folder)
+            made.add(folder)
+        target = os.path.join(out, rel)
+        try:
+            dst = os.stat(target)
             if dst.st_size == src.st_size and int(dst.st_mtime) == int(src.st_mtime) and stat.S_IMODE(dst.st_mode) == FILE_MODE:
-                wanted.add(rel)
                 continue
-        tmp = target.with_name(f".{target.name}.tmp")
-        shutil.copyfile(source, tmp)
+        except FileNotFoundError:
+            pass
+        tmp = os.path.join(out, folder, f".{rel.rpartition('/')[2]}.tmp")
+        shutil.copyfile(os.path.join(src_root, rel), tmp)  # type: ignore[arg-type]
         os.chmod(tmp, FILE_MODE)
         os.utime(tmp, (src.st_atime, src.st_mtime))
         os.replace(tmp, target)
-        wanted.add(rel)
-    _prune(target_root, directory, wanted)
+    _prune(out, wanted)
     if not missing:
         return env
     runs = [dict(r, transcript=None) if r.get("transcript") in missing else r for r in env["runs"]]
@@ -97,23 +103,25 @@ def _same_dir(a: Path, b: Path) -> bool:
         return False
 
 
-def _make_dirs(directory: Path, leaf: Path) -> None:
-    for part in [*reversed(leaf.relative_to(directory).parents)][1:] + [leaf.relative_to(directory)]:
-        path = directory / part
-        path.mkdir(mode=DIR_MODE, exist_ok=True)
-        open_dir(path)
+def _make_dirs(out: str, folder: str) -> None:
+    parts = folder.split("/")
+    for i in range(1, len(parts) + 1):
+        path = os.path.join(out, *parts[:i])
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, DIR_MODE)
+        open_dir(Path(path))
 
 
-def _prune(root: Path, directory: Path, wanted: set[PurePosixPath]) -> None:
-    """Remove files under ``root`` that the report does not link to, then empty directories."""
-    if not root.is_dir() or root.is_symlink():
+def _prune(out: str, wanted: set[str]) -> None:
+    """Remove files under ``out/transcripts`` that the report does not link to, then empty directories."""
+    root = os.path.join(out, TRANSCRIPTS)
+    if not os.path.isdir(root) or os.path.islink(root):
         return
     for dirpath, dirnames, filenames in os.walk(root, topdown=False):
-        here = Path(dirpath)
+        rel_dir = os.path.relpath(dirpath, out).replace(os.sep, "/")
         for name in filenames:
-            path = here / name
-            if PurePosixPath(path.relative_to(directory).as_posix()) not in wanted:
-                path.unlink()
+            if f"{rel_dir}/{name}" not in wanted:
+                os.unlink(os.path.join(dirpath, name))
         for name in dirnames:
             with contextlib.suppress(OSError):
-                (here / name).rmdir()  # only when empty
+                os.rmdir(os.path.join(dirpath, name))  # only when empty
