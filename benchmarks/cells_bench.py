@@ -175,7 +175,7 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
 
 def attribution(task_dir: Path, tmp_root: Path, n: int) -> None:
     """In-process medians of the pieces a cell repeats, to say where the time above the floor goes."""
-    from pytest_akmbench import procs
+    from pytest_akmbench.system import procs
 
     env = {"PATH": os.environ.get("PATH", os.defpath)}
     ws = Path(tempfile.mkdtemp(prefix="attr-", dir=tmp_root))
@@ -268,10 +268,10 @@ if OUT:
     def pytest_collection(session):
         result = yield
         t_checked = time.perf_counter()
-        from pytest_akmbench.nodes import CELL_KEY, STORED_KEY
+        from pytest_akmbench.plugin.nodes import CELL_KEY, STORED_KEY
         from pytest_akmbench.plugin import STATE_KEY
-        from pytest_akmbench.runner import cell_fingerprint
-        from pytest_akmbench.store import fingerprint_hash
+        from pytest_akmbench.cell.runner import cell_fingerprint
+        from pytest_akmbench.store.samples import fingerprint_hash
         items = [i for i in session.items if CELL_KEY in i.stash]
         info = {"items": len(items), "from_store": sum(STORED_KEY in i.stash for i in items),
                 "check_s": t_checked - T["collected"]}

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cells_bench import bench_argv, check, loadavg, make_project, med, ms, read_samples  # noqa: E402
-from pytest_akmbench import sandbox  # noqa: E402
-from pytest_akmbench.procs import ProcessTracker, become_subreaper  # noqa: E402
+from pytest_akmbench.system import sandbox  # noqa: E402
+from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
 
 PY = sys.executable
 TARGET_S = 0.050
@@ -54,7 +54,7 @@ def cell_dir(tmp: Path) -> Path:
 
 def section_spawn(tmp: Path, n: int) -> None:
     print(f"\n== 1. one tracked process per cell, {n} alternating pairs (load {loadavg()})")
-    out = subprocess.run([PY, "-c", "import time; from pytest_akmbench import sandbox; t = time.perf_counter();"
+    out = subprocess.run([PY, "-c", "import time; from pytest_akmbench.system import sandbox; t = time.perf_counter();"
                           " p = sandbox.probe(); print(time.perf_counter() - t, p)"], capture_output=True, text=True)
     probe_s, _, problem = out.stdout.strip().partition(" ")
     print(f"   probe (once per process, fresh interpreter): {ms(float(probe_s))}; result: {problem}")

@@ -1,7 +1,7 @@
 """What the harness relies on, checked against every real akm at hand (0.7.0 and 0.9.0 in CI).
 
 Each test states one behaviour the akm arm depends on; where the two lines of akm differ, the
-test says how, and the harness's code for that difference (``pytest_akmbench.akm``) is used
+test says how, and the harness's code for that difference (``pytest_akmbench.cell.akm``) is used
 to read the answer, so a change in akm's behaviour fails here rather than in a report.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import akm
+from pytest_akmbench.cell import akm
 from tests.support import real_akm
 
 STASH = real_akm.ROOT / "corpus" / "stashes" / "logline"

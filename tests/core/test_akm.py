@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.akm: refs, outputs and logs of both akm lines, version probing.
+"""Tests for pytest_akmbench.cell.akm: refs, outputs and logs of both akm lines, version probing.
 
 Output shapes here are copied from real akm 0.7.0 and 0.9.0 (tests/akm checks them live).
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm
+from pytest_akmbench.cell import akm
 from pytest_akmbench.errors import ConfigError
 
 

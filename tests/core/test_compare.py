@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.compare: refusals, noise verdicts, CLI exit codes."""
+"""Tests for pytest_akmbench.report.compare: refusals, noise verdicts, CLI exit codes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import report
-from pytest_akmbench.compare import compare, main, render_markdown
+from pytest_akmbench.report import envelope as report
+from pytest_akmbench.report.compare import compare, main, render_markdown
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 

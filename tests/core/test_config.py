@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.config import clamp_parallel, load_run_config, parse_arms, resolve
+from pytest_akmbench.corpus.config import clamp_parallel, load_run_config, parse_arms, resolve
 from pytest_akmbench.errors import ConfigError
 
 

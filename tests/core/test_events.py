@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pytest_akmbench.events import EventStream, parse_lines
+from pytest_akmbench.agents.opencode.events import EventStream, parse_lines
 
 SID = "ses_dd6cbcafbffe1JT4qfbNffL2mb"
 

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.gates: parsing and evaluation of --bench-gate expressions."""
+"""Tests for pytest_akmbench.report.gates: parsing and evaluation of --bench-gate expressions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import gates
+from pytest_akmbench.report import gates
 from tests.core.test_compare import envelope
 
 

@@ -1,14 +1,14 @@
-"""The report invariant (pytest_akmbench.integrity) and report completeness, without pytest runs."""
+"""The report invariant (pytest_akmbench.store.integrity) and report completeness, without pytest runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pytest_akmbench.agents import NopAgent
-from pytest_akmbench.corpus import load_corpus
-from pytest_akmbench.integrity import check
-from pytest_akmbench.resume import report_input
-from pytest_akmbench.runner import RunContext
+from pytest_akmbench.corpus.tasks import load_corpus
+from pytest_akmbench.store.integrity import check
+from pytest_akmbench.report.resume import report_input
+from pytest_akmbench.cell.runner import RunContext
 from tests.support.corpus import standard_corpus
 
 

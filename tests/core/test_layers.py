@@ -6,10 +6,12 @@ import sys
 import pytest
 
 CORE = [
-    "agents", "cli", "compare", "config", "corpus", "doctor", "errors", "events", "gates", "lifecycle",
-    "lift", "metrics", "opencode", "procs", "prompts", "providers", "report", "resume", "runner", "scripted",
-    "significance", "stats", "store", "summary", "trajectory", "validate", "verifiers", "claims", "integrity",
-    "interrupts", "preflight", "scrub", "akm", "shell", "sandbox", "snoop",
+    "agents", "agents.base", "agents.opencode.adapter", "agents.opencode.events", "agents.opencode.providers",
+    "agents.opencode.scripted", "agents.opencode.snoop", "cell.akm", "cell.prompts", "cell.runner", "cell.shell",
+    "cell.trajectory", "cell.validate", "cell.verifiers", "cli.doctor", "cli.main", "corpus.config", "corpus.tasks",
+    "errors", "report.compare", "report.envelope", "report.gates", "report.lift", "report.markdown", "report.metrics",
+    "report.resume", "report.significance", "report.stats", "store.claims", "store.integrity", "store.preflight",
+    "store.samples", "store.scrub", "system.interrupts", "system.lifecycle", "system.procs", "system.sandbox",
 ]
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import lifecycle
+from pytest_akmbench.system import lifecycle
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from pytest_akmbench import lifecycle
+from pytest_akmbench.system import lifecycle
 lifecycle.claim_run(Path(sys.argv[1]), sys.argv[2], controller=True)
 print("ready", flush=True)
 time.sleep(60)
@@ -88,7 +88,7 @@ class TestKill:
 PROJECT_HOLDER = """
 import sys, time
 from pathlib import Path
-from pytest_akmbench import lifecycle
+from pytest_akmbench.system import lifecycle
 lifecycle.claim_run(Path(sys.argv[1]), sys.argv[2], controller=True, project=Path(sys.argv[3]))
 print("ready", flush=True)
 time.sleep(60)

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.metrics: golden numbers worked out by hand in each test."""
+"""Tests for pytest_akmbench.report.metrics: golden numbers worked out by hand in each test."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import metrics
-from pytest_akmbench.corpus import Task
+from pytest_akmbench.report import metrics
+from pytest_akmbench.corpus.tasks import Task
 
 Z = 1.959963984540054
 

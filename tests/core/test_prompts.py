@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus import Task
+from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.prompts import PROMPT_VERSION, build_prompt
+from pytest_akmbench.cell.prompts import PROMPT_VERSION, build_prompt
 
 TASK = Task(id="shipyard/lint-command", title="Give CI the strict\n lint command", domain="shipyard",
             difficulty="easy", stash="shipyard", verifier="script", task_dir=Path("/x"), yaml_text="",
@@ -38,7 +38,7 @@ def test_akm_prompt_ref_example_follows_the_installed_akm():
     """The example ref is in the syntax the installed akm accepts: skill:name (0.7), skills/name (0.9)."""
     from dataclasses import replace
 
-    from pytest_akmbench.akm import AkmInfo
+    from pytest_akmbench.cell.akm import AkmInfo
 
     info = AkmInfo(path=Path("/x/akm"), version="0.7.0", line="0.7", sha256="0", config="{}")
     assert "`skill:name`" in build_prompt(TASK, "akm", WS, info)[0]

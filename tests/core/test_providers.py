@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.providers import (
+from pytest_akmbench.agents.opencode.providers import (
     check_env_vars,
     check_model,
     describe,
@@ -202,7 +202,7 @@ def test_env_vars_must_resolve_and_never_leak(tmp_path):
 
 def test_choose_scripted_without_providers(tmp_path):
     """A scripted model needs no providers; otherwise the model comes from the providers file."""
-    from pytest_akmbench.opencode import choose_model
+    from pytest_akmbench.agents.opencode.adapter import choose_model
 
     choice = choose_model("scripted/oracle", {}, env={"HOME": str(tmp_path)})
     assert choice.scripted and describe(choice)["providers_source"] is None

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.report: the envelope and the markdown summary."""
+"""Tests for pytest_akmbench.report.envelope: the envelope and the markdown summary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import report
+from pytest_akmbench.report import envelope as report
 from tests.core.test_metrics import make_task, sample, traj, wilson
 
 TS = "2026-01-01T00:00:00.000Z"

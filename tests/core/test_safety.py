@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.config import MAX_SEEDS, resolve
-from pytest_akmbench.corpus import load_corpus, load_lenient
+from pytest_akmbench.corpus.config import MAX_SEEDS, resolve
+from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.providers import validate_providers
-from pytest_akmbench.resume import StoredSamples
-from pytest_akmbench.runner import SAMPLE_SCHEMA
-from pytest_akmbench.store import fingerprint_hash
+from pytest_akmbench.agents.opencode.providers import validate_providers
+from pytest_akmbench.report.resume import StoredSamples
+from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
+from pytest_akmbench.store.samples import fingerprint_hash
 from tests.support.corpus import write_stash, write_task
 
 EVIL = "(a+)+$"
@@ -39,9 +39,9 @@ class TestRegexVerifierTimeout:
         code = f"""
 import json, sys, time
 from pathlib import Path
-from pytest_akmbench.corpus import load_corpus
-from pytest_akmbench.procs import ProcessTracker
-from pytest_akmbench.verifiers import verify
+from pytest_akmbench.corpus.tasks import load_corpus
+from pytest_akmbench.system.procs import ProcessTracker
+from pytest_akmbench.cell.verifiers import verify
 task = load_corpus(Path({str(tasks)!r}), Path({str(stashes)!r})).by_id()["d/evil"]
 procs = ProcessTracker("regex-timeout-test")
 started = time.monotonic()
@@ -60,8 +60,8 @@ print(json.dumps({{"passed": v.passed, "timed_out": v.timed_out, "error": v.erro
 
     def test_regex_still_matches_and_fails_normally(self, tmp_path: Path) -> None:
         """Ordinary patterns give the same verdicts as before, text with any characters included."""
-        from pytest_akmbench.procs import ProcessTracker
-        from pytest_akmbench.verifiers import verify
+        from pytest_akmbench.system.procs import ProcessTracker
+        from pytest_akmbench.cell.verifiers import verify
 
         tasks, stashes = tmp_path / "tasks", tmp_path / "stashes"
         write_stash(stashes)
@@ -169,14 +169,14 @@ class TestAbsurdMatrices:
             self.settings(tmp_path, str(10**8))
 
     def test_seeds_beyond_the_limit_in_a_run_config(self, tmp_path: Path) -> None:
-        from pytest_akmbench.config import load_run_config
+        from pytest_akmbench.corpus.config import load_run_config
 
         (tmp_path / "run.json").write_text(json.dumps({"schemaVersion": 1, "seeds": MAX_SEEDS + 1}))
         with pytest.raises(ConfigError, match=r"run\.json: seeds: .*at most"):
             load_run_config(tmp_path / "run.json")
 
     def test_matrix_beyond_the_limit(self) -> None:
-        from pytest_akmbench.config import MAX_CELLS, check_matrix
+        from pytest_akmbench.corpus.config import MAX_CELLS, check_matrix
 
         check_matrix(MAX_CELLS // 2, 2, 1)
         with pytest.raises(ConfigError, match=r"cells is more than"):

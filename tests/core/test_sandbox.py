@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm, sandbox, snoop
+from pytest_akmbench.cell import akm
+from pytest_akmbench.system import sandbox
+from pytest_akmbench.agents.opencode import snoop
 from pytest_akmbench.agents import NopAgent, OracleAgent
-from pytest_akmbench.corpus import load_corpus
+from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.procs import MARKER, ProcessTracker, become_subreaper
-from pytest_akmbench.runner import Cell, RunContext, fingerprint, run_cell
+from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
+from pytest_akmbench.cell.runner import Cell, RunContext, fingerprint, run_cell
 from tests.support import real_akm
 from tests.support.bwrap import require_bwrap
 from tests.support.corpus import write_stash, write_task
@@ -288,7 +290,7 @@ def test_the_sandbox_dies_with_a_crashed_harness(cell: Path) -> None:
     tag = f"9{uuid.uuid4().int % 10**8:08d}"
     code = (
         "import sys, time\nfrom pathlib import Path\n"
-        "from pytest_akmbench import sandbox\nfrom pytest_akmbench.procs import ProcessTracker\n"
+        "from pytest_akmbench.system import sandbox\nfrom pytest_akmbench.system.procs import ProcessTracker\n"
         f"cell = Path({str(cell)!r})\nprocs = ProcessTracker('test-sandbox/{tag}')\n"
         "with sandbox.for_cell('bwrap', cell).applied(procs):\n"
         f"    procs.spawn(['bash', '-c', {background_script(tag)!r}], cwd=cell / 'workspace', "

@@ -1,11 +1,11 @@
-"""Tests for pytest_akmbench.shell and akm.calls: what an agent's bash command really runs."""
+"""Tests for pytest_akmbench.cell.shell and akm.calls: what an agent's bash command really runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_akmbench.akm import calls
-from pytest_akmbench.shell import commands, writes_files
+from pytest_akmbench.cell.akm import calls
+from pytest_akmbench.cell.shell import commands, writes_files
 
 
 def words(script: str) -> list[list[str]]:

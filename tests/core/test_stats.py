@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.stats with golden values worked out by hand."""
+"""Tests for pytest_akmbench.report.stats with golden values worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pytest_akmbench.stats import (
+from pytest_akmbench.report.stats import (
     cluster_rate_interval,
     is_flaky,
     pass_at_k,

@@ -1,4 +1,4 @@
-"""Tests of the append-only sample store (pytest_akmbench.store)."""
+"""Tests of the append-only sample store (pytest_akmbench.store.samples)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.errors import StoreError
-from pytest_akmbench.store import SampleStore, done_trials, fingerprint_hash, latest_valid
+from pytest_akmbench.store.samples import SampleStore, done_trials, fingerprint_hash, latest_valid
 
 FP_A = {"model": "m1", "arm_config": {"k": 1}}
 FP_B = {"model": "m2", "arm_config": {"k": 1}}

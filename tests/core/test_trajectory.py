@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.trajectory on opencode event streams and akm's own event log.
+"""Tests for pytest_akmbench.cell.trajectory on opencode event streams and akm's own event log.
 
 ``tests/data/transcripts/`` holds streams recorded from the real opencode 1.18.33 binary driven
 by the scripted model on the akm arm of a small demo task, each with real akm's event log, for
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import akm
-from pytest_akmbench.trajectory import analyse_cell, failure_mode, liveness, ref_matches
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.trajectory import analyse_cell, failure_mode, liveness, ref_matches
 from tests.core.test_metrics import make_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
@@ -314,7 +314,7 @@ class TestFailureMode:
 class TestIntoTheReport:
     def test_recorded_trajectories_feed_the_envelope(self) -> None:
         """analyse_cell output on recorded streams drives trajectory, bridge, per-asset and failure modes."""
-        from pytest_akmbench import report
+        from pytest_akmbench.report import envelope as report
         from tests.core.test_metrics import sample
         from tests.core.test_report import TS, inp
 
@@ -330,7 +330,7 @@ class TestIntoTheReport:
 
     def test_runs_where_akm_never_answered_are_flagged(self, tmp_path: Path) -> None:
         """A run whose akm calls all failed is marked in runs[] and warned about in the envelope."""
-        from pytest_akmbench import report
+        from pytest_akmbench.report import envelope as report
         from tests.core.test_metrics import sample
         from tests.core.test_report import TS, inp
 

@@ -25,13 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pytest_akmbench import akm  # noqa: E402
+from pytest_akmbench.cell import akm  # noqa: E402
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo  # noqa: E402
-from pytest_akmbench.corpus import load_corpus  # noqa: E402
-from pytest_akmbench.opencode import OpencodeAgent  # noqa: E402
-from pytest_akmbench.procs import ProcessTracker, become_subreaper  # noqa: E402
-from pytest_akmbench.prompts import build_prompt  # noqa: E402
-from pytest_akmbench.runner import Cell, RunContext, index_stash, prepare  # noqa: E402
+from pytest_akmbench.corpus.tasks import load_corpus  # noqa: E402
+from pytest_akmbench.agents.opencode.adapter import OpencodeAgent  # noqa: E402
+from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
+from pytest_akmbench.cell.prompts import build_prompt  # noqa: E402
+from pytest_akmbench.cell.runner import Cell, RunContext, index_stash, prepare  # noqa: E402
 from tests.support import real_akm  # noqa: E402
 from tests.support.corpus import write_stash, write_task  # noqa: E402
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.opencode import locate_opencode
+from pytest_akmbench.agents.opencode.adapter import locate_opencode
 from tests.support import real_akm
 from tests.support.procs import processes_under
 

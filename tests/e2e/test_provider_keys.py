@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.opencode import locate_opencode
-from pytest_akmbench.scripted import ScriptedModel
-from pytest_akmbench.scrub import REDACTED
+from pytest_akmbench.agents.opencode.adapter import locate_opencode
+from pytest_akmbench.agents.opencode.scripted import ScriptedModel
+from pytest_akmbench.store.scrub import REDACTED
 from tests.support.corpus import write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]

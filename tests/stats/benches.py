@@ -9,7 +9,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pytest_akmbench import lift, metrics
+from pytest_akmbench.report import lift
+from pytest_akmbench.report import metrics
 from tests.core.test_metrics import sample
 
 

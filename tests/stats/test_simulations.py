@@ -10,7 +10,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-from pytest_akmbench import compare, gates, lift, metrics, stats
+from pytest_akmbench.report import compare
+from pytest_akmbench.report import gates
+from pytest_akmbench.report import lift
+from pytest_akmbench.report import metrics
+from pytest_akmbench.report import stats
 from tests.stats.benches import envelope, paired, rows, runs, task_rates
 
 

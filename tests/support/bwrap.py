@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_akmbench import sandbox
+from pytest_akmbench.system import sandbox
 
 
 def require_bwrap() -> None:

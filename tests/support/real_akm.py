@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm
+from pytest_akmbench.cell import akm
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = "no real akm found: run bash .ci/setup with the akm bundles (see .ci/akm) or set AKMBENCH_TEST_AKM"

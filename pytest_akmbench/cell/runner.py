@@ -1,0 +1,425 @@
+"""Execute one cell: prepare an isolated run dir, run the agent, run the verifier, make a sample.
+
+Isolation: every cell gets a fresh run dir under the bench tmp root with a copy of the
+workspace and private HOME/XDG dirs, so nothing of the user's own opencode or akm
+configuration is read or written. Only the akm arm gets a private copy of the stash fixture
+(plus ``stash_overlay``), akm's variables and the akm executable on PATH; every other arm finds
+an ``akm`` on PATH that behaves like a missing command, so an akm installed system-wide cannot
+leak into the control arm.
+
+The akm arm's treatment must be live (docs/akm.md): each cell indexes its own stash copy at
+the path its agent searches (akm ties an index to that path), with keyword search pinned; a
+cell whose index fails, or whose akm calls all fail as only a broken akm fails, is a
+``harness_error``, never a ``fail``: a broken treatment must not read as "akm does not help".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import akm
+from ..agents.base import Agent, AgentRequest, AgentResult, Limits
+from ..corpus.tasks import Task, fixture_hash
+from ..system.procs import ProcessTracker
+from ..system.sandbox import for_cell as cell_sandbox
+from ..store.samples import SampleStore, fingerprint_hash
+from .trajectory import analyse_cell
+from .prompts import build_prompt, prompt_version as arm_prompt_version
+from .verifiers import Verdict, verifier_env, verify
+
+SAMPLE_SCHEMA = 1
+OUTCOMES = ("pass", "fail", "budget_exceeded", "harness_error")
+_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
+# What a shell says for a command that does not exist: "not available in this arm" would
+# itself tell the control arm that there is an akm to have.
+_NO_AKM = '#!/bin/sh\necho "sh: 1: akm: not found" >&2\nexit 127\n'
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One (task, arm, seed); seeds count from 1."""
+
+    task: Task
+    arm: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}-s{self.seed}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.task.id}[{self.name}]"
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """Session-wide facts every cell of a run shares."""
+
+    run_id: str
+    tmp_root: Path
+    stashes_root: Path
+    agent: Agent
+    model: str | None
+    budget_tokens: int
+    budget_wall_ms: int
+    budget_turns: int | None
+    verify_timeout_s: float
+    akm: akm.AkmInfo | None = None
+    transcripts_dir: Path | None = None
+    keep_runs: bool = False
+    sandbox: str = "none"  # the mode actually used: "bwrap" or "none" (see sandbox.choose)
+    sandbox_ro: tuple[Path, ...] = ()
+    # Run-level budgets given explicitly (command line, run config or ini): they cap the task's own.
+    cap_tokens: int | None = None
+    cap_wall_ms: int | None = None
+    _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def content_hash(self, path: Path, fn: Any) -> str:
+        """Hash a task or stash directory once per run: the fingerprint of a run is fixed at its start."""
+        if path not in self._hashes:
+            self._hashes[path] = fn(path)
+        return self._hashes[path]
+
+
+def limits_for(task: Task, ctx: RunContext) -> Limits:
+    """The task's own budget where it declares one, else the run-level default; an explicit
+    run-level budget caps both (the smaller wins), so a run can be made stricter than its tasks."""
+    wall_ms = min(task.budget.wall_ms or ctx.budget_wall_ms, ctx.cap_wall_ms or 1 << 62)
+    tokens = min(task.budget.tokens or ctx.budget_tokens, ctx.cap_tokens or 1 << 62)
+    return Limits(wall_s=wall_ms / 1000, tokens=tokens, turns=ctx.budget_turns)
+
+
+def tree_hash(path: Path) -> str:
+    """SHA-256 over a directory's regular files (relative path NUL bytes NUL), caches skipped."""
+    h = hashlib.sha256()
+    if not path.is_dir():
+        return h.hexdigest()
+    entries: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".pytest_cache")]
+        entries.extend(os.path.relpath(os.path.join(dirpath, n), path) for n in filenames)
+    for rel in sorted(entries):
+        full = path / rel
+        if full.is_file() and not full.is_symlink():
+            h.update(rel.encode() + b"\0" + full.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> dict[str, Any]:
+    """Everything that must match for two samples of a cell to be comparable (PRODUCT §8)."""
+    limits = limits_for(task, ctx)
+    stash = None
+    tool = None
+    if arm == "akm":
+        stash = ctx.content_hash(ctx.stashes_root / task.stash, fixture_hash)
+        if task.stash_overlay:
+            stash += ":" + ctx.content_hash((task.task_dir / task.stash_overlay).resolve(), tree_hash)
+        if ctx.akm is not None:
+            tool = {"version": ctx.akm.version, "sha256": ctx.akm.sha256}
+    fp: dict[str, Any] = {
+        "model": ctx.model,
+        "agent": ctx.agent.name,
+        "agent_version": ctx.agent.version,
+        "prompt_version": prompt_version,
+        "task_hash": ctx.content_hash(task.task_dir, lambda _: task_hash(task)),
+        "stash_hash": stash,
+        "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
+    }
+    if tool is not None:
+        fp["akm"] = tool  # only when present, so samples of akm-less arms keep their hash
+    if ctx.sandbox != "none":  # absent means unsandboxed, as every sample before the sandbox was
+        fp["sandbox"] = ctx.sandbox
+    return fp
+
+
+def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
+    return fingerprint(cell.task, cell.arm, ctx, arm_prompt_version(cell.arm))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def copy_workspace(task: Task, dst: Path) -> None:
+    """The task's starting workspace: its shared layers, then its own ``workspace/``."""
+    for layer in (*task.layers, task.workspace):
+        _copy_tree(layer, dst)
+
+
+def task_hash(task: Task) -> str:
+    """The content hash of everything a task's cells start from: its directory and its layers."""
+    if not task.layers:
+        return tree_hash(task.task_dir)
+    return hashlib.sha256("\0".join([tree_hash(task.task_dir), *map(tree_hash, task.layers)]).encode()).hexdigest()
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    # Regular files and directories only, .gitkeep skipped: the reference's copy rule (§3.8).
+    dst.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        for d in dirnames:
+            (dst / rel / d).mkdir(exist_ok=True)
+        for name in filenames:
+            source = Path(dirpath) / name
+            if name == ".gitkeep" or not source.is_file() or source.is_symlink():
+                continue
+            shutil.copy2(source, dst / rel / name)
+
+
+def _write_exe(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warnings: list[str]) -> list[str]:
+    """PATH entries for an arm that must not have akm.
+
+    A directory holding ``akm`` is dropped (silently when it is inside the cell's run dir,
+    e.g. the runner's own bin dir). A system directory (one that also holds ``sh``) cannot be
+    dropped, so ``akm`` is shadowed there by a missing-command stub in ``bin_dir``.
+    """
+    kept: list[str] = []
+    shadow = False
+    run_root = run_dir.resolve()
+    for entry in entries:
+        path = Path(entry)
+        if not _executable(path / "akm"):
+            kept.append(entry)
+            continue
+        if path.resolve().is_relative_to(run_root):
+            continue
+        if _executable(path / "sh"):
+            kept.append(entry)
+            shadow = True
+            warnings.append(f"{entry}/akm shadowed by a missing-command stub for the {arm} arm")
+        else:
+            warnings.append(f"PATH entry {entry} holds an akm executable; dropped for the {arm} arm")
+    if shadow:
+        _write_exe(bin_dir / "akm", _NO_AKM)
+    return kept
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | None, list[str]]:
+    """Create the run dir; returns (run dir, agent environment, private stash or None, warnings)."""
+    base = ctx.tmp_root / ctx.run_id
+    base.mkdir(parents=True, exist_ok=True)
+    # Neither the task nor the arm in the name: "noakm" would tell the control arm about akm.
+    run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
+    copy_workspace(cell.task, run_dir / "workspace")
+    home = run_dir / "home"
+    home.mkdir()  # XDG dirs are left to whoever needs them (opencode creates its own)
+    (run_dir / "tmp").mkdir()
+    bin_dir = run_dir / "bin"
+    bin_dir.mkdir()
+    env = {k: os.environ[k] for k in _PASS_THROUGH if k in os.environ}
+    env = akm.private_env(home, env)
+    env["TMPDIR"] = str(run_dir / "tmp")
+    stash: Path | None = None
+    if cell.arm == "akm":
+        stash = run_dir / "stash"
+        copy_stash(cell.task, ctx.stashes_root, stash)
+        if ctx.akm is not None:
+            (bin_dir / "akm").symlink_to(ctx.akm.path)
+            env = akm.cell_env(ctx.akm, stash, env)
+            akm.write_config(ctx.akm, env)
+        else:
+            env["AKM_STASH_DIR"] = str(stash)
+    warnings: list[str] = []
+    entries = [e for e in env.get("PATH", os.defpath).split(os.pathsep) if e]
+    if cell.arm != "akm":
+        entries = hide_akm(entries, bin_dir, run_dir, cell.arm, warnings)
+        # Always shadowed, whatever PATH holds: the control arm finds no akm at all.
+        _write_exe(bin_dir / "akm", _NO_AKM)
+    env["PATH"] = os.pathsep.join([str(bin_dir), *entries])
+    return run_dir, env, stash, warnings
+
+
+def copy_stash(task: Task, stashes_root: Path, dst: Path) -> None:
+    """The akm arm's stash: the task's fixture, then its ``stash_overlay``."""
+    _copy_tree(stashes_root / task.stash, dst)
+    if task.stash_overlay:
+        _copy_tree((task.task_dir / task.stash_overlay).resolve(), dst)
+
+
+class TreatmentDown(Exception):
+    """The akm arm's akm did not work for this cell: the cell is a harness_error."""
+
+
+def index_stash(info: akm.AkmInfo, stash: Path, env: dict[str, str], procs: ProcessTracker) -> dict[str, Any]:
+    """``akm index`` of the cell's own stash copy, at the path the agent will search."""
+    started = time.monotonic()
+    code, output, timed_out = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
+    report = akm.index_report(output)
+    report["ms"] = round((time.monotonic() - started) * 1000)
+    if code != 0 or timed_out:
+        why = "timed out" if timed_out else f"exit {code}"
+        raise TreatmentDown(f"akm index of the stash failed ({why}): {output.strip()[-300:]}")
+    if report["entries"] == 0:
+        raise TreatmentDown("akm index found no asset in the stash: the akm arm would search an empty stash")
+    return report
+
+
+def akm_events(info: akm.AkmInfo, env: dict[str, str], cwd: Path, procs: ProcessTracker, since_ms: int
+               ) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """What akm logged since the agent started, or (None, why) when its log cannot be read."""
+    argv = akm.log_argv(info)
+    if argv is None:
+        return akm.since(akm.parse_events_file(akm.events_file(env)), since_ms), None
+    code, output, timed_out = procs.run(argv, cwd=cwd, env=env, timeout_s=60)
+    events = akm.parse_log(output) if code == 0 and not timed_out else None
+    if events is None:
+        return None, f"akm log unreadable (exit {code}): {output.strip()[-200:]}"
+    return akm.since(events, since_ms), None
+
+
+def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
+    """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome."""
+    started_at = _now()
+    t0 = time.monotonic()
+    prompt_version = "n/a"
+    run_dir: Path | None = None
+    result = AgentResult()
+    verdict: Verdict | None = None
+    reason: str | None = None
+    transcript_rel: str | None = None
+    trajectory: dict[str, Any] | None = None
+    akm_setup: dict[str, Any] | None = None
+    setup_warnings: list[str] = []
+    t_agent = t_verify = t0
+    try:
+        run_dir, env, stash, setup_warnings = prepare(cell, ctx)
+        workspace = run_dir / "workspace"
+        if stash is not None and ctx.akm is not None:
+            akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
+        prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
+        transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
+        sandbox = cell_sandbox(ctx.sandbox, run_dir, akm=ctx.akm.path if stash is not None and ctx.akm else None,
+                               extra=ctx.sandbox_ro)
+        request = AgentRequest(
+            task=cell.task, arm=cell.arm, seed=cell.seed, workspace=workspace, run_dir=run_dir, env=env,
+            prompt=prompt, prompt_version=prompt_version, limits=limits_for(cell.task, ctx),
+            transcript=transcript, procs=procs, stash_dir=stash, model=ctx.model,
+            akm_line=ctx.akm.line if stash is not None and ctx.akm is not None else None,
+            sandbox=sandbox,
+        )
+        t_agent = time.monotonic()
+        agent_started_ms = time.time_ns() // 1_000_000
+        with sandbox.applied(procs):  # the agent and all it starts; never the verifier
+            result = ctx.agent.run(request)
+        procs.kill_all()  # nothing the agent started may watch the verifier run
+        t_verify = time.monotonic()
+        if cell.arm == "akm":
+            # Only the akm arm: elsewhere an "akm show" the stub refused still looks completed.
+            events, why = (None, None) if ctx.akm is None else akm_events(ctx.akm, env, run_dir, procs, agent_started_ms)
+            trajectory = analyse_cell(cell.task, transcript, events, result.akm, agent_started_ms=agent_started_ms)
+            if why:
+                trajectory["warnings"].append(why)
+        if result.error:
+            outcome, reason = "harness_error", result.error
+        elif trajectory is not None and trajectory.get("akm_broken"):
+            outcome, reason = "harness_error", trajectory["akm_broken"]
+        elif result.budget:
+            outcome, reason = "budget_exceeded", f"{result.budget} budget exceeded ({result.budget_tag or 'unknown'})"
+        else:
+            scratch = run_dir / "verify"
+            scratch.mkdir(exist_ok=True)
+            verdict = verify(
+                cell.task, workspace=workspace, final_text=result.final_text, scratch=scratch,
+                env=verifier_env(env), procs=procs, timeout_s=ctx.verify_timeout_s,
+            )
+            if verdict.error:
+                outcome, reason = "harness_error", verdict.error
+            else:
+                outcome = "pass" if verdict.passed else "fail"
+                reason = None if verdict.passed else _fail_reason(verdict)
+    except TreatmentDown as err:
+        outcome, reason = "harness_error", str(err)
+    except Exception as err:  # noqa: BLE001 - any harness fault becomes a recorded harness_error
+        outcome, reason = "harness_error", f"harness: {type(err).__name__}: {err}"
+    finally:
+        procs.kill_all()
+        t_end = time.monotonic()
+        if run_dir is not None and not ctx.keep_runs:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    if not result.transcript_written:
+        transcript_rel = None
+    fp = cell_fingerprint(cell, ctx)
+    return {
+        "schema": SAMPLE_SCHEMA,
+        "task_id": cell.task.id,
+        "arm": cell.arm,
+        "seed": cell.seed,
+        "domain": cell.task.domain,
+        "slice": cell.task.slice,
+        "outcome": outcome,
+        "reason": reason,
+        "budget": result.budget,
+        "budget_tag": result.budget_tag,
+        "tokens": result.tokens,
+        "token_measurement": result.token_measurement,
+        "cost_usd": result.cost_usd,
+        "turns": result.turns,
+        "tool_calls": result.tool_calls,
+        "wallclock_ms": round((t_verify - t_agent) * 1000),
+        "timing_ms": {
+            "setup": round((t_agent - t0) * 1000),
+            "agent": round((t_verify - t_agent) * 1000),
+            "verify": round((t_end - t_verify) * 1000),
+            "total": round((t_end - t0) * 1000),
+        },
+        "verifier": {
+            "kind": cell.task.verifier,
+            "exit_code": verdict.exit_code if verdict and verdict.exit_code is not None else -1,
+            "output_tail": verdict.tail if verdict else "",
+        },
+        "final_text_tail": result.final_text[-500:],
+        "akm": result.akm,
+        "akm_setup": akm_setup,
+        "trajectory": trajectory,
+        "transcript": transcript_rel,
+        "agent": {"name": ctx.agent.name, "version": ctx.agent.version},
+        "model": ctx.model,
+        "prompt_version": prompt_version,
+        "fingerprint": fp,
+        "fingerprint_hash": fingerprint_hash(fp),
+        "run_id": ctx.run_id,
+        "started_at": started_at,
+        "finished_at": _now(),
+        "warnings": [*setup_warnings, *result.warnings],
+    }
+
+
+def _transcript_path(cell: Cell, ctx: RunContext, run_dir: Path) -> tuple[Path, str | None]:
+    if ctx.transcripts_dir is None:
+        return run_dir / "transcript.jsonl", None
+    store = SampleStore(ctx.transcripts_dir)
+    # The attempt stamp keeps a re-run of the same cell (--bench-fresh) from overwriting.
+    rel = store.new_transcript_rel(ctx.run_id, cell.key, f"{time.time_ns() // 1_000_000}")
+    return store.transcript_path(rel, mkdir=True), rel
+
+
+def _fail_reason(verdict: Verdict) -> str:
+    if verdict.timed_out:
+        return "verifier timed out"
+    lines = [line.strip() for line in verdict.output.strip().splitlines() if line.strip()]
+    # pytest's "E   assert ..." lines say why; otherwise the last line a script printed.
+    explained = [line for line in lines if line.startswith(("E ", "FAILED "))]
+    chosen = explained[0] if explained else (lines[-1] if lines else f"verifier exited {verdict.exit_code}")
+    return chosen[:300]
