@@ -15,11 +15,10 @@ from ..system import procs
 from ..store.claims import Claim
 from ..errors import StoreError
 from ..system.interrupts import Interrupts
-from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY, TASK_KEY
+from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY
 from ..cell.runner import Cell, run_cell
 from .state import STATE_KEY, BenchState
 from ..store.samples import SampleStore
-from ..cell.validate import behaviour_problems, search_problems
 
 
 @pytest.fixture
@@ -110,19 +109,6 @@ class InterruptHooks:
         # The cells are over: a Ctrl-C from here on must not cost the report (the session
         # drops the hold once it is written; a second Ctrl-C still exits at once).
         self.interrupts.hold()
-
-
-def check_soundness(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> None:
-    """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself,
-    and, when an akm is given, the task's keywords find its gold asset."""
-    state: BenchState = request.config.stash[STATE_KEY]
-    task = request.node.stash[TASK_KEY]
-    work_root = state.tmp_root / state.run_id
-    problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
-    if state.akm is not None:
-        problems += search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
-    if problems:
-        pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

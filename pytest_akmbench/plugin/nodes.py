@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..cell.runner import Cell
+from ..cell.validate import behaviour_problems, search_problems
+from .state import STATE_KEY, BenchState
 
 if TYPE_CHECKING:
-    from .state import BenchState
+    from ..system.procs import ProcessTracker
 
 CELL_KEY = pytest.StashKey[Cell]()
 SAMPLE_KEY = pytest.StashKey[dict[str, Any]]()
@@ -56,8 +58,6 @@ class TaskFile(pytest.File):
     """A task.yaml under the tasks root; its items are the task's cells."""
 
     def collect(self) -> Any:
-        from .state import STATE_KEY
-
         state: BenchState = self.config.stash[STATE_KEY]
         error = state.errors.get(self.path)
         if error is not None:
@@ -67,8 +67,6 @@ class TaskFile(pytest.File):
             return
         marks = guard_marks(self.config)
         if state.settings.soundness:
-            from .cells import check_soundness
-
             item = pytest.Function.from_parent(self, name="soundness", callobj=check_soundness)
             item.stash[TASK_KEY] = task
             for mark in marks:
@@ -112,3 +110,16 @@ def _check_cell(bench_sample: dict[str, Any]) -> None:
     if tail and outcome == "fail":
         message += "\n" + "\n".join(tail.splitlines()[-15:])
     pytest.fail(message, pytrace=False)
+
+
+def check_soundness(request: pytest.FixtureRequest, bench_procs: ProcessTracker) -> None:
+    """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself,
+    and, when an akm is given, the task's keywords find its gold asset."""
+    state: BenchState = request.config.stash[STATE_KEY]
+    task = request.node.stash[TASK_KEY]
+    work_root = state.tmp_root / state.run_id
+    problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
+    if state.akm is not None:
+        problems += search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
+    if problems:
+        pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)

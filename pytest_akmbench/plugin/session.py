@@ -18,6 +18,7 @@ from ..store import integrity
 from ..report import envelope as report
 from ..report import resume
 from ..errors import BenchError
+from .nodes import CELL_KEY
 
 if TYPE_CHECKING:
     from ..corpus.tasks import Task
@@ -42,8 +43,6 @@ class BenchSession:
         self._by_suffix: dict[tuple[str, ...], list[Task]] | None = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from .nodes import CELL_KEY
-
         if session.config.option.collectonly:
             return
         for item in session.items:
