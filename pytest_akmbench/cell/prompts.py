@@ -21,9 +21,9 @@ from pathlib import Path
 from .akm import AkmInfo, format_ref
 from ..corpus.tasks import Task
 from ..errors import ConfigError
+from ..records import ARMS
 
 PROMPT_VERSION = "2"
-ARMS = ("noakm", "akm", "synthetic")
 _DIR = Path(__file__).with_name("prompts")
 
 

@@ -37,7 +37,6 @@ from .prompts import build_prompt, prompt_version as arm_prompt_version
 from .verifiers import Verdict, verifier_env, verify
 
 SAMPLE_SCHEMA = 1
-OUTCOMES = ("pass", "fail", "budget_exceeded", "harness_error")
 _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
 # What a shell says for a command that does not exist: "not available in this arm" would
 # itself tell the control arm that there is an akm to have.

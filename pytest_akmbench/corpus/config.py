@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError
+from ..records import ARMS
 from ..system.sandbox import parse_mode
 
-ARMS = ("noakm", "akm", "synthetic")
 DEFAULT_SEEDS = 3
 DEFAULT_FLOOR = 3
 DEFAULT_BUDGET_TOKENS = 30000

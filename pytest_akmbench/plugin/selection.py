@@ -14,7 +14,7 @@ import pytest
 from _pytest.mark import KeywordMatcher  # pytest's own matcher, for items that are not cells
 from _pytest.mark.expression import Expression
 
-from ..corpus.config import ARMS
+from ..records import ARMS
 from .nodes import CELL_KEY
 
 

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..records import ARMS
 from . import compare as compare_mod
 from . import lift as lift_mod
 
@@ -41,7 +42,6 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq,
 }
 _EXPR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
-_ARMS = ("noakm", "akm", "synthetic")
 _ARM_FIELDS = {
     "pass_rate": ("pass_rate",), "pass_rate.low": ("pass_rate_ci", "low"), "pass_rate.high": ("pass_rate_ci", "high"),
     "pass_at_1": ("pass_at_1",), "tokens_per_pass": ("tokens_per_pass",), "tokens_per_run": ("tokens_per_run",),
@@ -63,7 +63,7 @@ def _dig(obj: Any, *keys: str) -> Any:
 
 def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
     arm, _, rest = metric.partition(".")
-    if arm in _ARMS and rest in _ARM_FIELDS:
+    if arm in ARMS and rest in _ARM_FIELDS:
         path = _ARM_FIELDS[rest]
         return lambda env: _dig(env, "aggregate", arm, *path)
     for name, where in _COMPARISONS.items():
@@ -170,7 +170,7 @@ def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_di
     result = compare_mod.compare(base, env)
     if not result["ok"]:
         return {"gate": gate, "ok": False, "observed": None, "message": f"cannot compare with {path}: {result['message']}"}
-    lost = [arm for arm in _ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(env, arm)]
+    lost = [arm for arm in ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(env, arm)]
     if lost:
         return {"gate": gate, "ok": False, "observed": None,
                 "message": f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .samples import VALID_OUTCOMES
+from ..records import VALID_OUTCOMES
 
 CellKey = tuple[str, str, int]
 PREFIX = "report mismatch: "

@@ -27,11 +27,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import StoreError
+from ..records import VALID_OUTCOMES
 
 STORE_FILE = "samples.jsonl"
 LOCK_FILE = "samples.lock"
 TRANSCRIPTS_DIR = "transcripts"
-VALID_OUTCOMES = frozenset(("pass", "fail", "budget_exceeded"))
 
 CellKey = tuple[str, str, str]  # (task_id, arm, fingerprint_hash)
 TrialKey = tuple[str, str, str, int]  # (task_id, arm, fingerprint_hash, seed)

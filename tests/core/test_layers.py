@@ -16,7 +16,7 @@ CORE = [
     "agents", "agents.base", "agents.opencode.adapter", "agents.opencode.events", "agents.opencode.providers",
     "agents.opencode.scripted", "agents.opencode.snoop", "cell.akm", "cell.prompts", "cell.runner", "cell.shell",
     "cell.trajectory", "cell.validate", "cell.verifiers", "cli.doctor", "cli.main", "corpus.config", "corpus.tasks",
-    "errors", "report.compare", "report.envelope", "report.gates", "report.lift", "report.markdown", "report.metrics",
+    "errors", "records", "report.compare", "report.envelope", "report.gates", "report.lift", "report.markdown", "report.metrics",
     "report.resume", "report.significance", "report.stats", "store.claims", "store.integrity", "store.preflight",
     "store.samples", "store.scrub", "system.interrupts", "system.lifecycle", "system.procs", "system.sandbox",
 ]
