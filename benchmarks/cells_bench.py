@@ -34,7 +34,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -381,8 +380,8 @@ def section_collection(tmp: Path, repeats: int, real_fill: bool) -> None:
           f" -> {verdict(med(bench_co) / p, 1.5)}")
     print(f"   bench pytest --co -q of {n} cells, full store:  median {med(bench_co_full):.2f} s"
           f" (the done-check is skipped under --co: plugin.py pytest_collection)")
-    print(f"   done-check (after collection, in-process probe; includes reading samples.jsonl and"
-          f" hashing each cell's fingerprint):")
+    print("   done-check (after collection, in-process probe; includes reading samples.jsonl and"
+          " hashing each cell's fingerprint):")
     print(f"      empty store: median {ms(med(check_empty))}; full store ({min(hits)}..{max(hits)} of {n} cells"
           f" found done): median {ms(med(check_full))}")
     added = med(check_full)

@@ -20,8 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_akmbench.report import envelope as report  # noqa: E402
-from pytest_akmbench.corpus.tasks import MEMORY_ABILITIES, Task  # noqa: E402
+from pytest_akmbench.corpus.tasks import MEMORY_ABILITIES, Task
+from pytest_akmbench.report import envelope as report
 
 N_SAMPLES = 100_000
 N_TASKS = 2_000

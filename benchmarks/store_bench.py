@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_akmbench.store.samples import SampleStore, done_trials, fingerprint_hash, latest_valid  # noqa: E402
+from pytest_akmbench.store.samples import SampleStore, done_trials, fingerprint_hash, latest_valid
 
 N_RECORDS = 100_000
 N_TASKS = 2_000

@@ -9,9 +9,10 @@ the plugin's ``pytest_akmbench_agents`` hook; the built-in ones use the same hoo
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..corpus.tasks import Task
 from ..system.procs import ProcessTracker

@@ -15,19 +15,19 @@ editing a template changes the fingerprint even if someone forgets to bump ``PRO
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
-from .akm import AkmInfo, format_ref
 from ..corpus.tasks import Task
 from ..errors import ConfigError
 from ..records import ARMS
+from .akm import AkmInfo, format_ref
 
 PROMPT_VERSION = "2"
 _DIR = Path(__file__).with_name("prompts")
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(arm: str) -> str:
     """The raw template text of ``arm``."""
     if arm not in ARMS:

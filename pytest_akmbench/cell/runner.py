@@ -26,14 +26,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import akm
 from ..agents.base import Agent, AgentRequest, AgentResult, Limits
 from ..corpus.tasks import Task, fixture_hash
+from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
 from ..system.sandbox import for_cell as cell_sandbox
-from ..store.samples import SampleStore, fingerprint_hash
+from . import akm
+from .prompts import build_prompt
+from .prompts import prompt_version as arm_prompt_version
 from .trajectory import analyse_cell
-from .prompts import build_prompt, prompt_version as arm_prompt_version
 from .verifiers import Verdict, verifier_env, verify
 
 SAMPLE_SCHEMA = 1
@@ -350,7 +351,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
                 reason = None if verdict.passed else _fail_reason(verdict)
     except TreatmentDown as err:
         outcome, reason = "harness_error", str(err)
-    except Exception as err:  # noqa: BLE001 - any harness fault becomes a recorded harness_error
+    except Exception as err:
         outcome, reason = "harness_error", f"harness: {type(err).__name__}: {err}"
     finally:
         procs.kill_all()

@@ -289,7 +289,7 @@ def writes_files(script: str, exempt: tuple[str, ...] = ("/dev/", "/tmp/", "/pro
         name, args = command.name, command.words[1:]
         if name in _WRITING:
             return True
-        if name in ("sed", "perl") and any(a.startswith("-i") or a.startswith("--in-place") for a in args):
+        if name in ("sed", "perl") and any(a.startswith(("-i", "--in-place")) for a in args):
             return True
         if name == "git" and args[:1] and args[0] in ("apply", "checkout", "restore", "rm", "mv", "am", "reset"):
             return True

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import akm
 from ..corpus.tasks import Task
+from . import akm
 from .shell import writes_files
 
 MAX_ACTIONS = 100
@@ -223,7 +223,7 @@ def analyse_cell(
     """
     try:
         return _analyse(task, transcript, akm_events, agent_akm, agent_started_ms)
-    except Exception as err:  # noqa: BLE001 - the sample matters more than its trajectory
+    except Exception as err:
         empty = _analyse(task, None, None, None, None)
         empty["warnings"].append(f"trajectory analysis failed: {type(err).__name__}: {err}")
         return empty

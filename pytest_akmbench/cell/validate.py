@@ -16,13 +16,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import akm
-from .akm import asset_exists
 from ..agents.base import AgentRequest, Limits, OracleAgent
 from ..corpus.config import load_run_config
 from ..corpus.tasks import Corpus, Task, load_lenient, select
 from ..errors import BenchError, CorpusError
 from ..system.procs import ProcessTracker
+from . import akm
+from .akm import asset_exists
 from .prompts import keywords
 from .runner import copy_stash, copy_workspace
 from .verifiers import Verdict, verify

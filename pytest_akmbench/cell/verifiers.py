@@ -12,9 +12,9 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from ..corpus.tasks import Task
 from ..system.procs import ProcessTracker

@@ -13,11 +13,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from ..system import sandbox
+from ..agents.opencode.adapter import choose_model, locate_opencode, locate_rg, read_version
+from ..cell import akm
 from ..corpus.config import load_run_config
 from ..errors import BenchError
-from ..cell import akm
-from ..agents.opencode.adapter import choose_model, locate_opencode, locate_rg, read_version
+from ..system import sandbox
 
 
 def _pkg(name: str) -> str | None:
@@ -35,7 +35,7 @@ def _reachable(base_url: str, timeout_s: float = 5.0) -> str | None:
     """None when the provider answers at all (any HTTP status), else why not."""
     url = base_url.rstrip("/") + "/models"
     try:
-        urllib.request.urlopen(url, timeout=timeout_s).close()  # noqa: S310 - the user's own provider URL
+        urllib.request.urlopen(url, timeout=timeout_s).close()
     except urllib.error.HTTPError:
         return None  # it answered; an auth or 404 status still proves the URL is live
     except (urllib.error.URLError, OSError, ValueError) as err:

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ..system import lifecycle
-from ..report import envelope as report
+from ..cell.runner import RunContext
 from ..corpus.config import DEFAULT_FLOOR, load_run_config, resolve, run_caps
 from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
+from ..report import envelope as report
 from ..report.resume import report_input
-from ..cell.runner import RunContext
 from ..store.samples import SampleStore
+from ..system import lifecycle
 
 
 class _StoredAgent:

@@ -10,19 +10,23 @@ import dataclasses
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from ..cell import akm
-from ..report import gates
-from . import options
-from ..system import lifecycle
-from ..store import preflight
-from ..system import procs
-from ..system import sandbox
 from ..agents.base import Agent, OracleAgent, SessionInfo
+from ..cell import akm
+from ..corpus.config import Settings, check_matrix, clamp_parallel, load_baseline, load_run_config, resolve
+from ..corpus.tasks import find_task_files, load_lenient, select_with_override
+from ..errors import BenchError, ConfigError, CorpusError, StoreError
+from ..report import gates
+from ..store import preflight
+from ..store.scrub import Scrubber
+from ..system import lifecycle, procs, sandbox
+from ..system.interrupts import Interrupts
+from . import options
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -30,16 +34,12 @@ from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered th
     pytest_report_teststatus,
     pytest_runtest_makereport,
 )
-from ..corpus.config import Settings, check_matrix, clamp_parallel, load_baseline, load_run_config, resolve
-from ..corpus.tasks import find_task_files, load_lenient, select_with_override
-from ..errors import BenchError, ConfigError, CorpusError, StoreError
-from ..system.interrupts import Interrupts
 from .nodes import CELL_KEY, STORED_KEY, TaskFile, guard_notes
-from ..store.scrub import Scrubber
 from .selection import deselect_by_keyword
 from .session import BenchSession
 from .state import STATE_KEY, BenchState
 from .xdist_hooks import XdistHooks
+
 
 def _setup(config: pytest.Config) -> BenchState | None:
     raw = {n: options.raw(config, n) for n in options.SETTINGS}

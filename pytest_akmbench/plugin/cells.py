@@ -6,19 +6,19 @@ The plugin module imports the fixtures and hooks, so they are registered with it
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from ..system import lifecycle
-from ..system import procs
-from ..store.claims import Claim
+from ..cell.runner import Cell, run_cell
 from ..errors import StoreError
+from ..store.claims import Claim
+from ..store.samples import SampleStore
+from ..system import lifecycle, procs
 from ..system.interrupts import Interrupts
 from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY
-from ..cell.runner import Cell, run_cell
 from .state import STATE_KEY, BenchState
-from ..store.samples import SampleStore
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..store import integrity
+from ..errors import BenchError
 from ..report import envelope as report
 from ..report import resume
-from ..errors import BenchError
+from ..store import integrity
 from .nodes import CELL_KEY
 
 if TYPE_CHECKING:

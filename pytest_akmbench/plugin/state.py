@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from ..system import lifecycle
 from ..agents.base import Agent
 from ..cell.akm import AkmInfo
+from ..cell.runner import Cell, RunContext, cell_fingerprint
 from ..corpus.config import Settings, run_caps
 from ..corpus.tasks import Corpus, Task
-from ..system.interrupts import Interrupts
 from ..report.resume import StoredSamples
-from ..cell.runner import Cell, RunContext, cell_fingerprint
-from ..store.scrub import Scrubber
 from ..store.samples import fingerprint_hash
+from ..store.scrub import Scrubber
+from ..system import lifecycle
+from ..system.interrupts import Interrupts
 
 STATE_KEY = pytest.StashKey["BenchState"]()
 

@@ -26,9 +26,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from . import metrics
-from . import significance
-from . import stats
+from . import metrics, significance, stats
 from .markdown import num, signed
 
 FLAT = 0.005

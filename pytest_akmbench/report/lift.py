@@ -19,8 +19,7 @@ from fractions import Fraction
 from statistics import fmean
 from typing import Any
 
-from . import significance
-from . import stats
+from . import significance, stats
 
 ALPHA = significance.ALPHA
 BOOTSTRAP_ITERATIONS = 2000

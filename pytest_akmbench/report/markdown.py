@@ -10,9 +10,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from . import lift
-from . import metrics
 from ..corpus.tasks import MEMORY_ABILITIES
+from . import lift, metrics
 
 _MD_TASK_CAP = 500  # per-run tables above this size are summarised, not listed
 

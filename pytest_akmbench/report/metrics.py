@@ -21,8 +21,8 @@ from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
-from . import stats
 from ..corpus.tasks import MEMORY_ABILITIES, Task
+from . import stats
 
 Sample = dict[str, Any]
 ARM_ORDER = ("noakm", "synthetic", "akm")

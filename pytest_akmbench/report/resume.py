@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..corpus.tasks import Task
-from .envelope import ReportInput
 from ..cell.runner import SAMPLE_SCHEMA, Cell, RunContext, cell_fingerprint
+from ..corpus.tasks import Task
 from ..store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
+from .envelope import ReportInput
 
 CellKey = tuple[str, str, int]
 

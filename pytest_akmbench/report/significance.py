@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["ALPHA", "holm", "sign_flip_test", "stratified_permutation_test", "fisher_exact"]
+__all__ = ["ALPHA", "fisher_exact", "holm", "sign_flip_test", "stratified_permutation_test"]
 
 ALPHA = 0.05
 SEED = 20261129

@@ -14,15 +14,15 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = [
-    "wilson_interval",
     "cluster_rate_interval",
-    "student_t_quantile",
-    "pass_at_k",
-    "pass_hat_k",
-    "stdev",
     "is_flaky",
     "paired_bootstrap_delta",
+    "pass_at_k",
+    "pass_hat_k",
     "sign_test",
+    "stdev",
+    "student_t_quantile",
+    "wilson_interval",
 ]
 
 # Two-sided 95% normal quantile, Φ⁻¹(0.975).

@@ -245,7 +245,7 @@ class SampleStore:
         time: a writer killed mid-record leaves one, and the next writer terminates it.
         """
         try:
-            f = open(self.path, "rb")
+            f = open(self.path, "rb")  # noqa: SIM115 - the `with f:` below closes it; only the open may be missing
         except FileNotFoundError:
             return
         except OSError as exc:

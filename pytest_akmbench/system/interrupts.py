@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import lifecycle
-from . import procs
+from . import lifecycle, procs
 
 _SAME_INTERRUPT_S = 2.0
 

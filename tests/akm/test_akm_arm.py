@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from pytest_akmbench.agents.opencode.adapter import locate_opencode
 from pytest_akmbench.cell import akm
 from pytest_akmbench.corpus.tasks import load_corpus
-from pytest_akmbench.agents.opencode.adapter import locate_opencode
 from tests.support import real_akm
 from tests.support.corpus import write_stash, write_task
 

@@ -115,7 +115,7 @@ class TestDetect:
 
     def test_missing_or_not_executable(self, tmp_path: Path) -> None:
         """One-line errors that say how to install akm."""
-        with pytest.raises(ConfigError, match="not found or not executable.*akm-cli"):
+        with pytest.raises(ConfigError, match=r"not found or not executable.*akm-cli"):
             akm.detect(tmp_path / "nope")
         (tmp_path / "plain").write_text("x")
         with pytest.raises(ConfigError, match="not executable"):
@@ -139,7 +139,7 @@ class TestDetect:
     def test_locate(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """The given path first, else akm on PATH, else an error naming how to install it."""
         monkeypatch.setenv("PATH", str(tmp_path))
-        with pytest.raises(ConfigError, match="none is on PATH.*akm-cli"):
+        with pytest.raises(ConfigError, match=r"none is on PATH.*akm-cli"):
             akm.locate(None)
         exe = self.exe(tmp_path / "akm", "exit 0\n")
         assert akm.locate(None) == exe and akm.locate("/else/akm") == Path("/else/akm")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from pytest_akmbench.report import metrics
 from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.report import metrics
 
 Z = 1.959963984540054
 
@@ -70,7 +70,7 @@ def traj(*, searches: list[int | None] = (), shown: list[str] = (), feedback: st
 class TestPerTask:
     """One task under one arm."""
 
-    RUNS = [
+    RUNS: ClassVar = [
         sample("a/t", "akm", 1, "pass", tokens=100),
         sample("a/t", "akm", 2, "fail", tokens=50),
         sample("a/t", "akm", 3, "pass", tokens=300),

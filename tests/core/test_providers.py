@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.errors import ConfigError
 from pytest_akmbench.agents.opencode.providers import (
     check_env_vars,
     check_model,
@@ -18,6 +17,7 @@ from pytest_akmbench.agents.opencode.providers import (
     resolve_model,
     validate_providers,
 )
+from pytest_akmbench.errors import ConfigError
 
 SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
 
@@ -55,7 +55,7 @@ def test_forbidden_keys(key):
 
 
 def test_unknown_top_level_key_is_an_error():
-    with pytest.raises(ConfigError, match="f.json: extra: unknown top-level key"):
+    with pytest.raises(ConfigError, match=r"f.json: extra: unknown top-level key"):
         validate_providers(good(extra=1), "f.json")
 
 
@@ -73,7 +73,7 @@ def test_bad_providers(providers):
     data["providers"] = providers
     if providers is None:
         del data["providers"]
-    with pytest.raises(ConfigError, match="f.json: providers"):
+    with pytest.raises(ConfigError, match=r"f.json: providers"):
         validate_providers(data, "f.json")
 
 
@@ -118,7 +118,7 @@ def test_missing_and_invalid_files(tmp_path):
 def test_discovery_order(tmp_path):
     a = write(tmp_path / "a.json", good(defaultModel="local/a"))
     b = write(tmp_path / "b.json", good(defaultModel="local/b"))
-    c = write(tmp_path / "c.json", good(defaultModel="local/c"))
+    write(tmp_path / "c.json", good(defaultModel="local/c"))
     xdg = tmp_path / "xdg"
     (xdg / "akm").mkdir(parents=True)
     write(xdg / "akm" / "bench-providers.json", good(defaultModel="local/xdg"))
@@ -151,7 +151,7 @@ def test_discovery_missing_sources_are_usage_errors(tmp_path):
 
 
 def test_inline_providers_are_scanned():
-    with pytest.raises(ConfigError, match="run.json: providers: providers.local.options.apiKey"):
+    with pytest.raises(ConfigError, match=r"run.json: providers: providers.local.options.apiKey"):
         discover_providers(env={}, config_providers={"local": local_entry(apiKey="literal")}, config_path="run.json")
 
 
@@ -178,7 +178,7 @@ def test_check_model():
     assert choice.provider_key == "local" and choice.provider_entry["name"] == "Local"
     assert check_model("anthropic/claude-sonnet-4", "cli", pf).provider_entry is None
     assert check_model("openai/gpt-5", "cli", None).provider_key == "openai"
-    with pytest.raises(ConfigError, match="provider 'lmstudio', which is not in f.json") as err:
+    with pytest.raises(ConfigError, match=r"provider 'lmstudio', which is not in f.json") as err:
         check_model("lmstudio/x", "cli", pf)
     assert not err.value.usage
     with pytest.raises(ConfigError, match="no providers file was found") as err:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.cell import akm
 from pytest_akmbench.agents import AgentRequest, AgentResult, NopAgent, OracleAgent
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.runner import Cell, RunContext, run_cell
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
-from pytest_akmbench.cell.runner import Cell, RunContext, run_cell
 from tests.support import real_akm
 from tests.support.corpus import standard_corpus, write_stash, write_task
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_akmbench.agents.opencode.providers import validate_providers
+from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.config import MAX_SEEDS, resolve
 from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.agents.opencode.providers import validate_providers
 from pytest_akmbench.report.resume import StoredSamples
-from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.store.samples import fingerprint_hash
 from tests.support.corpus import write_stash, write_task
 
@@ -60,8 +60,8 @@ print(json.dumps({{"passed": v.passed, "timed_out": v.timed_out, "error": v.erro
 
     def test_regex_still_matches_and_fails_normally(self, tmp_path: Path) -> None:
         """Ordinary patterns give the same verdicts as before, text with any characters included."""
-        from pytest_akmbench.system.procs import ProcessTracker
         from pytest_akmbench.cell.verifiers import verify
+        from pytest_akmbench.system.procs import ProcessTracker
 
         tasks, stashes = tmp_path / "tasks", tmp_path / "stashes"
         write_stash(stashes)

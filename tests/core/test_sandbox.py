@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.cell import akm
-from pytest_akmbench.system import sandbox
-from pytest_akmbench.agents.opencode import snoop
 from pytest_akmbench.agents import NopAgent, OracleAgent
+from pytest_akmbench.agents.opencode import snoop
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.runner import Cell, RunContext, fingerprint, run_cell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.system import sandbox
 from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
-from pytest_akmbench.cell.runner import Cell, RunContext, fingerprint, run_cell
 from tests.support import real_akm
 from tests.support.bwrap import require_bwrap
 from tests.support.corpus import write_stash, write_task

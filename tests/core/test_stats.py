@@ -10,9 +10,9 @@ import pytest
 from pytest_akmbench.report.stats import (
     cluster_rate_interval,
     is_flaky,
+    paired_bootstrap_delta,
     pass_at_k,
     pass_hat_k,
-    paired_bootstrap_delta,
     sign_test,
     stdev,
     student_t_quantile,

@@ -78,7 +78,7 @@ class TestRoundTrip:
         """An I/O failure surfaces as a StoreError naming the store file."""
         (tmp_path / "file").write_text("")
         store = SampleStore(tmp_path / "file" / "sub")  # parent is a regular file
-        with pytest.raises(StoreError, match="samples.jsonl"):
+        with pytest.raises(StoreError, match=r"samples.jsonl"):
             store.append({"x": 1})
 
 

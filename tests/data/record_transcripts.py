@@ -25,13 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pytest_akmbench.cell import akm  # noqa: E402
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo  # noqa: E402
-from pytest_akmbench.corpus.tasks import load_corpus  # noqa: E402
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent  # noqa: E402
-from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
+from pytest_akmbench.cell import akm  # noqa: E402
 from pytest_akmbench.cell.prompts import build_prompt  # noqa: E402
 from pytest_akmbench.cell.runner import Cell, RunContext, index_stash, prepare  # noqa: E402
+from pytest_akmbench.corpus.tasks import load_corpus  # noqa: E402
+from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
 from tests.support import real_akm  # noqa: E402
 from tests.support.corpus import write_stash, write_task  # noqa: E402
 
@@ -72,7 +72,7 @@ def record(info: akm.AkmInfo, work: Path) -> None:
         try:
             if scenario == "wrong-asset":
                 register = agent.scripted.register  # type: ignore[union-attr]
-                agent.scripted.register = lambda *a, **k: register(*a, **k, commands=wrong_asset_plan(info.line))  # type: ignore[union-attr]
+                agent.scripted.register = lambda *a, register=register, **k: register(*a, **k, commands=wrong_asset_plan(info.line))  # type: ignore[union-attr]
             ctx = RunContext(run_id=f"rec-{scenario}", tmp_root=work / "cells", stashes_root=stashes, agent=agent,
                              model=agent.model, budget_tokens=100000, budget_wall_ms=120000, budget_turns=None,
                              verify_timeout_s=60, akm=info)

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.cell import akm
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
+from pytest_akmbench.agents.opencode.adapter import OpencodeAgent, locate_opencode
+from pytest_akmbench.agents.opencode.scripted import usage_for_turn
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.prompts import build_prompt
 from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.agents.opencode.adapter import OpencodeAgent, locate_opencode
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
-from pytest_akmbench.cell.prompts import build_prompt
-from pytest_akmbench.agents.opencode.scripted import usage_for_turn
 from tests.support import real_akm
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,6 @@ Each cell costs about 10 s of CPU; these run serially.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -24,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 try:
     OPENCODE = locate_opencode({"rootdir": str(ROOT)})
-except Exception as err:  # noqa: BLE001
+except Exception as err:
     pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
 
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 try:
     OPENCODE = locate_opencode({"rootdir": str(ROOT)})
-except Exception as err:  # noqa: BLE001
+except Exception as err:
     pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -161,7 +161,7 @@ def pytest_akmbench_agents():
 class TestOtherPlugins:
     """Item 2: pytest-rerunfailures and pytest-timeout cannot bend a cell's numbers."""
 
-    ARGS = ["corpus", "--bench-agent", "coin", "--bench-arms", "noakm", "--bench-seeds", "4", "-k", "script",
+    ARGS: ClassVar = ["corpus", "--bench-agent", "coin", "--bench-arms", "noakm", "--bench-seeds", "4", "-k", "script",
             "--bench-report", "out"]
 
     def test_reruns_never_add_a_second_sample(self, bench: pytest.Pytester) -> None:
@@ -257,7 +257,7 @@ class TestReportInvariant:
 class TestUnwritablePlaces:
     """Items 8 and 9: a place the run cannot write to is a one-line error before any cell runs."""
 
-    ARGS = ["corpus", "--bench-agent", "oracle", "--bench-seeds", "1"]
+    ARGS: ClassVar = ["corpus", "--bench-agent", "oracle", "--bench-seeds", "1"]
 
     @pytest.mark.parametrize("option", ["--bench-report", "--bench-store", "--bench-tmp"])
     def test_directory_under_an_existing_file(self, bench: pytest.Pytester, option: str) -> None:

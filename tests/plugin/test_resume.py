@@ -140,7 +140,7 @@ class TestOfflineReport:
         session, offline = read_report(bench.path), read_report(bench.path, "offline")
         session.pop("timestamp"), offline.pop("timestamp")
         assert session == offline
-        strip = lambda p: "\n".join(l for l in p.read_text().splitlines() if not l.startswith("branch "))  # noqa: E731
+        strip = lambda p: "\n".join(line for line in p.read_text().splitlines() if not line.startswith("branch "))  # noqa: E731
         assert strip(bench.path / "out" / "summary.md") == strip(bench.path / "offline" / "summary.md")
 
 

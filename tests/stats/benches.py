@@ -9,8 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pytest_akmbench.report import lift
-from pytest_akmbench.report import metrics
+from pytest_akmbench.report import lift, metrics
 from tests.core.test_metrics import sample
 
 

@@ -16,10 +16,8 @@ from scipy import stats as ss
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from pytest_akmbench.report import compare
+from pytest_akmbench.report import compare, significance, stats
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report import significance
-from pytest_akmbench.report import stats
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 

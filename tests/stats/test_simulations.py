@@ -4,17 +4,14 @@ alternative. Bounds are the nominal level plus 3 Monte Carlo standard errors; th
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
 from pathlib import Path
 from typing import Any
 
-from pytest_akmbench.report import compare
-from pytest_akmbench.report import gates
-from pytest_akmbench.report import lift
-from pytest_akmbench.report import metrics
-from pytest_akmbench.report import stats
+from pytest_akmbench.report import compare, gates, lift, metrics, stats
 from tests.stats.benches import envelope, paired, rows, runs, task_rates
 
 
@@ -156,4 +153,4 @@ class TestArmFigures:
             agg = metrics.aggregate(rows("akm", kept, errors=errors))
             assert agg is not None
             at, hat = list(agg["pass_at_k"].values()), list(agg["pass_hat_k"].values())
-            assert all(x <= y + 1e-12 for x, y in zip(at, at[1:])) and all(x >= y - 1e-12 for x, y in zip(hat, hat[1:]))
+            assert all(x <= y + 1e-12 for x, y in itertools.pairwise(at)) and all(x >= y - 1e-12 for x, y in itertools.pairwise(hat))

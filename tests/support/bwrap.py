@@ -3,7 +3,6 @@ any skip into a failure: see the root conftest.py)."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from pytest_akmbench.system import sandbox

@@ -47,8 +47,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base import AgentRequest, AgentResult, SessionInfo
+from ...cell.runner import hide_akm
 from ...errors import ConfigError
+from ...store.scrub import Scrubber
+from ..base import AgentRequest, AgentResult, SessionInfo
 from .events import EventStream
 from .providers import (
     SCRIPTED_PREFIX,
@@ -62,9 +64,7 @@ from .providers import (
     resolve_model,
     secret_values,
 )
-from ...cell.runner import hide_akm
 from .scripted import ScriptedModel
-from ...store.scrub import Scrubber
 
 OPENCODE_VERSION = "1.18.33"
 PLATFORM_PACKAGE = "opencode-linux-x64"

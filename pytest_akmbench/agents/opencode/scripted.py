@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from ...cell import akm
-from . import snoop
-from ...corpus.tasks import Task
 from ...cell.prompts import keywords
+from ...corpus.tasks import Task
+from . import snoop
 
 POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop")
 ERROR_MESSAGE = "scripted provider failure: the model is unavailable (policy error)"
@@ -278,13 +278,13 @@ class _Handler(BaseHTTPRequestHandler):
     scripted: ScriptedModel
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         parts = self.path.split("?", 1)[0].strip("/").split("/")
