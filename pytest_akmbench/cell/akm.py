@@ -40,15 +40,38 @@ OFFLINE = {"npm_config_registry": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": 
 # found, killed), as opposed to an agent asking for something that is not there (1, 2).
 BROKEN_EXITS = frozenset((70, 78, 126, 127))
 _PLURAL = {
-    "skill": "skills", "knowledge": "knowledge", "command": "commands", "agent": "agents",
-    "script": "scripts", "memory": "memories", "workflow": "workflows", "lesson": "lessons",
-    "vault": "vaults", "wiki": "wikis",
+    "skill": "skills",
+    "knowledge": "knowledge",
+    "command": "commands",
+    "agent": "agents",
+    "script": "scripts",
+    "memory": "memories",
+    "workflow": "workflows",
+    "lesson": "lessons",
+    "vault": "vaults",
+    "wiki": "wikis",
 }
 _SINGULAR = {plural: singular for singular, plural in _PLURAL.items()}
-_VALUE_OPTIONS = frozenset((
-    "--type", "--limit", "--source", "--filter", "--format", "--detail", "--shape", "--output", "--from",
-    "--belief", "--scope", "--note", "--reason", "--failure-mode", "--tag", "--applied-to",
-))
+_VALUE_OPTIONS = frozenset(
+    (
+        "--type",
+        "--limit",
+        "--source",
+        "--filter",
+        "--format",
+        "--detail",
+        "--shape",
+        "--output",
+        "--from",
+        "--belief",
+        "--scope",
+        "--note",
+        "--reason",
+        "--failure-mode",
+        "--tag",
+        "--applied-to",
+    )
+)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -99,13 +122,13 @@ def detect(path: Path, timeout_s: float = 60.0) -> AkmInfo:
         code, out = _run([str(path), "config", "set", "semanticSearchMode", "off"], env, home, timeout_s)
         config_file = home / ".config" / "akm" / "config.json"
         if code != 0 or not config_file.is_file():
-            raise ConfigError(f"{path}: `akm config set semanticSearchMode off` failed (exit {code}): "
-                              f"{out.strip()[-200:]}")
+            raise ConfigError(
+                f"{path}: `akm config set semanticSearchMode off` failed (exit {code}): {out.strip()[-200:]}"
+            )
         config = config_file.read_text(encoding="utf-8")
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    return AkmInfo(path=resolved, version=version, line=line, sha256=_sha256(resolved), config=config,
-                   warning=warning)
+    return AkmInfo(path=resolved, version=version, line=line, sha256=_sha256(resolved), config=config, warning=warning)
 
 
 def _line(version: str) -> tuple[str, str | None]:
@@ -129,8 +152,11 @@ def private_env(home: Path, base: Mapping[str, str] | None = None) -> dict[str, 
     """An environment whose HOME and XDG dirs are ``home``'s, offline for package installs."""
     env = dict(base or {"PATH": os.environ.get("PATH", os.defpath)})
     env.update(
-        HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".local" / "state"),
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
     )
     env.update(OFFLINE)
     return env
@@ -138,8 +164,15 @@ def private_env(home: Path, base: Mapping[str, str] | None = None) -> dict[str, 
 
 def _run(argv: list[str], env: Mapping[str, str], cwd: Path, timeout_s: float) -> tuple[int, str]:
     try:
-        proc = subprocess.run(argv, env=dict(env), cwd=cwd, capture_output=True, timeout=timeout_s,
-                              start_new_session=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            argv,
+            env=dict(env),
+            cwd=cwd,
+            capture_output=True,
+            timeout=timeout_s,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return -1, f"timed out after {timeout_s:g}s"
     except OSError as err:
@@ -170,7 +203,7 @@ def write_config(info: AkmInfo, env: Mapping[str, str]) -> None:
 def index_report(output: str) -> dict[str, Any]:
     """What ``akm index`` said about itself: entries and the search mode it ended up with."""
     try:
-        data = json.loads(output[output.find("{"):]) if "{" in output else {}
+        data = json.loads(output[output.find("{") :]) if "{" in output else {}
     except ValueError:
         data = {}
     verification = data.get("verification") if isinstance(data.get("verification"), dict) else {}
@@ -195,7 +228,7 @@ def events_file(env: Mapping[str, str]) -> Path:
 def parse_log(output: str) -> list[dict[str, Any]] | None:
     """The normalised events of ``akm log --format json`` output; None if it is not that."""
     try:
-        raw = json.loads(output[output.find("{"):]).get("events") if "{" in output else None
+        raw = json.loads(output[output.find("{") :]).get("events") if "{" in output else None
     except (ValueError, AttributeError):
         raw = None
     return [e for e in map(normalise_event, raw) if e is not None] if isinstance(raw, list) else None

@@ -276,8 +276,9 @@ def index_stash(info: akm.AkmInfo, stash: Path, env: dict[str, str], procs: Proc
     return report
 
 
-def akm_events(info: akm.AkmInfo, env: dict[str, str], cwd: Path, procs: ProcessTracker, since_ms: int
-               ) -> tuple[list[dict[str, Any]] | None, str | None]:
+def akm_events(
+    info: akm.AkmInfo, env: dict[str, str], cwd: Path, procs: ProcessTracker, since_ms: int
+) -> tuple[list[dict[str, Any]] | None, str | None]:
     """What akm logged since the agent started, or (None, why) when its log cannot be read."""
     argv = akm.log_argv(info)
     if argv is None:
@@ -310,12 +311,23 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
         prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
         transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
-        sandbox = cell_sandbox(ctx.sandbox, run_dir, akm=ctx.akm.path if stash is not None and ctx.akm else None,
-                               extra=ctx.sandbox_ro)
+        sandbox = cell_sandbox(
+            ctx.sandbox, run_dir, akm=ctx.akm.path if stash is not None and ctx.akm else None, extra=ctx.sandbox_ro
+        )
         request = AgentRequest(
-            task=cell.task, arm=cell.arm, seed=cell.seed, workspace=workspace, run_dir=run_dir, env=env,
-            prompt=prompt, prompt_version=prompt_version, limits=limits_for(cell.task, ctx),
-            transcript=transcript, procs=procs, stash_dir=stash, model=ctx.model,
+            task=cell.task,
+            arm=cell.arm,
+            seed=cell.seed,
+            workspace=workspace,
+            run_dir=run_dir,
+            env=env,
+            prompt=prompt,
+            prompt_version=prompt_version,
+            limits=limits_for(cell.task, ctx),
+            transcript=transcript,
+            procs=procs,
+            stash_dir=stash,
+            model=ctx.model,
             akm_line=ctx.akm.line if stash is not None and ctx.akm is not None else None,
             sandbox=sandbox,
         )
@@ -327,7 +339,9 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         t_verify = time.monotonic()
         if cell.arm == "akm":
             # Only the akm arm: elsewhere an "akm show" the stub refused still looks completed.
-            events, why = (None, None) if ctx.akm is None else akm_events(ctx.akm, env, run_dir, procs, agent_started_ms)
+            events, why = (
+                (None, None) if ctx.akm is None else akm_events(ctx.akm, env, run_dir, procs, agent_started_ms)
+            )
             trajectory = analyse_cell(cell.task, transcript, events, result.akm, agent_started_ms=agent_started_ms)
             if why:
                 trajectory["warnings"].append(why)
@@ -341,8 +355,13 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             scratch = run_dir / "verify"
             scratch.mkdir(exist_ok=True)
             verdict = verify(
-                cell.task, workspace=workspace, final_text=result.final_text, scratch=scratch,
-                env=verifier_env(env), procs=procs, timeout_s=ctx.verify_timeout_s,
+                cell.task,
+                workspace=workspace,
+                final_text=result.final_text,
+                scratch=scratch,
+                env=verifier_env(env),
+                procs=procs,
+                timeout_s=ctx.verify_timeout_s,
             )
             if verdict.error:
                 outcome, reason = "harness_error", verdict.error

@@ -258,7 +258,9 @@ def unwrap(words: list[str]) -> list[str]:
             i = _skip_options(words, i + 1, {"-n", "-c", "-p", "--adjustment"})
         elif name in ("sudo", "doas"):
             i = _skip_options(words, i + 1, {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"})
-        elif name in ("npx", "bunx", "pnpx") or (name in ("bun", "pnpm", "yarn") and words[i + 1 : i + 2] in (["x"], ["dlx"], ["exec"])):
+        elif name in ("npx", "bunx", "pnpx") or (
+            name in ("bun", "pnpm", "yarn") and words[i + 1 : i + 2] in (["x"], ["dlx"], ["exec"])
+        ):
             i = _skip_options(words, i + (1 if name in ("npx", "bunx", "pnpx") else 2), {"-p", "--package"})
             if i < len(words) and (words[i] == "akm-cli" or words[i].startswith("akm-cli@")):
                 words = [*words[:i], "akm", *words[i + 1 :]]  # the npm package's command is akm
@@ -296,7 +298,23 @@ def writes_files(script: str, exempt: tuple[str, ...] = ("/dev/", "/tmp/", "/pro
     return False
 
 
-_WRITING = frozenset((
-    "tee", "cp", "mv", "rm", "touch", "mkdir", "rmdir", "ln", "chmod", "truncate", "install", "patch",
-    "rsync", "dd", "unzip", "tar",
-))
+_WRITING = frozenset(
+    (
+        "tee",
+        "cp",
+        "mv",
+        "rm",
+        "touch",
+        "mkdir",
+        "rmdir",
+        "ln",
+        "chmod",
+        "truncate",
+        "install",
+        "patch",
+        "rsync",
+        "dd",
+        "unzip",
+        "tar",
+    )
+)

@@ -113,7 +113,12 @@ class _Transcript:
             # A command's status belongs to its last command: only a lone call can be judged
             # failed by it; in a longer command a failure leaves each call unknown (None).
             ok = (not failed) if len(found) == 1 or not failed else None
-            entry: dict[str, Any] = {"kind": call.verb, "t_ms": start, "ok": ok, "exit": exit_code if len(found) == 1 else None}
+            entry: dict[str, Any] = {
+                "kind": call.verb,
+                "t_ms": start,
+                "ok": ok,
+                "exit": exit_code if len(found) == 1 else None,
+            }
             if call.verb == "search":
                 entry["query"] = call.query
                 entry["results"] = _cap(akm.search_refs(output)) if ok and len(found) == 1 else None
@@ -140,14 +145,32 @@ def _from_events(events: list[dict[str, Any]], gold: str | None, calls: list[dic
     ops: list[dict[str, Any]] = []
     for e in events:
         if e["kind"] == "search":
-            ops.append({"kind": "search", "query": e["query"], "results": _cap(e["results"]), "hit_count": e["hit_count"],
-                        "gold_rank": _rank(e["results"], gold), "t_ms": e["t_ms"], "ok": True})
+            ops.append(
+                {
+                    "kind": "search",
+                    "query": e["query"],
+                    "results": _cap(e["results"]),
+                    "hit_count": e["hit_count"],
+                    "gold_rank": _rank(e["results"], gold),
+                    "t_ms": e["t_ms"],
+                    "ok": True,
+                }
+            )
         elif e["kind"] == "show":
-            size = next((c for c in sizes if akm.same_asset(c["ref"], e["ref"]) or akm.same_asset(e["ref"], c["ref"])), None)
+            size = next(
+                (c for c in sizes if akm.same_asset(c["ref"], e["ref"]) or akm.same_asset(e["ref"], c["ref"])), None
+            )
             if size is not None:
                 sizes.remove(size)
-            ops.append({"kind": "show", "ref": e["ref"], "t_ms": e["t_ms"], "ok": True,
-                        "bytes": size["bytes"] if size else None})
+            ops.append(
+                {
+                    "kind": "show",
+                    "ref": e["ref"],
+                    "t_ms": e["t_ms"],
+                    "ok": True,
+                    "bytes": size["bytes"] if size else None,
+                }
+            )
         else:
             ops.append({"kind": "feedback", "ref": e["ref"], "polarity": e["signal"], "t_ms": e["t_ms"], "ok": True})
     return ops
@@ -169,13 +192,24 @@ def _from_agent(summary: dict[str, Any]) -> list[dict[str, Any]]:
     ops: list[dict[str, Any]] = []
     for s in summary.get("searches") or []:
         query = s.get("query") if isinstance(s, dict) else str(s)
-        ops.append({"kind": "search", "query": query, "results": None, "hit_count": None, "gold_rank": None,
-                    "t_ms": None, "ok": True})
+        ops.append(
+            {
+                "kind": "search",
+                "query": query,
+                "results": None,
+                "hit_count": None,
+                "gold_rank": None,
+                "t_ms": None,
+                "ok": True,
+            }
+        )
     for ref in summary.get("shows") or []:
         ops.append({"kind": "show", "ref": ref, "t_ms": None, "ok": True})
     for f in summary.get("feedback") or []:
         if isinstance(f, dict):
-            ops.append({"kind": "feedback", "ref": f.get("ref"), "polarity": f.get("polarity"), "t_ms": None, "ok": True})
+            ops.append(
+                {"kind": "feedback", "ref": f.get("ref"), "polarity": f.get("polarity"), "t_ms": None, "ok": True}
+            )
     return ops
 
 
@@ -200,7 +234,11 @@ def liveness(calls: list[dict[str, Any]], events: list[dict[str, Any]] | None) -
         return True, None
     if any(c["ok"] is None for c in calls):
         return None, None
-    broken = [c["exit"] for c in calls if c["exit"] is not None and (c["exit"] in akm.BROKEN_EXITS or c["exit"] < 0 or c["exit"] > 128)]
+    broken = [
+        c["exit"]
+        for c in calls
+        if c["exit"] is not None and (c["exit"] in akm.BROKEN_EXITS or c["exit"] < 0 or c["exit"] > 128)
+    ]
     if broken:
         return False, f"akm never answered: {len(calls)} akm call(s), all failed (exit {broken[-1]})"
     return False, None
@@ -263,15 +301,26 @@ def _analyse(
         if not (action["kind"] == "write" and actions and actions[-1]["kind"] == "write"):
             actions.append(action)  # consecutive writes collapse into the first
     failed = [c for c in seen.calls if c["ok"] is False]
-    actions.extend({"kind": c["kind"], "t_ms": c["t_ms"], "ok": False, "exit": c["exit"]} for c in failed
-                   if c["kind"] in AKM_VERBS and len(actions) < MAX_ACTIONS)
+    actions.extend(
+        {"kind": c["kind"], "t_ms": c["t_ms"], "ok": False, "exit": c["exit"]}
+        for c in failed
+        if c["kind"] in AKM_VERBS and len(actions) < MAX_ACTIONS
+    )
     answered, broken = liveness(seen.calls, events)
     return _summary(task, source, events is not None, ops, actions, seen, answered, broken, agent_started_ms, warnings)
 
 
 def _summary(
-    task: Task, source: str | None, have_events: bool, ops: list[dict[str, Any]], actions: list[dict[str, Any]],
-    seen: _Transcript, answered: bool | None, broken: str | None, agent_started_ms: int | None, warnings: list[str],
+    task: Task,
+    source: str | None,
+    have_events: bool,
+    ops: list[dict[str, Any]],
+    actions: list[dict[str, Any]],
+    seen: _Transcript,
+    answered: bool | None,
+    broken: str | None,
+    agent_started_ms: int | None,
+    warnings: list[str],
 ) -> dict[str, Any]:
     gold = task.gold_ref
     searches = [a for a in ops if a["kind"] == "search"]
@@ -287,7 +336,9 @@ def _summary(
     searched_before: bool | None = None
     if source == "transcript":
         first_write = min((w["t_ms"] for w in seen.writes if w["t_ms"] is not None), default=None)
-        searched_before = any(s["t_ms"] is not None and (first_write is None or s["t_ms"] < first_write) for s in searches)
+        searched_before = any(
+            s["t_ms"] is not None and (first_write is None or s["t_ms"] < first_write) for s in searches
+        )
     anchor = agent_started_ms if agent_started_ms is not None else seen.first_ts
     gold_show = next((a for a in shows if ref_matches(a["ref"], gold)), None)
     sizes = [a["bytes"] for a in shows if a.get("bytes") is not None]
@@ -332,8 +383,16 @@ def _elapsed(at: int | None, anchor: int | None) -> int | None:
 # ---------------------------------------------------------------- failure modes
 
 FAILURE_LABELS = (
-    "no_search", "search_no_gold", "search_low_rank", "loaded_wrong", "loaded_ignored",
-    "followed_wrong", "unrelated_bug", "hung", "confused", "budget_exceeded",
+    "no_search",
+    "search_no_gold",
+    "search_low_rank",
+    "loaded_wrong",
+    "loaded_ignored",
+    "followed_wrong",
+    "unrelated_bug",
+    "hung",
+    "confused",
+    "budget_exceeded",
 )
 
 
@@ -363,8 +422,15 @@ def failure_mode(sample: dict[str, Any], gold: str | None) -> str | None:
         return "unrelated_bug"
     if traj.get("correct_asset_loaded"):
         actions = traj.get("actions") or []
-        shown = next((i for i, a in enumerate(actions) if a["kind"] == "show" and a.get("ok", True) and ref_matches(a.get("ref"), gold)), None)
-        if shown is not None and any(a["kind"] == "write" for a in actions[shown + 1:]):
+        shown = next(
+            (
+                i
+                for i, a in enumerate(actions)
+                if a["kind"] == "show" and a.get("ok", True) and ref_matches(a.get("ref"), gold)
+            ),
+            None,
+        )
+        if shown is not None and any(a["kind"] == "write" for a in actions[shown + 1 :]):
             return "followed_wrong"
         return "loaded_ignored"
     ranks = list(traj.get("gold_ranks") or [])

@@ -102,10 +102,21 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
             env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(run_dir / "home"), "LANG": "C.UTF-8"}
             text = ""
             if solve:
-                result = OracleAgent().run(AgentRequest(
-                    task=task, arm="noakm", seed=1, workspace=workspace, run_dir=run_dir, env=env, prompt="",
-                    prompt_version="", limits=Limits(wall_s=timeout_s), transcript=run_dir / "t", procs=procs,
-                ))
+                result = OracleAgent().run(
+                    AgentRequest(
+                        task=task,
+                        arm="noakm",
+                        seed=1,
+                        workspace=workspace,
+                        run_dir=run_dir,
+                        env=env,
+                        prompt="",
+                        prompt_version="",
+                        limits=Limits(wall_s=timeout_s),
+                        transcript=run_dir / "t",
+                        procs=procs,
+                    )
+                )
                 if result.error or result.budget:
                     problems.append(f"solution did not finish: {result.error or 'wall budget'}")
                     continue
@@ -114,8 +125,17 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
             for _ in range(2):
                 scratch = run_dir / "verify"
                 scratch.mkdir(exist_ok=True)
-                verdicts.append(verify(task, workspace=workspace, final_text=text, scratch=scratch, env=env,
-                                       procs=procs, timeout_s=timeout_s))
+                verdicts.append(
+                    verify(
+                        task,
+                        workspace=workspace,
+                        final_text=text,
+                        scratch=scratch,
+                        env=env,
+                        procs=procs,
+                        timeout_s=timeout_s,
+                    )
+                )
             first, second = verdicts
             if first.error:
                 problems.append(f"verifier could not run on the {label}: {first.error}")
@@ -133,8 +153,9 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
     return problems
 
 
-def search_problems(task: Task, stashes_root: Path, info: akm.AkmInfo, work_root: Path, procs: ProcessTracker
-                    ) -> list[str]:
+def search_problems(
+    task: Task, stashes_root: Path, info: akm.AkmInfo, work_root: Path, procs: ProcessTracker
+) -> list[str]:
     """With a real akm: searching the task's keywords as the akm arm's prompt does lists its gold
     asset. Without that, the akm arm could only reach the gold asset by guessing its ref."""
     if not task.gold_ref:
@@ -155,8 +176,10 @@ def search_problems(task: Task, stashes_root: Path, info: akm.AkmInfo, work_root
             return [f"akm {info.version}: search {words!r} failed (exit {code}): {output.strip()[-200:]}"]
         if not any(akm.same_asset(ref, task.gold_ref) for ref in hits):
             found = ", ".join(hits[:5]) or "no hit"
-            return [f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref} "
-                    f"({found}); change the keywords or the asset's description and tags"]
+            return [
+                f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref} "
+                f"({found}); change the keywords or the asset's description and tags"
+            ]
         return []
     finally:
         procs.kill_all()
@@ -184,6 +207,8 @@ def validate(tasks_root: Path, stashes_root: Path, configs: list[Path]) -> int:
     for line in warnings:
         print(f"warning: {line}")
     domains = len({t.domain for t in tasks})
-    print(f"{len(tasks)} tasks in {domains} domains, {len(configs)} configs: {len(errors)} errors, {len(warnings)} warnings")
+    print(
+        f"{len(tasks)} tasks in {domains} domains, {len(configs)} configs: {len(errors)} errors, {len(warnings)} warnings"
+    )
     sys.stdout.flush()
     return 1 if errors else 0

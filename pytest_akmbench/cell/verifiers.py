@@ -85,8 +85,12 @@ def _regex(
         return Verdict(True, 0, f"regex match: {pattern}")
     if verdict.exit_code == 1:
         return Verdict(False, 1, f"regex did not match: {pattern}")
-    return Verdict(False, None, verdict.output, error=f"regex verifier crashed (exit {verdict.exit_code}): "
-                   f"{verdict.output.strip()[-300:]}")
+    return Verdict(
+        False,
+        None,
+        verdict.output,
+        error=f"regex verifier crashed (exit {verdict.exit_code}): {verdict.output.strip()[-300:]}",
+    )
 
 
 def _script(task: Task, workspace: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float) -> Verdict:
@@ -117,9 +121,21 @@ def _pytest(
     # installed beside the bench (the reference paid about 2 s per cell for those).
     run_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     argv = [
-        sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "--tb=short",
+        "-p",
+        "no:cacheprovider",
         # No ini file, and no conftest.py from any directory above the copied tests.
-        "--rootdir", str(scratch), "-c", os.devnull, "--confcutdir", str(scratch), str(tests),
+        "--rootdir",
+        str(scratch),
+        "-c",
+        os.devnull,
+        "--confcutdir",
+        str(scratch),
+        str(tests),
     ]
     verdict = _run(procs, argv, workspace, run_env, timeout_s)
     if verdict.exit_code in (3, 4, 5):

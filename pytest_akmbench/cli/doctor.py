@@ -76,14 +76,21 @@ def doctor(args: argparse.Namespace) -> int:
         _line("FAIL", "rg", str(err))
     try:
         info = akm.detect(akm.locate(options["akm"]))
-        _line("WARN" if info.warning else "PASS", "akm",
-              f"{info.version} at {info.path} (keyword search pinned)" + (f"; {info.warning}" if info.warning else ""))
+        _line(
+            "WARN" if info.warning else "PASS",
+            "akm",
+            f"{info.version} at {info.path} (keyword search pinned)" + (f"; {info.warning}" if info.warning else ""),
+        )
     except BenchError as err:
         # Only the akm arm needs it; other arms and agents run without.
         _line("WARN", "akm", f"{err} (only the akm arm needs it)")
     status, detail = sandbox.doctor_line()  # a missing sandbox only warns: --bench-sandbox auto runs without
     _line(status, "sandbox", detail)
-    _line("PASS" if shutil.which("bash") else "FAIL", "bash", shutil.which("bash") or "not found; script verifiers need it")
+    _line(
+        "PASS" if shutil.which("bash") else "FAIL",
+        "bash",
+        shutil.which("bash") or "not found; script verifiers need it",
+    )
     failed |= shutil.which("bash") is None
     try:
         choice = choose_model(args.model, options)
@@ -103,9 +110,11 @@ def doctor(args: argparse.Namespace) -> int:
         else:
             problem = _reachable(str(base))
             failed |= problem is not None
-            _line("FAIL" if problem else "PASS", "model",
-                  f"{choice.model} at {base}: " + (f"unreachable ({problem})" if problem else "answers"))
+            _line(
+                "FAIL" if problem else "PASS",
+                "model",
+                f"{choice.model} at {base}: " + (f"unreachable ({problem})" if problem else "answers"),
+            )
     print("One or more checks FAILED." if failed else "All needed checks passed.")
     sys.stdout.flush()
     return 1 if failed else 0
-

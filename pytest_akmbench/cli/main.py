@@ -42,31 +42,57 @@ def cmd_report(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     config = load_run_config(Path(args.config)) if args.config else None
     settings = resolve(
-        rootdir=cwd, cwd=cwd, config=config, ini={},
-        cli={"tasks": args.tasks, "arms": args.arms, "seeds": args.seeds, "agent": args.agent, "model": args.model,
-             "floor": args.floor, "budget_tokens": args.budget_tokens, "budget_wall_ms": args.budget_wall_ms},
-        tasks_root=Path(args.corpus).resolve(), stashes_root=Path(args.stashes).resolve(),
+        rootdir=cwd,
+        cwd=cwd,
+        config=config,
+        ini={},
+        cli={
+            "tasks": args.tasks,
+            "arms": args.arms,
+            "seeds": args.seeds,
+            "agent": args.agent,
+            "model": args.model,
+            "floor": args.floor,
+            "budget_tokens": args.budget_tokens,
+            "budget_wall_ms": args.budget_wall_ms,
+        },
+        tasks_root=Path(args.corpus).resolve(),
+        stashes_root=Path(args.stashes).resolve(),
     )
     corpus = load_corpus(settings.tasks_root, settings.stashes_root)
     tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
     store_dir = Path(args.store).resolve()
     latest = _latest(store_dir, settings.agent)
     if latest is None:
-        raise ConfigError(f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True)
+        raise ConfigError(
+            f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True
+        )
     # The offline report rebuilds the latest run: its agent version, model, run id (unless given) and sandbox.
     agent = _StoredAgent(settings.agent, args.agent_version or latest["fingerprint"]["agent_version"])
     ctx = RunContext(
-        run_id=args.run_id or latest["run_id"], tmp_root=store_dir, stashes_root=settings.stashes_root,
+        run_id=args.run_id or latest["run_id"],
+        tmp_root=store_dir,
+        stashes_root=settings.stashes_root,
         agent=agent,  # type: ignore[arg-type]
         model=settings.model if args.model else latest.get("model"),
-        budget_tokens=settings.budget_tokens, budget_wall_ms=settings.budget_wall_ms,
-        budget_turns=settings.budget_turns, verify_timeout_s=settings.verify_timeout, **run_caps(settings),
+        budget_tokens=settings.budget_tokens,
+        budget_wall_ms=settings.budget_wall_ms,
+        budget_turns=settings.budget_turns,
+        verify_timeout_s=settings.verify_timeout,
+        **run_caps(settings),
         sandbox=latest["fingerprint"].get("sandbox", "none"),
     )
     cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
     inp = report_input(
-        tasks=tasks, arms=settings.arms, seeds=settings.seeds, cells=cells, slice_label=slice_label, ctx=ctx,
-        store_dir=store_dir, floor=settings.floor, cwd=cwd,
+        tasks=tasks,
+        arms=settings.arms,
+        seeds=settings.seeds,
+        cells=cells,
+        slice_label=slice_label,
+        ctx=ctx,
+        store_dir=store_dir,
+        floor=settings.floor,
+        cwd=cwd,
     )
     envelope = report.build(inp)
     json_path, md_path = report.write(Path(args.out), envelope)
@@ -143,8 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "clean":
             p.add_argument("--older-than", type=float, default=6.0, metavar="HOURS", help="age threshold (default: 6)")
         else:
-            p.add_argument("--all", action="store_true",
-                           help="stop the benches of every project, not only the one of the current directory")
+            p.add_argument(
+                "--all",
+                action="store_true",
+                help="stop the benches of every project, not only the one of the current directory",
+            )
         p.set_defaults(func=func)
 
     doc = sub.add_parser("doctor", help="what is installed and reachable")
@@ -176,4 +205,3 @@ def _guard(fn: Any) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-

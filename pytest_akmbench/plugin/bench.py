@@ -61,9 +61,13 @@ def _setup(config: pytest.Config) -> BenchState | None:
     if not explicit and not _args_reach(config, Path(cwd), tasks_root):
         return None  # e.g. plain `pytest` running the project's own tests beside an ini corpus
     settings = resolve(
-        rootdir=rootdir, cwd=Path(cwd), config=run_config,
-        cli={k: v[0] for k, v in raw.items()}, ini={k: v[1] for k, v in raw.items()},
-        tasks_root=tasks_root, stashes_root=stashes_root.resolve(),
+        rootdir=rootdir,
+        cwd=Path(cwd),
+        config=run_config,
+        cli={k: v[0] for k, v in raw.items()},
+        ini={k: v[1] for k, v in raw.items()},
+        tasks_root=tasks_root,
+        stashes_root=stashes_root.resolve(),
     )
     gate_list = tuple(gate_cli or gate_ini or ())
     for gate in gate_list:
@@ -94,9 +98,14 @@ def _load(settings: Settings, explicit: bool) -> BenchState:
         raise CorpusError(f"{settings.tasks_root}: the selection matched no task")
     check_matrix(len(chosen), len(settings.arms), settings.seeds)
     return BenchState(
-        settings=settings, corpus=corpus, tasks=chosen, slice=slice_label,
-        selected={t.yaml_path: t for t in chosen}, errors=errors,
-        task_dirs={p.parent for p in find_task_files(settings.tasks_root)}, explicit=explicit,
+        settings=settings,
+        corpus=corpus,
+        tasks=chosen,
+        slice=slice_label,
+        selected={t.yaml_path: t for t in chosen},
+        errors=errors,
+        task_dirs={p.parent for p in find_task_files(settings.tasks_root)},
+        explicit=explicit,
     )
 
 
@@ -162,7 +171,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if state is None:
         return
     workerinput = getattr(config, "workerinput", None)
-    state.run_id = workerinput["akmbench_run_id"] if workerinput else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+    state.run_id = (
+        workerinput["akmbench_run_id"]
+        if workerinput
+        else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+    )
     state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
     state.model = state.settings.model
     procs.become_subreaper()
@@ -171,8 +184,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
     except OSError as err:
-        raise pytest.UsageError(f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); "
-                                "fix it or pass --bench-tmp DIR") from None
+        raise pytest.UsageError(
+            f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); fix it or pass --bench-tmp DIR"
+        ) from None
     state.interrupts = Interrupts(state.run_id, state.run_dir, controller=workerinput is None)
     state.interrupts.install()
     config.pluginmanager.register(InterruptHooks(state.interrupts), "akmbench-interrupts")
@@ -185,8 +199,11 @@ def pytest_configure(config: pytest.Config) -> None:
             state.warnings.append(fallback)
             config.issue_config_time_warning(pytest.PytestConfigWarning(fallback), stacklevel=2)
         if not state.settings.soundness:
-            state.agent.start(SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks),
-                                          options=_agent_options(state)))
+            state.agent.start(
+                SessionInfo(
+                    model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks), options=_agent_options(state)
+                )
+            )
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     state.started = not state.settings.soundness
@@ -260,7 +277,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [
         f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
         f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
-        + (f", model {state.model}" if state.model else "") + f", sandbox {s.sandbox}, run {state.run_id}",
+        + (f", model {state.model}" if state.model else "")
+        + f", sandbox {s.sandbox}, run {state.run_id}",
         *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
         *guard_notes(config),
     ]
@@ -324,5 +342,3 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
         "config_default_model": cfg.get("defaultModel") if cfg else None,
         "config_path": str(cfg.path) if cfg else None,
     }
-
-

@@ -61,8 +61,11 @@ def _run_claimed(
         pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
     item = request.node
     fp = state.fingerprint_hash(cell)
-    claim = Claim(state.store_dir, f"{cell.task.id}\0{cell.arm}\0{cell.seed}\0{fp}",
-                  owner=f"run {state.run_id} (pid {os.getpid()})")
+    claim = Claim(
+        state.store_dir,
+        f"{cell.task.id}\0{cell.arm}\0{cell.seed}\0{fp}",
+        owner=f"run {state.run_id} (pid {os.getpid()})",
+    )
     try:
         waited = claim.acquire()
     except OSError as err:

@@ -41,16 +41,20 @@ def guard_notes(config: pytest.Config) -> list[str]:
     if config.pluginmanager.hasplugin("rerunfailures") and (
         config.getoption("reruns", None) or config.getoption("force_reruns", None)
     ):
-        notes.append("akmbench: cells are never rerun (a rerun would keep the better outcome of a trial); "
-                     "for more trials use --bench-seeds")
+        notes.append(
+            "akmbench: cells are never rerun (a rerun would keep the better outcome of a trial); "
+            "for more trials use --bench-seeds"
+        )
     if config.pluginmanager.hasplugin("timeout"):
         try:
             timeout = config.getoption("timeout", None) or config.getini("timeout")
         except ValueError:
             timeout = None
         if timeout and float(timeout) > 0:
-            notes.append("akmbench: pytest-timeout is off for cells; each is bounded by its own budget "
-                         "(--bench-budget-wall-ms) and the verify timeout")
+            notes.append(
+                "akmbench: pytest-timeout is off for cells; each is bounded by its own budget "
+                "(--bench-budget-wall-ms) and the verify timeout"
+            )
     return notes
 
 
@@ -97,7 +101,6 @@ class CellItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, 0, f"cell: {self.stash[CELL_KEY].key}"
-
 
 
 def _check_cell(bench_sample: dict[str, Any]) -> None:

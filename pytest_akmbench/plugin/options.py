@@ -23,10 +23,16 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("agent", "NAME", "Agent adapter: opencode (default), oracle, nop or one a plugin registers"),
     ("model", "MODEL", "Model as provider/model, e.g. scripted/oracle"),
     ("providers", "FILE", "Providers file for opencode"),
-    ("budget-tokens", "N", "Token budget per cell: caps every task's own; used where a task declares none "
-                           "(default: 30000)"),
-    ("budget-wall-ms", "MS", "Wall-clock budget per cell: caps every task's own; used where a task declares "
-                             "none (default: 120000)"),
+    (
+        "budget-tokens",
+        "N",
+        "Token budget per cell: caps every task's own; used where a task declares none (default: 30000)",
+    ),
+    (
+        "budget-wall-ms",
+        "MS",
+        "Wall-clock budget per cell: caps every task's own; used where a task declares none (default: 120000)",
+    ),
     ("budget-turns", "N", "Model turns allowed per cell (default: unlimited)"),
     ("verify-timeout", "SECONDS", "Timeout of one verifier run (default: 120)"),
     ("floor", "N", "Valid samples a cell needs to count as covered in the report (default: 3)"),
@@ -36,16 +42,24 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("akm", "PATH", "The akm executable given to the akm arm"),
     ("baseline", "FILE", "Baseline pass rates {task_id: rate}: adds the vs-base column to the summary"),
     ("opencode", "PATH", "The opencode executable"),
-    ("sandbox", "MODE", "Sandbox of each cell's agent: auto (bwrap when it works, else none with a warning; "
-                        "the default), bwrap, or none"),
+    (
+        "sandbox",
+        "MODE",
+        "Sandbox of each cell's agent: auto (bwrap when it works, else none with a warning; "
+        "the default), bwrap, or none",
+    ),
 ]
 FLAGS = [
     ("force-parallel", "Allow --parallel above 4 without a warning"),
     ("keep-runs", "Keep each cell's run dir after it ends, for debugging"),
     ("fresh", "Run every selected cell again even if the store has its sample (still appends)"),
-    ("soundness", "Check the corpus instead of running an agent: one item per task proving that the "
-                  "untouched workspace fails, the solution passes and the verifier repeats itself"),
+    (
+        "soundness",
+        "Check the corpus instead of running an agent: one item per task proving that the "
+        "untouched workspace fails, the solution passes and the verifier repeats itself",
+    ),
 ]
+
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("akmbench", "agent benchmark cells (pytest-akmbench)")
@@ -57,17 +71,39 @@ def add_options(parser: pytest.Parser) -> None:
         dest = "bench_" + name.replace("-", "_")
         group.addoption(f"--bench-{name}", dest=dest, action="store_true", default=None, help=help_text)
         parser.addini(dest, help_text, default=None)
-    group.addoption("--bench-gate", dest="bench_gate", action="append", default=None, metavar="EXPR",
-                    help="Gate deciding the exit status, e.g. akm.pass_rate>=0.6, lift.low>0, "
-                    "no-regression:BASE/report.json (repeatable)")
+    group.addoption(
+        "--bench-gate",
+        dest="bench_gate",
+        action="append",
+        default=None,
+        metavar="EXPR",
+        help="Gate deciding the exit status, e.g. akm.pass_rate>=0.6, lift.low>0, "
+        "no-regression:BASE/report.json (repeatable)",
+    )
     parser.addini("bench_gate", "Gates deciding the exit status, one per line", type="linelist", default=[])
-    group.addoption("--bench-sandbox-ro", dest="bench_sandbox_ro", action="append", default=None, metavar="PATH",
-                    help="A file or directory the sandboxed agent may also read (repeatable)")
-    parser.addini("bench_sandbox_ro", "Files or directories the sandboxed agent may also read, one per line",
-                  type="linelist", default=[])
-    group.addoption("--parallel", dest="bench_parallel", metavar="N", default=None,
-                    help="Run cells in N processes (pytest-xdist -n, clamped to 1..8)")
+    group.addoption(
+        "--bench-sandbox-ro",
+        dest="bench_sandbox_ro",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="A file or directory the sandboxed agent may also read (repeatable)",
+    )
+    parser.addini(
+        "bench_sandbox_ro",
+        "Files or directories the sandboxed agent may also read, one per line",
+        type="linelist",
+        default=[],
+    )
+    group.addoption(
+        "--parallel",
+        dest="bench_parallel",
+        metavar="N",
+        default=None,
+        help="Run cells in N processes (pytest-xdist -n, clamped to 1..8)",
+    )
     parser.addini("bench_parallel", "Default for --parallel", default=None)
+
 
 # Every setting read as (command line, ini) pair; the gates are read on their own.
 SETTINGS = [n.replace("-", "_") for n, _, _ in OPTIONS] + [n.replace("-", "_") for n, _ in FLAGS]

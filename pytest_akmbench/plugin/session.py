@@ -134,13 +134,25 @@ class BenchSession:
             # The report covers what was selected (after -k/-m), read back from the store so a
             # resumed run reports every sample it has, not only this session's.
             inp = resume.report_input(
-                tasks=state.tasks, arms=state.settings.arms, seeds=state.settings.seeds, cells=self.cells,
-                slice_label=state.slice, ctx=state.context(), store_dir=state.store_dir, floor=state.settings.floor,
-                extra_samples=self.samples.values(), warnings=[*state.warnings, *self._claim_warnings()],
-                cwd=state.settings.rootdir, baseline=state.baseline, gates=state.settings.gates, stored=stored,
+                tasks=state.tasks,
+                arms=state.settings.arms,
+                seeds=state.settings.seeds,
+                cells=self.cells,
+                slice_label=state.slice,
+                ctx=state.context(),
+                store_dir=state.store_dir,
+                floor=state.settings.floor,
+                extra_samples=self.samples.values(),
+                warnings=[*state.warnings, *self._claim_warnings()],
+                cwd=state.settings.rootdir,
+                baseline=state.baseline,
+                gates=state.settings.gates,
+                stored=stored,
             )
             self.problems = integrity.check(
-                chosen=inp.samples, received=self.samples.values(), stored_by_run=stored.of_run(state.run_id),
+                chosen=inp.samples,
+                received=self.samples.values(),
+                stored_by_run=stored.of_run(state.run_id),
                 unidentified=self.unidentified,
             )
             complete = inp.complete and not interrupted and not self.problems
@@ -149,15 +161,19 @@ class BenchSession:
             self.paths = report.write(state.report_dir, self.envelope)
         except (OSError, BenchError) as err:
             detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
-            self.error = (f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
-                          f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`")
+            self.error = (
+                f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
+                f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
+            )
 
     def _claim_warnings(self) -> list[str]:
         if not self.claimed:
             return []
         holders = sorted(set(self.claimed.values()))
-        return [f"{len(self.claimed)} cells were run meanwhile by another bench sharing this store "
-                f"({'; '.join(holders[:3])}); this run reports their samples instead of running them twice"]
+        return [
+            f"{len(self.claimed)} cells were run meanwhile by another bench sharing this store "
+            f"({'; '.join(holders[:3])}); this run reports their samples instead of running them twice"
+        ]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
@@ -188,8 +204,11 @@ class BenchSession:
         for line in self._claim_warnings():
             tr.write_line(line)
         if not self.envelope["complete"]:
-            tr.write_line("report is INCOMPLETE: not every selected cell ran" if not self.problems
-                          else "report is INCOMPLETE: it does not match the run (see above)")
+            tr.write_line(
+                "report is INCOMPLETE: not every selected cell ran"
+                if not self.problems
+                else "report is INCOMPLETE: it does not match the run (see above)"
+            )
         for gate in self.envelope.get("gates") or []:
             tr.write_line(f"gate {'held' if gate['ok'] else 'FAILED'}: {gate['gate']}: {gate['message']}")
         if self.late_interrupt:

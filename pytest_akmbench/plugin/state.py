@@ -76,10 +76,20 @@ class BenchState:
         if self._context is None:
             s = self.settings
             self._context = RunContext(
-                run_id=self.run_id, tmp_root=self.tmp_root, stashes_root=s.stashes_root, agent=self.agent,
-                model=self.model, budget_tokens=s.budget_tokens, budget_wall_ms=s.budget_wall_ms,
-                budget_turns=s.budget_turns, verify_timeout_s=s.verify_timeout, keep_runs=s.keep_runs,
-                akm=self.akm, transcripts_dir=self.store_dir, sandbox=s.sandbox, sandbox_ro=s.sandbox_ro,
+                run_id=self.run_id,
+                tmp_root=self.tmp_root,
+                stashes_root=s.stashes_root,
+                agent=self.agent,
+                model=self.model,
+                budget_tokens=s.budget_tokens,
+                budget_wall_ms=s.budget_wall_ms,
+                budget_turns=s.budget_turns,
+                verify_timeout_s=s.verify_timeout,
+                keep_runs=s.keep_runs,
+                akm=self.akm,
+                transcripts_dir=self.store_dir,
+                sandbox=s.sandbox,
+                sandbox_ro=s.sandbox_ro,
                 **run_caps(s),
             )
         return self._context

@@ -45,20 +45,37 @@ def _refuse(reason: str, message: str, warnings: list[str], **extra: Any) -> dic
     return {"ok": False, "reason": reason, "message": message, **extra, "warnings": warnings}
 
 
-def _check(base: dict[str, Any], head: dict[str, Any], allow_model: bool, allow_corpus: bool, allow_fixture: bool,
-           warnings: list[str]) -> dict[str, Any] | None:
+def _check(
+    base: dict[str, Any],
+    head: dict[str, Any],
+    allow_model: bool,
+    allow_corpus: bool,
+    allow_fixture: bool,
+    warnings: list[str],
+) -> dict[str, Any] | None:
     for name, env in (("base", base), ("current", head)):
         if env.get("schemaVersion") != 1:
-            return _refuse("schema_mismatch", f"{name} report has schemaVersion {env.get('schemaVersion')!r}; expected 1", warnings)
+            return _refuse(
+                "schema_mismatch", f"{name} report has schemaVersion {env.get('schemaVersion')!r}; expected 1", warnings
+            )
     for name, env in (("base", base), ("current", head)):
         if env.get("track") != "utility":
-            return _refuse("track_mismatch", f"{name} report has track {env.get('track')!r}; only utility reports compare", warnings)
+            return _refuse(
+                "track_mismatch",
+                f"{name} report has track {env.get('track')!r}; only utility reports compare",
+                warnings,
+            )
     bm = (base.get("agent") or {}).get("model") or "<unknown>"
     hm = (head.get("agent") or {}).get("model") or "<unknown>"
     if bm != hm:
         if not allow_model:
-            return _refuse("model_mismatch", f"models differ (base={bm!r}, current={hm!r}); use --allow-model-mismatch to diff anyway",
-                           warnings, baseModel=bm, currentModel=hm)
+            return _refuse(
+                "model_mismatch",
+                f"models differ (base={bm!r}, current={hm!r}); use --allow-model-mismatch to diff anyway",
+                warnings,
+                baseModel=bm,
+                currentModel=hm,
+            )
         warnings.append(f"models differ (base={bm!r}, current={hm!r}) — diff requested via --allow-model-mismatch")
     bh, hh = _side(base, "taskCorpusHash"), _side(head, "taskCorpusHash")
     bids, hids = _side(base, "selectedTaskIds"), _side(head, "selectedTaskIds")
@@ -68,12 +85,21 @@ def _check(base: dict[str, Any], head: dict[str, Any], allow_model: bool, allow_
             if isinstance(bids, list) and isinstance(hids, list):
                 extra["onlyInBase"] = sorted(set(bids) - set(hids))
                 extra["onlyInCurrent"] = sorted(set(hids) - set(bids))
-            return _refuse("corpus_mismatch", f'task corpus hashes differ (base="{bh}", current="{hh}")', warnings, **extra)
-        warnings.append(f'task corpus hashes differ (base="{bh}", current="{hh}") — diff requested via --allow-corpus-mismatch')
+            return _refuse(
+                "corpus_mismatch", f'task corpus hashes differ (base="{bh}", current="{hh}")', warnings, **extra
+            )
+        warnings.append(
+            f'task corpus hashes differ (base="{bh}", current="{hh}") — diff requested via --allow-corpus-mismatch'
+        )
     elif not bh and not hh and isinstance(bids, list) and isinstance(hids, list) and set(bids) != set(hids):
         if not allow_corpus:
-            return _refuse("corpus_mismatch", "selected task IDs differ", warnings,
-                           onlyInBase=sorted(set(bids) - set(hids)), onlyInCurrent=sorted(set(hids) - set(bids)))
+            return _refuse(
+                "corpus_mismatch",
+                "selected task IDs differ",
+                warnings,
+                onlyInBase=sorted(set(bids) - set(hids)),
+                onlyInCurrent=sorted(set(hids) - set(bids)),
+            )
         warnings.append("selected task IDs differ — diff requested via --allow-corpus-mismatch")
     for name, value in (("base", bh), ("current", hh)):
         if not value:
@@ -81,9 +107,16 @@ def _check(base: dict[str, Any], head: dict[str, Any], allow_model: bool, allow_
     bf, hf = _side(base, "fixtureContentHash"), _side(head, "fixtureContentHash")
     if bf and hf and bf != hf:
         if not allow_fixture:
-            return _refuse("hash_mismatch", f'fixture-content hashes differ (base="{bf}", current="{hf}")', warnings,
-                           baseFixtureContentHash=bf, currentFixtureContentHash=hf)
-        warnings.append(f'fixture-content hashes differ (base="{bf}", current="{hf}") — diff requested via --allow-fixture-mismatch')
+            return _refuse(
+                "hash_mismatch",
+                f'fixture-content hashes differ (base="{bf}", current="{hf}")',
+                warnings,
+                baseFixtureContentHash=bf,
+                currentFixtureContentHash=hf,
+            )
+        warnings.append(
+            f'fixture-content hashes differ (base="{bf}", current="{hf}") — diff requested via --allow-fixture-mismatch'
+        )
     for name, value in (("base", bf), ("current", hf)):
         if not value:
             warnings.append(f"{name} report has no corpus.fixtureContentHash; proceeding without fixture-pin check")
@@ -124,8 +157,11 @@ def _d(a: Any, b: Any) -> float | None:
 def _change_interval(strata: list[tuple[int, int, int, int]], delta: float) -> tuple[float, float]:
     """95% normal interval of the mean per-task change, with Agresti–Caffo variances per side
     (passes + 1 over runs + 2), so tasks at 0/n or n/n still carry their run noise."""
-    var = math.fsum(((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
-                    for ch, nh, cb, nb in strata for c, n in ((ch, nh), (cb, nb)))
+    var = math.fsum(
+        ((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
+        for ch, nh, cb, nb in strata
+        for c, n in ((ch, nh), (cb, nb))
+    )
     half = stats.Z_95 * math.sqrt(var) / len(strata)
     return max(-1.0, delta - half), min(1.0, delta + half)
 
@@ -142,11 +178,14 @@ def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[s
             continue
         presence = "both" if bc and hc else "base-only" if bc else "current-only"
         row: dict[str, Any] = {
-            "id": tid, "presence": presence,
+            "id": tid,
+            "presence": presence,
             "base_pass_rate": bc[0] / bc[1] if bc else None,
             "current_pass_rate": hc[0] / hc[1] if hc else None,
-            "base_ci": _ci(bc), "current_ci": _ci(hc),
-            "base_runs": bc[1] if bc else None, "current_runs": hc[1] if hc else None,
+            "base_ci": _ci(bc),
+            "current_ci": _ci(hc),
+            "base_runs": bc[1] if bc else None,
+            "current_runs": hc[1] if hc else None,
         }
         row["delta"] = _d(row["current_pass_rate"], row["base_pass_rate"])
         row["sign"] = _sign(row["delta"], True, FLAT)
@@ -160,13 +199,21 @@ def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[s
     delta = math.fsum(h / nh - b / nb for h, nh, b, nb in strata) / len(strata) if strata else None
     low, high = _change_interval(strata, delta) if delta is not None else (None, None)
     paired = {
-        "tasks": len(strata), "delta": delta, "low": low, "high": high,
+        "tasks": len(strata),
+        "delta": delta,
+        "low": low,
+        "high": high,
         "wins": sum(h * nb > b * nh for h, nh, b, nb in strata),
         "losses": sum(h * nb < b * nh for h, nh, b, nb in strata),
         "ties": sum(h * nb == b * nh for h, nh, b, nb in strata),
-        "p_value": test["p_value"], "p_value_holm": test["p_value"], "holm_family": 1,
-        "significant": False, "method": "stratified_permutation", "exact": test["exact"],
-        "iterations": test["resamples"], "seed": significance.SEED,
+        "p_value": test["p_value"],
+        "p_value_holm": test["p_value"],
+        "holm_family": 1,
+        "significant": False,
+        "method": "stratified_permutation",
+        "exact": test["exact"],
+        "iterations": test["resamples"],
+        "seed": significance.SEED,
         "unequal_runs": any(nh != nb for _, nh, _, nb in strata),
     }
     aggregate_delta = _d(ha.get("pass_rate"), ba.get("pass_rate"))
@@ -228,9 +275,13 @@ def compare(
     _holm(tasks, "beyond_noise")
     bs, hs = _side(base, "seedsPerArm"), _side(head, "seedsPerArm")
     if bs != hs or any(c["paired"]["unequal_runs"] for c in compared.values()):
-        counts = f"seeds per arm: base {bs}, current {hs}" if bs != hs else "some tasks have different numbers of valid runs"
-        warnings.append(f"the reports differ in runs per task ({counts}): per-task rates are not equally precise; "
-                        "the tests use each task's own runs (stratified permutation, Fisher exact), which stays valid")
+        counts = (
+            f"seeds per arm: base {bs}, current {hs}" if bs != hs else "some tasks have different numbers of valid runs"
+        )
+        warnings.append(
+            f"the reports differ in runs per task ({counts}): per-task rates are not equally precise; "
+            "the tests use each task's own runs (stratified permutation, Fisher exact), which stays valid"
+        )
     result: dict[str, Any] = {
         "ok": True,
         "baseModel": (base.get("agent") or {}).get("model"),
@@ -244,13 +295,20 @@ def compare(
     }
     bl, hl = ((e.get("aggregate") or {}).get("delta") or {} for e in (base, head))
     if "akm" in arms and "noakm" in arms and bl.get("pass_rate") is not None and hl.get("pass_rate") is not None:
-        result["lift"] = {"base": bl["pass_rate"], "current": hl["pass_rate"], "change": hl["pass_rate"] - bl["pass_rate"]}
+        result["lift"] = {
+            "base": bl["pass_rate"],
+            "current": hl["pass_rate"],
+            "change": hl["pass_rate"] - bl["pass_rate"],
+        }
     if "akm" in compared:  # the reference's akm-only shape, for tools that read it
         c = compared["akm"]
         result["aggregate"] = {
-            "passRateDelta": c["pass_rate_delta"], "passRateSign": c["pass_rate_sign"],
-            "tokensPerPassDelta": c["tokens_per_pass_delta"], "tokensPerPassSign": c["tokens_per_pass_sign"],
-            "wallclockMsDelta": c["wallclock_ms_delta"], "wallclockMsSign": c["wallclock_ms_sign"],
+            "passRateDelta": c["pass_rate_delta"],
+            "passRateSign": c["pass_rate_sign"],
+            "tokensPerPassDelta": c["tokens_per_pass_delta"],
+            "tokensPerPassSign": c["tokens_per_pass_sign"],
+            "wallclockMsDelta": c["wallclock_ms_delta"],
+            "wallclockMsSign": c["wallclock_ms_sign"],
         }
     return result
 
@@ -273,9 +331,11 @@ def verdict(result: dict[str, Any]) -> str:
     parts = []
     for arm, c in result["arms"].items():
         p = c["paired"]
-        change = (f"{num(c['base']['pass_rate'])} → {num(c['current']['pass_rate'])} "
-                  f"({signed(p['delta'])} {_interval(p['low'], p['high'])} over {p['tasks']} tasks in both, "
-                  f"p={_p(p['p_value_holm'])}{' Holm-adjusted' if p['holm_family'] > 1 else ''})")
+        change = (
+            f"{num(c['base']['pass_rate'])} → {num(c['current']['pass_rate'])} "
+            f"({signed(p['delta'])} {_interval(p['low'], p['high'])} over {p['tasks']} tasks in both, "
+            f"p={_p(p['p_value_holm'])}{' Holm-adjusted' if p['holm_family'] > 1 else ''})"
+        )
         if c["beyond_noise"]:
             word = "improved" if (p["delta"] or 0) > 0 else "regressed"
             parts.append(f"{arm} {word} beyond noise: {change}")
@@ -292,8 +352,14 @@ def render_markdown(result: dict[str, Any]) -> str:
     """The comparison as markdown (refusals included)."""
     if not result["ok"]:
         lines = [f"# akm-bench compare — refused ({result['reason']})", "", result["message"]]
-        for key in ("baseModel", "currentModel", "baseTaskCorpusHash", "currentTaskCorpusHash",
-                    "baseFixtureContentHash", "currentFixtureContentHash"):
+        for key in (
+            "baseModel",
+            "currentModel",
+            "baseTaskCorpusHash",
+            "currentTaskCorpusHash",
+            "baseFixtureContentHash",
+            "currentFixtureContentHash",
+        ):
             if key in result:
                 lines.append(f"- {key}: `{result[key]}`")
         for key, label in (("onlyInCurrent", "only in current"), ("onlyInBase", "only in base")):
@@ -313,24 +379,72 @@ def render_markdown(result: dict[str, Any]) -> str:
         rows = []
         for arm, c in result["arms"].items():
             p = c["paired"]
-            rows.append([arm, num(c["base"]["pass_rate"]), num(c["current"]["pass_rate"]), p["tasks"], signed(p["delta"]),
-                         _interval(p["low"], p["high"]), _p(p["p_value_holm"]), _GLYPH[_sign(p["delta"], True, FLAT)],
-                         "yes" if c["beyond_noise"] else "no", signed(c["tokens_per_pass_delta"], 0), signed(c["wallclock_ms_delta"], 0)])
-        lines.append(tabulate(rows, ["arm", "base", "current", "tasks in both", "delta (same tasks)", "95% CI", "p (Holm)", "dir",
-                                     "beyond noise", "tokens_per_pass Δ", "wallclock_ms Δ"], tablefmt="github", disable_numparse=True))
+            rows.append(
+                [
+                    arm,
+                    num(c["base"]["pass_rate"]),
+                    num(c["current"]["pass_rate"]),
+                    p["tasks"],
+                    signed(p["delta"]),
+                    _interval(p["low"], p["high"]),
+                    _p(p["p_value_holm"]),
+                    _GLYPH[_sign(p["delta"], True, FLAT)],
+                    "yes" if c["beyond_noise"] else "no",
+                    signed(c["tokens_per_pass_delta"], 0),
+                    signed(c["wallclock_ms_delta"], 0),
+                ]
+            )
+        lines.append(
+            tabulate(
+                rows,
+                [
+                    "arm",
+                    "base",
+                    "current",
+                    "tasks in both",
+                    "delta (same tasks)",
+                    "95% CI",
+                    "p (Holm)",
+                    "dir",
+                    "beyond noise",
+                    "tokens_per_pass Δ",
+                    "wallclock_ms Δ",
+                ],
+                tablefmt="github",
+                disable_numparse=True,
+            )
+        )
         if "lift" in result:
             lift = result["lift"]
-            lines += ["", f"lift (akm − noakm): base {signed(lift['base'])}, current {signed(lift['current'])}, change {signed(lift['change'])}"]
+            lines += [
+                "",
+                f"lift (akm − noakm): base {signed(lift['base'])}, current {signed(lift['current'])}, change {signed(lift['change'])}",
+            ]
         lines += ["", f"noise rule — {result['noise_rule']}"]
         for arm, c in result["arms"].items():
             lines += ["", f"## Per-task ({arm} arm)", ""]
             rows = []
             for t in c["perTask"]:
                 name = t["id"] if t["presence"] == "both" else f"{t['id']} _({t['presence']})_"
-                rows.append([name, num(t["base_pass_rate"]), num(t["current_pass_rate"]), signed(t["delta"]),
-                             _p(t["p_value_holm"]), _GLYPH[t["sign"]], "yes" if t["beyond_noise"] else ""])
-            lines.append(tabulate(rows, ["task", "base", "current", "delta", "p (Holm)", "dir", "beyond noise"], tablefmt="github",
-                                  disable_numparse=True))
+                rows.append(
+                    [
+                        name,
+                        num(t["base_pass_rate"]),
+                        num(t["current_pass_rate"]),
+                        signed(t["delta"]),
+                        _p(t["p_value_holm"]),
+                        _GLYPH[t["sign"]],
+                        "yes" if t["beyond_noise"] else "",
+                    ]
+                )
+            lines.append(
+                tabulate(
+                    rows,
+                    ["task", "base", "current", "delta", "p (Holm)", "dir", "beyond noise"],
+                    tablefmt="github",
+                    disable_numparse=True,
+                )
+            )
     if result["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in result["warnings"]]
     return "\n".join(lines) + "\n"
@@ -357,8 +471,10 @@ def load_report(path: Path) -> dict[str, Any]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pytest_akmbench compare",
-                                description="Compare two akmbench report.json files (current = HEAD against BASE)")
+    p = argparse.ArgumentParser(
+        prog="python -m pytest_akmbench compare",
+        description="Compare two akmbench report.json files (current = HEAD against BASE)",
+    )
     p.add_argument("base", metavar="BASE", help="The baseline report.json")
     p.add_argument("head", metavar="HEAD", help="The current report.json")
     p.add_argument("--json", action="store_true", help="Print the comparison as JSON instead of markdown")
@@ -380,8 +496,13 @@ def main(argv: list[str]) -> int:
     except ValueError as err:
         print(f"compare: {err}", file=sys.stderr)
         return 2
-    result = compare(base, head, allow_model_mismatch=args.allow_model_mismatch,
-                     allow_corpus_mismatch=args.allow_corpus_mismatch, allow_fixture_mismatch=args.allow_fixture_mismatch)
+    result = compare(
+        base,
+        head,
+        allow_model_mismatch=args.allow_model_mismatch,
+        allow_corpus_mismatch=args.allow_corpus_mismatch,
+        allow_fixture_mismatch=args.allow_fixture_mismatch,
+    )
     sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render_markdown(result))
     if not result["ok"]:
         print(f"compare: refused ({result['reason']}): {result['message']}", file=sys.stderr)

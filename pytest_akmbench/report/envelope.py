@@ -119,7 +119,9 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     comparisons: list[dict[str, Any]] = []
 
     def paired(b: str) -> dict[str, Any]:
-        block = lift.compare_arms(("akm", b), rows_by_arm["akm"], rows_by_arm[b], outcomes_by_arm["akm"], outcomes_by_arm[b])
+        block = lift.compare_arms(
+            ("akm", b), rows_by_arm["akm"], rows_by_arm[b], outcomes_by_arm["akm"], outcomes_by_arm[b]
+        )
         comparisons.append(block)
         return block
 
@@ -129,7 +131,9 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     if "synthetic" in arm_rank:
         agg["synthetic"] = metrics.aggregate(rows_by_arm["synthetic"])
         both = agg["akm"] is not None and agg["synthetic"] is not None
-        agg["akm_over_synthetic_lift"] = lift.delta(rows_by_arm["akm"], rows_by_arm["synthetic"])["pass_rate"] if both else None
+        agg["akm_over_synthetic_lift"] = (
+            lift.delta(rows_by_arm["akm"], rows_by_arm["synthetic"])["pass_rate"] if both else None
+        )
         if both:
             agg["akm_over_synthetic_paired"] = paired("synthetic")
     lift.adjust(comparisons)  # Holm over every comparison this report tests
@@ -141,9 +145,17 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     regressed_ids = {r["task_id"] for r in regressed}
     floor = _floor_coverage(inp, arms, tasks_out)
     flaky = [
-        {"task_id": t["id"], "arm": arm, "pass_rate": t[arm]["pass_rate"], "passes": t[arm]["passes"],
-         "valid_count": t[arm]["valid_count"], "pass_rate_stdev": t[arm]["pass_rate_stdev"]}
-        for t in tasks_out for arm in arms if t.get(arm) and t[arm]["flaky"]
+        {
+            "task_id": t["id"],
+            "arm": arm,
+            "pass_rate": t[arm]["pass_rate"],
+            "passes": t[arm]["passes"],
+            "valid_count": t[arm]["valid_count"],
+            "pass_rate_stdev": t[arm]["pass_rate_stdev"],
+        }
+        for t in tasks_out
+        for arm in arms
+        if t.get(arm) and t[arm]["flaky"]
     ]
     tm = metrics.token_measurement(runs)
     warnings = list(inp.warnings) + _warnings(inp, runs, akm_runs, tm, floor)
@@ -207,14 +219,25 @@ def _floor_coverage(inp: ReportInput, arms: list[str], tasks_out: list[dict[str,
             counts["cells"] += 1
             counts[status] += 1
             if status != "covered":
-                needs.append({"task_id": t["id"], "arm": arm, "valid": valid, "status": status,
-                              "samples_needed": inp.floor - valid})
+                needs.append(
+                    {
+                        "task_id": t["id"],
+                        "arm": arm,
+                        "valid": valid,
+                        "status": status,
+                        "samples_needed": inp.floor - valid,
+                    }
+                )
         by_arm[arm] = counts
     return {"floor": inp.floor, "seeds": inp.seeds, "by_arm": by_arm, "needs_deepening": needs}
 
 
 def _warnings(
-    inp: ReportInput, runs: list[dict[str, Any]], akm_runs: list[dict[str, Any]], tm: dict[str, Any], floor: dict[str, Any]
+    inp: ReportInput,
+    runs: list[dict[str, Any]],
+    akm_runs: list[dict[str, Any]],
+    tm: dict[str, Any],
+    floor: dict[str, Any],
 ) -> list[str]:
     out: list[str] = []
     if runs and not tm["reliable"] and tm["runs_missing_measurement"]:
@@ -224,7 +247,9 @@ def _warnings(
         )
     errors = sum(s["outcome"] == "harness_error" for s in runs)
     if errors:
-        out.append(f"{errors} of {len(runs)} runs ended in harness_error; they are excluded from pass rates and counted apart.")
+        out.append(
+            f"{errors} of {len(runs)} runs ended in harness_error; they are excluded from pass rates and counted apart."
+        )
     below = [n for n in floor["needs_deepening"]]
     if below:
         cells = sum(a["cells"] for a in floor["by_arm"].values())

@@ -39,14 +39,24 @@ from . import compare as compare_mod
 from . import lift as lift_mod
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq,
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
 }
 _EXPR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 _ARM_FIELDS = {
-    "pass_rate": ("pass_rate",), "pass_rate.low": ("pass_rate_ci", "low"), "pass_rate.high": ("pass_rate_ci", "high"),
-    "pass_at_1": ("pass_at_1",), "tokens_per_pass": ("tokens_per_pass",), "tokens_per_run": ("tokens_per_run",),
-    "wallclock_ms": ("wallclock_ms",), "harness_errors": ("harness_error_count",),
-    "budget_exceeded": ("budget_exceeded_count",), "flaky_tasks": ("flaky_tasks",),
+    "pass_rate": ("pass_rate",),
+    "pass_rate.low": ("pass_rate_ci", "low"),
+    "pass_rate.high": ("pass_rate_ci", "high"),
+    "pass_at_1": ("pass_at_1",),
+    "tokens_per_pass": ("tokens_per_pass",),
+    "tokens_per_run": ("tokens_per_run",),
+    "wallclock_ms": ("wallclock_ms",),
+    "harness_errors": ("harness_error_count",),
+    "budget_exceeded": ("budget_exceeded_count",),
+    "flaky_tasks": ("flaky_tasks",),
 }
 _PAIRED = {"": "delta", ".low": "low", ".high": "high", ".p": "p_value_holm"}
 _COMPARISONS = {"lift": ("aggregate", "delta", "paired"), "synthetic_lift": ("aggregate", "akm_over_synthetic_paired")}
@@ -67,8 +77,8 @@ def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
         path = _ARM_FIELDS[rest]
         return lambda env: _dig(env, "aggregate", arm, *path)
     for name, where in _COMPARISONS.items():
-        if metric.startswith(name) and metric[len(name):] in _PAIRED:
-            suffix = metric[len(name):]
+        if metric.startswith(name) and metric[len(name) :] in _PAIRED:
+            suffix = metric[len(name) :]
             if suffix == "" and name == "lift":
                 return lambda env: _dig(env, "aggregate", "delta", "pass_rate")
             if suffix == "" and name == "synthetic_lift":
@@ -94,7 +104,7 @@ def parse(expr: str) -> dict[str, Any]:
     text = expr.strip()
     for kind in _REGRESSION_KINDS:
         if text.startswith(kind + ":"):
-            path = text[len(kind) + 1:].strip()
+            path = text[len(kind) + 1 :].strip()
             if not path:
                 raise ValueError(f"--bench-gate {expr!r}: {kind} needs a report path, e.g. {kind}:base/report.json")
             return {"kind": kind, "path": path}
@@ -102,11 +112,15 @@ def parse(expr: str) -> dict[str, Any]:
         return {"kind": "significant", "metric": text}
     m = _EXPR.match(text)
     if not m:
-        raise ValueError(f"--bench-gate {expr!r}: expected METRIC OP NUMBER (e.g. akm.pass_rate>=0.6), "
-                         "lift.significant, no-regression:PATH or no-task-regression:PATH")
+        raise ValueError(
+            f"--bench-gate {expr!r}: expected METRIC OP NUMBER (e.g. akm.pass_rate>=0.6), "
+            "lift.significant, no-regression:PATH or no-task-regression:PATH"
+        )
     metric, op, number = m.groups()
     if _getter(metric) is None:
-        raise ValueError(f"--bench-gate {expr!r}: unknown metric {metric!r}; try akm.pass_rate, lift, lift.low or harness_errors")
+        raise ValueError(
+            f"--bench-gate {expr!r}: unknown metric {metric!r}; try akm.pass_rate, lift, lift.low or harness_errors"
+        )
     return {"kind": "threshold", "metric": metric, "op": op, "value": float(number)}
 
 
@@ -133,14 +147,23 @@ def _comparison(env: dict[str, Any], metric: str) -> dict[str, Any] | None:
 def _significant(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
     block = _comparison(env, spec["metric"])
     if block is None or block.get("p_value_holm") is None:
-        return {"gate": gate, "ok": False, "observed": None, "message": f"{spec['metric']} is not available (arm not run or no paired task)"}
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"{spec['metric']} is not available (arm not run or no paired task)",
+        }
     refusal = lift_mod.gate_refusal(block, spec["metric"])
     if refusal:
         return {"gate": gate, "ok": False, "observed": None, "message": refusal}
     ok = bool(block["significant"]) and (block["delta"] or 0) > 0
     what = "akm better beyond noise" if ok else "not significantly better"
-    return {"gate": gate, "ok": ok, "observed": block["p_value_holm"],
-            "message": f"{what}: {block['delta']:+.2f}, Holm-adjusted p = {block['p_value_holm']:.2g} over {block['tasks']} paired tasks"}
+    return {
+        "gate": gate,
+        "ok": ok,
+        "observed": block["p_value_holm"],
+        "message": f"{what}: {block['delta']:+.2f}, Holm-adjusted p = {block['p_value_holm']:.2g} over {block['tasks']} paired tasks",
+    }
 
 
 def _threshold(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -152,11 +175,21 @@ def _threshold(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str
             return {"gate": gate, "ok": False, "observed": None, "message": refusal}
     observed = getter(env)
     if not isinstance(observed, (int, float)) or isinstance(observed, bool):
-        return {"gate": gate, "ok": False, "observed": None, "message": f"{spec['metric']} is not available (arm not run or no data)"}
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"{spec['metric']} is not available (arm not run or no data)",
+        }
     ok = _OPS[spec["op"]](float(observed), spec["value"])
     shown = f"{observed:.4g}" if isinstance(observed, float) else str(observed)
     verb = "holds" if ok else "fails"
-    return {"gate": gate, "ok": ok, "observed": observed, "message": f"{spec['metric']} = {shown}, {verb} {spec['op']} {spec['value']:g}"}
+    return {
+        "gate": gate,
+        "ok": ok,
+        "observed": observed,
+        "message": f"{spec['metric']} = {shown}, {verb} {spec['op']} {spec['value']:g}",
+    }
 
 
 def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -169,31 +202,67 @@ def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_di
         return {"gate": gate, "ok": False, "observed": None, "message": str(err)}
     result = compare_mod.compare(base, env)
     if not result["ok"]:
-        return {"gate": gate, "ok": False, "observed": None, "message": f"cannot compare with {path}: {result['message']}"}
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"cannot compare with {path}: {result['message']}",
+        }
     lost = [arm for arm in ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(env, arm)]
     if lost:
-        return {"gate": gate, "ok": False, "observed": None,
-                "message": f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)"}
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)",
+        }
     if not result["arms"]:
         return {"gate": gate, "ok": False, "observed": None, "message": f"no arm ran in both this report and {path}"}
-    gone = [f"{arm}:{t['id']}" for arm, c in result["arms"].items() for t in c["perTask"] if t["presence"] == "base-only"]
+    gone = [
+        f"{arm}:{t['id']}" for arm, c in result["arms"].items() for t in c["perTask"] if t["presence"] == "base-only"
+    ]
     if gone:
         shown = ", ".join(gone[:5]) + (f", … and {len(gone) - 5} more" if len(gone) > 5 else "")
-        return {"gate": gate, "ok": False, "observed": None,
-                "message": f"{len(gone)} task(s) with valid runs in {path} have none now: {shown}"}
-    regressed = {arm: c["paired"]["delta"] for arm, c in result["arms"].items()
-                 if c["beyond_noise"] and (c["paired"]["delta"] or 0) < 0}
-    tasks = [f"{arm}:{t['id']} {t['delta']:+.2f}" for arm, c in result["arms"].items() for t in c["perTask"]
-             if t["beyond_noise"] and (t["delta"] or 0) < 0]
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"{len(gone)} task(s) with valid runs in {path} have none now: {shown}",
+        }
+    regressed = {
+        arm: c["paired"]["delta"]
+        for arm, c in result["arms"].items()
+        if c["beyond_noise"] and (c["paired"]["delta"] or 0) < 0
+    }
+    tasks = [
+        f"{arm}:{t['id']} {t['delta']:+.2f}"
+        for arm, c in result["arms"].items()
+        for t in c["perTask"]
+        if t["beyond_noise"] and (t["delta"] or 0) < 0
+    ]
     task_note = f"; tasks regressed beyond noise: {', '.join(tasks)}" if tasks else ""
     if regressed:
         detail = ", ".join(f"{arm} {d:+.2f}" for arm, d in regressed.items())
-        return {"gate": gate, "ok": False, "observed": regressed, "message": f"regressed beyond noise vs {path}: {detail}{task_note}"}
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": regressed,
+            "message": f"regressed beyond noise vs {path}: {detail}{task_note}",
+        }
     if spec["kind"] == "no-task-regression" and tasks:
-        return {"gate": gate, "ok": False, "observed": tasks,
-                "message": f"{len(tasks)} task(s) regressed beyond noise vs {path} (Fisher exact, Holm over "
-                           f"{result['per_task_family']} task comparisons): {', '.join(tasks)}"}
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": tasks,
+            "message": f"{len(tasks)} task(s) regressed beyond noise vs {path} (Fisher exact, Holm over "
+            f"{result['per_task_family']} task comparisons): {', '.join(tasks)}",
+        }
     deltas = {arm: c["paired"]["delta"] for arm, c in result["arms"].items()}
     detail = ", ".join(f"{arm} {'n/a' if d is None else f'{d:+.2f}'}" for arm, d in deltas.items())
     what = "no arm or task" if spec["kind"] == "no-task-regression" else "no arm"
-    return {"gate": gate, "ok": True, "observed": deltas, "message": f"{what} regressed beyond noise ({detail}){task_note}"}
+    return {
+        "gate": gate,
+        "ok": True,
+        "observed": deltas,
+        "message": f"{what} regressed beyond noise ({detail}){task_note}",
+    }

@@ -53,8 +53,11 @@ def _run_noise(kept: Sequence[tuple[list[bool], list[bool]]]) -> float:
     """Half-width of a 95% normal interval of the mean delta from the run noise inside the
     tasks alone (Agresti–Caffo: passes + 1 over runs + 2 per side). The variance of a mean of
     task deltas is never below it, while the spread of a few deltas can be (all equal: zero)."""
-    var = math.fsum((c + 1) / (n + 2) * (1 - (c + 1) / (n + 2)) / (n + 2)
-                    for a, b in kept for c, n in ((sum(a), len(a)), (sum(b), len(b))))
+    var = math.fsum(
+        (c + 1) / (n + 2) * (1 - (c + 1) / (n + 2)) / (n + 2)
+        for a, b in kept
+        for c, n in ((sum(a), len(a)), (sum(b), len(b)))
+    )
     return stats.Z_95 * math.sqrt(var) / len(kept)
 
 
@@ -157,11 +160,15 @@ def gate_refusal(block: dict[str, Any] | None, name: str) -> str | None:
         return None
     tasks = block.get("tasks")
     if isinstance(tasks, int) and tasks < MIN_PAIRED_TASKS:
-        return (f"{name} needs at least {MIN_PAIRED_TASKS} paired tasks (has {tasks}): "
-                "with fewer, the paired test can never reject")
+        return (
+            f"{name} needs at least {MIN_PAIRED_TASKS} paired tasks (has {tasks}): "
+            "with fewer, the paired test can never reject"
+        )
     if block.get("reliable") is False:
         arm = block["unreliable_arms"][0]
         e = block["harness_errors"][arm]
-        return (f"{name} refused: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors "
-                f"(over the {MAX_HARNESS_ERROR_SHARE:.0%} limit)")
+        return (
+            f"{name} refused: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors "
+            f"(over the {MAX_HARNESS_ERROR_SHARE:.0%} limit)"
+        )
     return None

@@ -43,7 +43,9 @@ def _runs(agg: dict[str, Any], arms: tuple[str, ...]) -> str:
 def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
     """One comparison akm − b: the claim it supports, on which tasks and runs, and its risks."""
     d, ci = c["delta"], _fmt_ci(c["low"], c["high"], with_sign=True)
-    size = f"{c['tasks']} paired task{'' if c['tasks'] == 1 else 's'}" + (f" ({c['tasks_unpaired']} unpaired)" if c.get("tasks_unpaired") else "")
+    size = f"{c['tasks']} paired task{'' if c['tasks'] == 1 else 's'}" + (
+        f" ({c['tasks_unpaired']} unpaired)" if c.get("tasks_unpaired") else ""
+    )
     size += "; " + _runs(agg, ("akm", b))
     if c["holm_family"] > 1:
         test = f"paired permutation p={_p(c['p_value_holm'])}, Holm-adjusted over {c['holm_family']} comparisons"
@@ -53,9 +55,11 @@ def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
     if not c["reliable"]:
         arm = c["unreliable_arms"][0]
         e = c["harness_errors"][arm]
-        text = (f"unreliable: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors (over the "
-                f"{lift.MAX_HARNESS_ERROR_SHARE:.0%} limit), no verdict on akm vs {b} "
-                f"(measured on the valid runs: {signed(d)} {ci}, {test}), {size}")
+        text = (
+            f"unreliable: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors (over the "
+            f"{lift.MAX_HARNESS_ERROR_SHARE:.0%} limit), no verdict on akm vs {b} "
+            f"(measured on the valid runs: {signed(d)} {ci}, {test}), {size}"
+        )
     elif c["significant"]:
         text = f"akm {'lifts' if d > 0 else 'lowers'} pass rate{vs} by {signed(d)} {ci} ({test}), {size}"
     else:
@@ -63,9 +67,11 @@ def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
     bounds = c.get("artefact_bounds")
     if bounds is not None:
         ea, eb = c["harness_errors"]["akm"], c["harness_errors"][b]
-        text += (f"; artefact risk: harness errors differ between arms (akm {ea['harness_errors']}/{ea['runs']}, "
-                 f"{b} {eb['harness_errors']}/{eb['runs']}), counting them as failures on one side and passes on "
-                 f"the other puts the delta anywhere in {_fmt_ci(bounds['low'], bounds['high'], with_sign=True)}")
+        text += (
+            f"; artefact risk: harness errors differ between arms (akm {ea['harness_errors']}/{ea['runs']}, "
+            f"{b} {eb['harness_errors']}/{eb['runs']}), counting them as failures on one side and passes on "
+            f"the other puts the delta anywhere in {_fmt_ci(bounds['low'], bounds['high'], with_sign=True)}"
+        )
     return text
 
 
@@ -78,17 +84,27 @@ def verdict(env: dict[str, Any]) -> str:
     if not ran:
         return prefix + "no valid runs: no arm produced a pass or fail outcome"
     prefix += _provisional(env)
-    claims = [_claim(agg, b, c) for b, c in (("noakm", (agg.get("delta") or {}).get("paired")),
-                                             ("synthetic", agg.get("akm_over_synthetic_paired"))) if c and c["tasks"]]
+    claims = [
+        _claim(agg, b, c)
+        for b, c in (
+            ("noakm", (agg.get("delta") or {}).get("paired")),
+            ("synthetic", agg.get("akm_over_synthetic_paired")),
+        )
+        if c and c["tasks"]
+    ]
     if claims:
         return prefix + "; ".join(claims)
     if len(ran) == 1:
         a = agg[ran[0]]
         ci = a["pass_rate_ci"] or {}
-        return (prefix + f"only one arm ran ({ran[0]}): pass rate {num(a['pass_rate'])} "
-                f"{_fmt_ci(ci.get('low'), ci.get('high'))} over {a['tasks_with_valid_runs']} tasks, "
-                f"{_runs(agg, (ran[0],))}; no lift measured")
-    return prefix + f"arms {', '.join(ran)} ran, but akm and another arm share no task with valid runs: no lift measured"
+        return (
+            prefix + f"only one arm ran ({ran[0]}): pass rate {num(a['pass_rate'])} "
+            f"{_fmt_ci(ci.get('low'), ci.get('high'))} over {a['tasks_with_valid_runs']} tasks, "
+            f"{_runs(agg, (ran[0],))}; no lift measured"
+        )
+    return (
+        prefix + f"arms {', '.join(ran)} ran, but akm and another arm share no task with valid runs: no lift measured"
+    )
 
 
 # ---------------------------------------------------------------- markdown
@@ -154,18 +170,43 @@ def render_markdown(env: dict[str, Any]) -> str:
             rows.append([arm] + ["not run"] * 7)
             continue
         ci = a.get("pass_rate_ci")
-        rows.append([
-            arm, num(a["pass_rate"]), _fmt_ci(ci["low"], ci["high"]) if ci else "n/a", num(a["pass_at_1"]),
-            num(a["tokens_per_pass"], 0), num(a["wallclock_ms"], 0), a["runs"], a["harness_error_count"],
-        ])
+        rows.append(
+            [
+                arm,
+                num(a["pass_rate"]),
+                _fmt_ci(ci["low"], ci["high"]) if ci else "n/a",
+                num(a["pass_at_1"]),
+                num(a["tokens_per_pass"], 0),
+                num(a["wallclock_ms"], 0),
+                a["runs"],
+                a["harness_error_count"],
+            ]
+        )
     d = agg.get("delta")
     if d is not None:
         p = d.get("paired") or {}
-        rows.append(["**delta**", signed(d["pass_rate"]), _fmt_ci(p.get("low"), p.get("high"), with_sign=True), "",
-                     signed(d["tokens_per_pass"], 0), signed(d["wallclock_ms"], 0), "", ""])
-    lines.append(_table(rows, ["arm", "pass_rate", "95% CI", "pass@1", "tokens_per_pass", "wallclock_ms", "runs", "harness_errors"]))
-    lines += ["", "arm intervals treat tasks as clusters (Wilson at the design-effect sample size, t quantile); "
-              "harness errors are out of every figure"]
+        rows.append(
+            [
+                "**delta**",
+                signed(d["pass_rate"]),
+                _fmt_ci(p.get("low"), p.get("high"), with_sign=True),
+                "",
+                signed(d["tokens_per_pass"], 0),
+                signed(d["wallclock_ms"], 0),
+                "",
+                "",
+            ]
+        )
+    lines.append(
+        _table(
+            rows, ["arm", "pass_rate", "95% CI", "pass@1", "tokens_per_pass", "wallclock_ms", "runs", "harness_errors"]
+        )
+    )
+    lines += [
+        "",
+        "arm intervals treat tasks as clusters (Wilson at the design-effect sample size, t quantile); "
+        "harness errors are out of every figure",
+    ]
     if d is not None and d.get("paired"):
         lines += ["", _comparison_note("delta = akm − noakm", d["paired"])]
     if "akm_over_synthetic_lift" in agg:
@@ -173,7 +214,10 @@ def render_markdown(env: dict[str, Any]) -> str:
         if syn is None:
             lines += ["", "akm_over_synthetic_lift: n/a"]
         elif syn <= 0:
-            lines += ["", f":warning: **akm_over_synthetic_lift = {signed(syn)}** — AKM did not beat the synthetic-notes baseline."]
+            lines += [
+                "",
+                f":warning: **akm_over_synthetic_lift = {signed(syn)}** — AKM did not beat the synthetic-notes baseline.",
+            ]
         else:
             lines += ["", f"**akm_over_synthetic_lift: {signed(syn)}**"]
         if agg.get("akm_over_synthetic_paired"):
@@ -181,8 +225,15 @@ def render_markdown(env: dict[str, Any]) -> str:
     lines += _pass_k_section(env, arms)
     if env.get("gates"):
         lines += ["", "## Gates", ""]
-        lines.append(_table([[f"`{g['gate']}`", "pass" if g["ok"] else "**FAIL**", _obs(g["observed"]), g["message"]]
-                             for g in env["gates"]], ["gate", "result", "observed", "detail"]))
+        lines.append(
+            _table(
+                [
+                    [f"`{g['gate']}`", "pass" if g["ok"] else "**FAIL**", _obs(g["observed"]), g["message"]]
+                    for g in env["gates"]
+                ],
+                ["gate", "result", "observed", "detail"],
+            )
+        )
     lines += _trajectory_section(env)
     lines += _per_task_section(env, arms)
     lines += _floor_section(env)
@@ -193,10 +244,14 @@ def render_markdown(env: dict[str, Any]) -> str:
     lines += _overhead_section(env)
     tm = env["token_measurement"]
     if tm["total_runs"]:
-        lines += ["", "## Token measurement", "",
-                  f"- runs: {tm['total_runs']} total, {tm['runs_with_measured_tokens']} measured, "
-                  f"{tm['runs_missing_measurement']} missing, {tm['runs_unsupported_measurement']} unsupported",
-                  f"- coverage: {_pct(tm['coverage'])} ({'reliable' if tm['reliable'] else 'unreliable — token figures cover the measured runs only'})"]
+        lines += [
+            "",
+            "## Token measurement",
+            "",
+            f"- runs: {tm['total_runs']} total, {tm['runs_with_measured_tokens']} measured, "
+            f"{tm['runs_missing_measurement']} missing, {tm['runs_unsupported_measurement']} unsupported",
+            f"- coverage: {_pct(tm['coverage'])} ({'reliable' if tm['reliable'] else 'unreliable — token figures cover the measured runs only'})",
+        ]
     problems = [r for r in env["runs"] if r["outcome"] == "harness_error"]
     if problems:
         lines += ["", "## Harness errors", ""]
@@ -205,13 +260,18 @@ def render_markdown(env: dict[str, Any]) -> str:
             lines.append(f"- … and {len(problems) - 50} more")
     prov = env.get("provenance")
     if prov:
-        lines += ["", "## Provenance", "",
-                  f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
-                  f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
-                  f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
-                  + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "") + ", "
-                  f"sandbox {prov.get('sandbox') or 'n/a'}, "
-                  f"{len(prov['fingerprints'])} fingerprint(s), {prov['samples_from_store']} sample(s) from the store"]
+        lines += [
+            "",
+            "## Provenance",
+            "",
+            f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
+            f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
+            f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
+            + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "")
+            + ", "
+            f"sandbox {prov.get('sandbox') or 'n/a'}, "
+            f"{len(prov['fingerprints'])} fingerprint(s), {prov['samples_from_store']} sample(s) from the store",
+        ]
     if env["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in env["warnings"]]
     return "\n".join(lines) + "\n"
@@ -221,15 +281,25 @@ def _comparison_note(name: str, p: dict[str, Any]) -> str:
     """How a paired comparison was computed, with its diagnostics."""
     if not p["tasks"]:
         return f"{name}: no task has valid runs in both arms"
-    how = f"exact over all {p['iterations']} sign vectors" if p["exact"] else f"{p['iterations']} random sign vectors, seed {p['seed']}"
+    how = (
+        f"exact over all {p['iterations']} sign vectors"
+        if p["exact"]
+        else f"{p['iterations']} random sign vectors, seed {p['seed']}"
+    )
     diag = p["diagnostics"]
-    return (f"{name}: {signed(p['delta'])}, paired over {p['tasks']} tasks"
-            + (f" ({p['tasks_unpaired']} unpaired tasks left out)" if p["tasks_unpaired"] else "")
-            + f"; paired permutation test ({how}) p={_p(p['p_value'])}"
-            + (f", Holm-adjusted p={_p(p['p_value_holm'])} over {p['holm_family']} comparisons" if p["holm_family"] > 1 else "")
-            + f"; 95% interval = the lifts the test does not reject; significant: {'yes' if p['significant'] else 'no'}. "
-            f"Diagnostics: sign test {p['wins']} wins / {p['losses']} losses / {p['ties']} ties, p={_p(diag['sign_test_p'])}; "
-            f"cluster bootstrap {_fmt_ci(diag['bootstrap_low'], diag['bootstrap_high'], with_sign=True)}")
+    return (
+        f"{name}: {signed(p['delta'])}, paired over {p['tasks']} tasks"
+        + (f" ({p['tasks_unpaired']} unpaired tasks left out)" if p["tasks_unpaired"] else "")
+        + f"; paired permutation test ({how}) p={_p(p['p_value'])}"
+        + (
+            f", Holm-adjusted p={_p(p['p_value_holm'])} over {p['holm_family']} comparisons"
+            if p["holm_family"] > 1
+            else ""
+        )
+        + f"; 95% interval = the lifts the test does not reject; significant: {'yes' if p['significant'] else 'no'}. "
+        f"Diagnostics: sign test {p['wins']} wins / {p['losses']} losses / {p['ties']} ties, p={_p(diag['sign_test_p'])}; "
+        f"cluster bootstrap {_fmt_ci(diag['bootstrap_low'], diag['bootstrap_high'], with_sign=True)}"
+    )
 
 
 def _obs(value: Any) -> str:
@@ -243,16 +313,23 @@ def _pass_k_section(env: dict[str, Any], arms: list[str]) -> list[str]:
     ks = sorted({k for arm in arms if agg.get(arm) for k in agg[arm]["pass_at_k"]}, key=int)[:10]
     if len(ks) < 2:
         return []
-    counts = ", ".join(f"{arm} {agg[arm]['pass_k_tasks']} tasks, k ≤ {len(agg[arm]['pass_at_k'])}"
-                       for arm in arms if agg.get(arm))
+    counts = ", ".join(
+        f"{arm} {agg[arm]['pass_k_tasks']} tasks, k ≤ {len(agg[arm]['pass_at_k'])}" for arm in arms if agg.get(arm)
+    )
     rows = []
     for arm in arms:
         a = agg.get(arm)
         if a is None:
             continue
         rows.append([arm] + [f"{num(a['pass_at_k'].get(k))} / {num(a['pass_hat_k'].get(k))}" for k in ks])
-    return ["", "### pass@k / pass^k (mean over tasks)", "", _table(rows, ["arm"] + [f"k={k}" for k in ks]), "",
-            f"each arm's curve uses one task set for every k, up to the fewest valid runs of any of its tasks ({counts})"]
+    return [
+        "",
+        "### pass@k / pass^k (mean over tasks)",
+        "",
+        _table(rows, ["arm"] + [f"k={k}" for k in ks]),
+        "",
+        f"each arm's curve uses one task set for every k, up to the fewest valid runs of any of its tasks ({counts})",
+    ]
 
 
 def _trajectory_section(env: dict[str, Any]) -> list[str]:
@@ -274,11 +351,22 @@ def _trajectory_section(env: dict[str, Any]) -> list[str]:
     akm_rows = [r for r in env["runs"] if r["arm"] == "akm"]
     if 0 < len(akm_rows) <= _MD_TASK_CAP:
         mark = {True: "✓", False: "✗", None: "—"}
-        lines += ["", _table(
-            [[r["task_id"], r["seed"], mark[r["trajectory"]["correct_asset_loaded"]], mark[r["trajectory"]["feedback_recorded"]],
-              mark[r["trajectory"]["searched_before_acting"]]] for r in akm_rows],
-            ["task", "seed", "correct_asset_loaded", "feedback_recorded", "searched_before_acting"],
-        )]
+        lines += [
+            "",
+            _table(
+                [
+                    [
+                        r["task_id"],
+                        r["seed"],
+                        mark[r["trajectory"]["correct_asset_loaded"]],
+                        mark[r["trajectory"]["feedback_recorded"]],
+                        mark[r["trajectory"]["searched_before_acting"]],
+                    ]
+                    for r in akm_rows
+                ],
+                ["task", "seed", "correct_asset_loaded", "feedback_recorded", "searched_before_acting"],
+            ),
+        ]
     return lines
 
 
@@ -296,8 +384,14 @@ def _per_task_section(env: dict[str, Any], arms: list[str]) -> list[str]:
             akm = (t.get("akm") or {}).get("pass_rate")
             cells += [num(base), signed(None if base is None or akm is None else akm - base)]
         rows.append(cells)
-    return ["", "## Per-task pass rates", "", _table(rows, head), "",
-            "pass rate [Wilson 95% CI]; ~ flaky; * below the reporting floor"]
+    return [
+        "",
+        "## Per-task pass rates",
+        "",
+        _table(rows, head),
+        "",
+        "pass rate [Wilson 95% CI]; ~ flaky; * below the reporting floor",
+    ]
 
 
 def _floor_section(env: dict[str, Any]) -> list[str]:
@@ -305,8 +399,12 @@ def _floor_section(env: dict[str, Any]) -> list[str]:
     if not fc:
         return []
     lines = ["", f"## Coverage vs reporting floor ({fc['floor']} valid samples per task × arm)", ""]
-    lines.append(_table([[arm, c["cells"], c["covered"], c["partial"], c["missing"]] for arm, c in fc["by_arm"].items()],
-                        ["arm", "cells", "covered", "partial", "missing"]))
+    lines.append(
+        _table(
+            [[arm, c["cells"], c["covered"], c["partial"], c["missing"]] for arm, c in fc["by_arm"].items()],
+            ["arm", "cells", "covered", "partial", "missing"],
+        )
+    )
     needs = fc["needs_deepening"]
     if needs:
         shown = ", ".join(f"{n['task_id']} {n['arm']} ({n['valid']}/{fc['floor']})" for n in needs[:20])
@@ -314,8 +412,15 @@ def _floor_section(env: dict[str, Any]) -> list[str]:
     flaky = env.get("flaky_tasks") or []
     if flaky:
         lines += ["", "### Flaky tasks (both outcomes, 0/1 stdev > 0.2)", ""]
-        lines.append(_table([[f["task_id"], f["arm"], f"{f['passes']}/{f['valid_count']}", num(f["pass_rate_stdev"])] for f in flaky],
-                            ["task", "arm", "passes", "stdev"]))
+        lines.append(
+            _table(
+                [
+                    [f["task_id"], f["arm"], f"{f['passes']}/{f['valid_count']}", num(f["pass_rate_stdev"])]
+                    for f in flaky
+                ],
+                ["task", "arm", "passes", "stdev"],
+            )
+        )
     return lines
 
 
@@ -328,14 +433,39 @@ def _coverage_section(env: dict[str, Any]) -> list[str]:
     if counts.get("untagged"):
         rows.append(["untagged", counts["untagged"]])
     lines = ["", "## Corpus coverage", "", _table(rows, ["memory_ability", "tasks"]), "", "### By memory_ability", ""]
-    lines.append(_table([[r["category"], r["task_count"], num(r["pass_rate_noakm"]), num(r["pass_rate_akm"]),
-                          signed(r["pass_rate_delta"]), r["negative_transfer_count"]] for r in cc["by_memory_ability"]],
-                        ["memory_ability", "tasks", "noakm", "akm", "delta", "neg.transfer"]))
+    lines.append(
+        _table(
+            [
+                [
+                    r["category"],
+                    r["task_count"],
+                    num(r["pass_rate_noakm"]),
+                    num(r["pass_rate_akm"]),
+                    signed(r["pass_rate_delta"]),
+                    r["negative_transfer_count"],
+                ]
+                for r in cc["by_memory_ability"]
+            ],
+            ["memory_ability", "tasks", "noakm", "akm", "delta", "neg.transfer"],
+        )
+    )
     if len(cc["by_task_family"]) >= 2:
         lines += ["", "### By task_family", ""]
-        lines.append(_table([[r["category"], r["task_count"], num(r["pass_rate_noakm"]), num(r["pass_rate_akm"]),
-                              signed(r["pass_rate_delta"])] for r in cc["by_task_family"]],
-                            ["task_family", "tasks", "noakm", "akm", "delta"]))
+        lines.append(
+            _table(
+                [
+                    [
+                        r["category"],
+                        r["task_count"],
+                        num(r["pass_rate_noakm"]),
+                        num(r["pass_rate_akm"]),
+                        signed(r["pass_rate_delta"]),
+                    ]
+                    for r in cc["by_task_family"]
+                ],
+                ["task_family", "tasks", "noakm", "akm", "delta"],
+            )
+        )
     return lines
 
 
@@ -346,21 +476,63 @@ def _negative_transfer_section(env: dict[str, Any]) -> list[str]:
     top = env["top_regressed_tasks"]
     if not top:
         return lines + ["none"]
-    lines.append(f"count={env['negative_transfer_count']}, severity={num(env['negative_transfer_severity'])} "
-                 "(sum of noakm − akm pass rate over regressed tasks)")
-    lines += ["", "### Top regressed tasks", "", _table(
-        [[r["task_id"], r["domain"], num(r["noakm_pass_rate"]), num(r["akm_pass_rate"]), signed(r["delta"])] for r in top[:50]],
-        ["task", "domain", "noakm", "akm", "delta"])]
-    lines += ["", "### Domain-level deltas", "", _table(
-        [[r["domain"], r["task_count"], r["regression_count"], num(r["pass_rate_noakm"]), num(r["pass_rate_akm"]),
-          signed(r["pass_rate_delta"]), signed(r["tokens_per_pass_delta"], 0), signed(r["wallclock_ms_delta"], 0)]
-         for r in env["domain_level_deltas"]],
-        ["domain", "tasks", "regressions", "noakm pass", "akm pass", "delta", "tokens delta", "wallclock delta (ms)"])]
+    lines.append(
+        f"count={env['negative_transfer_count']}, severity={num(env['negative_transfer_severity'])} "
+        "(sum of noakm − akm pass rate over regressed tasks)"
+    )
+    lines += [
+        "",
+        "### Top regressed tasks",
+        "",
+        _table(
+            [
+                [r["task_id"], r["domain"], num(r["noakm_pass_rate"]), num(r["akm_pass_rate"]), signed(r["delta"])]
+                for r in top[:50]
+            ],
+            ["task", "domain", "noakm", "akm", "delta"],
+        ),
+    ]
+    lines += [
+        "",
+        "### Domain-level deltas",
+        "",
+        _table(
+            [
+                [
+                    r["domain"],
+                    r["task_count"],
+                    r["regression_count"],
+                    num(r["pass_rate_noakm"]),
+                    num(r["pass_rate_akm"]),
+                    signed(r["pass_rate_delta"]),
+                    signed(r["tokens_per_pass_delta"], 0),
+                    signed(r["wallclock_ms_delta"], 0),
+                ]
+                for r in env["domain_level_deltas"]
+            ],
+            [
+                "domain",
+                "tasks",
+                "regressions",
+                "noakm pass",
+                "akm pass",
+                "delta",
+                "tokens delta",
+                "wallclock delta (ms)",
+            ],
+        ),
+    ]
     cands = env["asset_regression_candidates"]
     if cands:
-        lines += ["", "### Asset regression candidates", "", _table(
-            [[r["asset_ref"], r["regressed_task_count"], r["total_load_count"]] for r in cands[:50]],
-            ["asset_ref", "regressed tasks", "total loads"])]
+        lines += [
+            "",
+            "### Asset regression candidates",
+            "",
+            _table(
+                [[r["asset_ref"], r["regressed_task_count"], r["total_load_count"]] for r in cands[:50]],
+                ["asset_ref", "regressed tasks", "total loads"],
+            ),
+        ]
     return lines
 
 
@@ -387,11 +559,17 @@ def _bridge_section(env: dict[str, Any]) -> list[str]:
         return "n/a" if v is None else str(v)
 
     lines.append(_table([[k, v] for k, v in sb["gold_rank_distribution"].items()], ["rank", "count"]))
-    lines += ["", f"p50={rank(sb['gold_rank_p50'])}, p90={rank(sb['gold_rank_p90'])}, "
-              f"gold_at_rank_1={_pct(sb['gold_at_rank_1'])}, gold_missing={_pct(sb['gold_missing'])} "
-              f"({sb['searches_observed']} searches over {sb['runs_observed']} runs)", ""]
+    lines += [
+        "",
+        f"p50={rank(sb['gold_rank_p50'])}, p90={rank(sb['gold_rank_p90'])}, "
+        f"gold_at_rank_1={_pct(sb['gold_at_rank_1'])}, gold_missing={_pct(sb['gold_missing'])} "
+        f"({sb['searches_observed']} searches over {sb['runs_observed']} runs)",
+        "",
+    ]
     by_rank = [[r["rank"], num(r["pass_rate"]), r["run_count"]] for r in sb["pass_rate_by_rank"]]
-    lines.append(_table(by_rank or [["(no runs with `akm search` invocations)", "—", "0"]], ["rank", "pass_rate", "run_count"]))
+    lines.append(
+        _table(by_rank or [["(no runs with `akm search` invocations)", "—", "0"]], ["rank", "pass_rate", "run_count"])
+    )
     return lines
 
 

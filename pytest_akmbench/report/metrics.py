@@ -262,7 +262,8 @@ def search_bridge(akm_runs: Sequence[Sample], gold_of: dict[str, str | None]) ->
         "gold_missing": hist["missing"] / n if n else None,
         "pass_rate_by_rank": [
             {"rank": k, "pass_rate": sum(buckets[k]) / len(buckets[k]), "run_count": len(buckets[k])}
-            for k in _RANK_KEYS if k in buckets
+            for k in _RANK_KEYS
+            if k in buckets
         ],
     }
 
@@ -279,11 +280,22 @@ def per_asset(akm_runs: Sequence[Sample]) -> dict[str, Any]:
             row = counts.setdefault(ref, [0, 0])
             row[0 if passed else 1] += 1
     rows = [
-        {"asset_ref": ref, "load_count": p + f, "load_count_passing": p, "load_count_failing": f,
-         "load_pass_rate": p / (p + f) if p + f else None}
+        {
+            "asset_ref": ref,
+            "load_count": p + f,
+            "load_count_passing": p,
+            "load_count_failing": f,
+            "load_pass_rate": p / (p + f) if p + f else None,
+        }
         for ref, (p, f) in counts.items()
     ]
-    rows.sort(key=lambda r: (-r["load_count"], -(r["load_pass_rate"] if r["load_pass_rate"] is not None else -1), r["asset_ref"]))
+    rows.sort(
+        key=lambda r: (
+            -r["load_count"],
+            -(r["load_pass_rate"] if r["load_pass_rate"] is not None else -1),
+            r["asset_ref"],
+        )
+    )
     return {"total_akm_runs": len(akm_runs), "rows": rows}
 
 
@@ -293,8 +305,16 @@ def negative_transfer(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, 
     for t in tasks_out:
         a, b = (t.get("akm") or {}).get("pass_rate"), (t.get("noakm") or {}).get("pass_rate")
         if a is not None and b is not None and a < b:
-            regressed.append({"task_id": t["id"], "domain": domain_of[t["id"]], "noakm_pass_rate": b,
-                              "akm_pass_rate": a, "delta": a - b, "severity": b - a})
+            regressed.append(
+                {
+                    "task_id": t["id"],
+                    "domain": domain_of[t["id"]],
+                    "noakm_pass_rate": b,
+                    "akm_pass_rate": a,
+                    "delta": a - b,
+                    "severity": b - a,
+                }
+            )
     regressed.sort(key=lambda r: (-r["severity"], r["task_id"]))
     return regressed
 
@@ -307,7 +327,9 @@ def _diff(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def domain_level_deltas(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, str], regressed: set[str]) -> list[dict[str, Any]]:
+def domain_level_deltas(
+    tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, str], regressed: set[str]
+) -> list[dict[str, Any]]:
     """One row per domain (reference §6.9); an arm not run gives None, not 0."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for t in tasks_out:
@@ -316,16 +338,22 @@ def domain_level_deltas(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str
     for domain in sorted(groups):
         rows = groups[domain]
         noakm, akm = _arm_mean(rows, "noakm"), _arm_mean(rows, "akm")
-        out.append({
-            "domain": domain,
-            "task_count": len(rows),
-            "regression_count": sum(t["id"] in regressed for t in rows),
-            "pass_rate_noakm": noakm,
-            "pass_rate_akm": akm,
-            "pass_rate_delta": _diff(akm, noakm),
-            "tokens_per_pass_delta": _diff(_arm_mean(rows, "akm", "tokens_per_pass"), _arm_mean(rows, "noakm", "tokens_per_pass")),
-            "wallclock_ms_delta": _diff(_arm_mean(rows, "akm", "wallclock_ms"), _arm_mean(rows, "noakm", "wallclock_ms")),
-        })
+        out.append(
+            {
+                "domain": domain,
+                "task_count": len(rows),
+                "regression_count": sum(t["id"] in regressed for t in rows),
+                "pass_rate_noakm": noakm,
+                "pass_rate_akm": akm,
+                "pass_rate_delta": _diff(akm, noakm),
+                "tokens_per_pass_delta": _diff(
+                    _arm_mean(rows, "akm", "tokens_per_pass"), _arm_mean(rows, "noakm", "tokens_per_pass")
+                ),
+                "wallclock_ms_delta": _diff(
+                    _arm_mean(rows, "akm", "wallclock_ms"), _arm_mean(rows, "noakm", "wallclock_ms")
+                ),
+            }
+        )
     return out
 
 
@@ -340,8 +368,15 @@ def asset_regression_candidates(akm_runs: Sequence[Sample], regressed: set[str])
         for ref in traj["assets_loaded"]:
             tasks[ref].add(s["task_id"])
             loads[ref] += 1
-    rows = [{"asset_ref": ref, "regressed_task_count": len(ids), "regressed_task_ids": sorted(ids),
-             "total_load_count": loads[ref]} for ref, ids in tasks.items()]
+    rows = [
+        {
+            "asset_ref": ref,
+            "regressed_task_count": len(ids),
+            "regressed_task_ids": sorted(ids),
+            "total_load_count": loads[ref],
+        }
+        for ref, ids in tasks.items()
+    ]
     rows.sort(key=lambda r: (-r["regressed_task_count"], -r["total_load_count"], r["asset_ref"]))
     return rows
 
@@ -371,19 +406,23 @@ def corpus_coverage(tasks: Sequence[Task], tasks_out: Sequence[dict[str, Any]]) 
         for category in sorted(groups):
             g = groups[category]
             noakm, akm = _arm_mean(g, "noakm"), _arm_mean(g, "akm")
-            out.append({
-                "category": category,
-                "task_count": len(g),
-                "pass_rate_noakm": noakm,
-                "pass_rate_akm": akm,
-                "pass_rate_delta": _diff(akm, noakm),
-                "negative_transfer_count": sum(
-                    1 for t in g
-                    if (t.get("akm") or {}).get("pass_rate") is not None and (t.get("noakm") or {}).get("pass_rate") is not None
-                    and t["akm"]["pass_rate"] < t["noakm"]["pass_rate"]
-                ),
-                "workflow_compliance": None,  # workflow specs are not implemented (docs/report.md)
-            })
+            out.append(
+                {
+                    "category": category,
+                    "task_count": len(g),
+                    "pass_rate_noakm": noakm,
+                    "pass_rate_akm": akm,
+                    "pass_rate_delta": _diff(akm, noakm),
+                    "negative_transfer_count": sum(
+                        1
+                        for t in g
+                        if (t.get("akm") or {}).get("pass_rate") is not None
+                        and (t.get("noakm") or {}).get("pass_rate") is not None
+                        and t["akm"]["pass_rate"] < t["noakm"]["pass_rate"]
+                    ),
+                    "workflow_compliance": None,  # workflow specs are not implemented (docs/report.md)
+                }
+            )
         return out
 
     return {
@@ -393,7 +432,13 @@ def corpus_coverage(tasks: Sequence[Task], tasks_out: Sequence[dict[str, Any]]) 
     }
 
 
-_OVERHEAD_COUNTS = ("search_count", "show_count", "feedback_count", "positive_feedback_count", "negative_feedback_count")
+_OVERHEAD_COUNTS = (
+    "search_count",
+    "show_count",
+    "feedback_count",
+    "positive_feedback_count",
+    "negative_feedback_count",
+)
 
 
 def akm_overhead(akm_runs: Sequence[Sample]) -> dict[str, Any]:
@@ -406,21 +451,34 @@ def akm_overhead(akm_runs: Sequence[Sample]) -> dict[str, Any]:
         traj = counted(s)
         row: dict[str, Any] = {"task_id": s["task_id"], "arm": s["arm"], "seed": s["seed"], "outcome": s["outcome"]}
         if traj is None:
-            row.update(dict.fromkeys((*_OVERHEAD_COUNTS, "total_tool_calls", "assets_loaded_count",
-                                      "irrelevant_assets_loaded_count", "time_to_first_search_ms",
-                                      "time_to_first_correct_asset_ms", "context_bytes_loaded", "asset_bytes_loaded")))
+            row.update(
+                dict.fromkeys(
+                    (
+                        *_OVERHEAD_COUNTS,
+                        "total_tool_calls",
+                        "assets_loaded_count",
+                        "irrelevant_assets_loaded_count",
+                        "time_to_first_search_ms",
+                        "time_to_first_correct_asset_ms",
+                        "context_bytes_loaded",
+                        "asset_bytes_loaded",
+                    )
+                )
+            )
         else:
             row.update({k: traj[k] for k in _OVERHEAD_COUNTS})
             irrelevant = traj["irrelevant_assets_loaded"]
-            row.update({
-                "total_tool_calls": traj["search_count"] + traj["show_count"] + traj["feedback_count"],
-                "assets_loaded_count": len(traj["assets_loaded"]),
-                "irrelevant_assets_loaded_count": None if irrelevant is None else len(irrelevant),
-                "time_to_first_search_ms": traj["time_to_first_search_ms"],
-                "time_to_first_correct_asset_ms": traj["time_to_first_correct_asset_ms"],
-                "context_bytes_loaded": traj["context_bytes_loaded"],
-                "asset_bytes_loaded": traj["asset_bytes_loaded"],
-            })
+            row.update(
+                {
+                    "total_tool_calls": traj["search_count"] + traj["show_count"] + traj["feedback_count"],
+                    "assets_loaded_count": len(traj["assets_loaded"]),
+                    "irrelevant_assets_loaded_count": None if irrelevant is None else len(irrelevant),
+                    "time_to_first_search_ms": traj["time_to_first_search_ms"],
+                    "time_to_first_correct_asset_ms": traj["time_to_first_correct_asset_ms"],
+                    "context_bytes_loaded": traj["context_bytes_loaded"],
+                    "asset_bytes_loaded": traj["asset_bytes_loaded"],
+                }
+            )
         per_run.append(row)
     rows = [r for r in per_run if r["search_count"] is not None]
     n = len(rows)
@@ -453,8 +511,11 @@ def akm_overhead(akm_runs: Sequence[Sample]) -> dict[str, Any]:
         "mean_asset_bytes_loaded": mean_of("asset_bytes_loaded"),
         "total_tool_calls": tool_calls,
         "tool_calls_per_success": tool_calls / len(passing) if passing else None,
-        "cost_per_success": (fmean(t for t in passing_tokens if t is not None)
-                             if passing_tokens and all(t is not None for t in passing_tokens) else None),
+        "cost_per_success": (
+            fmean(t for t in passing_tokens if t is not None)
+            if passing_tokens and all(t is not None for t in passing_tokens)
+            else None
+        ),
         "search_engagement_rate": sum(r["search_count"] > 0 for r in rows) / n if n else None,
         "show_engagement_rate": sum(r["show_count"] > 0 for r in rows) / n if n else None,
         "feedback_engagement_rate": sum(r["feedback_count"] > 0 for r in rows) / n if n else None,

@@ -78,10 +78,13 @@ class StoredSamples:
     @property
     def warnings(self) -> list[str]:
         """Unreadable lines, then one line per unknown schema version met."""
-        return [*dict.fromkeys(self._read_warnings), *(
-            f"{count} store record(s) of schema {label} ignored: this version reads schema {SAMPLE_SCHEMA} only"
-            for label, count in sorted(self._foreign.items())
-        )]
+        return [
+            *dict.fromkeys(self._read_warnings),
+            *(
+                f"{count} store record(s) of schema {label} ignored: this version reads schema {SAMPLE_SCHEMA} only"
+                for label, count in sorted(self._foreign.items())
+            ),
+        ]
 
     def done(self, cell: CellKey, fingerprint_hash: str) -> dict[str, Any] | None:
         """The valid sample of this trial under this fingerprint, if any."""

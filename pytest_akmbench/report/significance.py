@@ -47,7 +47,7 @@ def _chunk_tables(weights: list[int], base: int) -> list[list[int]]:
     """Per 8 tasks, the 256 sign patterns packed as (sum of ±w) * base + (sum of ±1)."""
     tables = []
     for start in range(0, len(weights), 8):
-        chunk = weights[start:start + 8]
+        chunk = weights[start : start + 8]
         table = []
         for bits in range(1 << len(chunk)):
             sw = sb = 0

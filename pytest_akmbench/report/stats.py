@@ -93,8 +93,10 @@ def _betacf(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > tiny else tiny)
     h = d
     for k in range(1, 500):
-        for num in (k * (b - k) * x / ((a + 2 * k - 1) * (a + 2 * k)),
-                    -(a + k) * (a + b + k) * x / ((a + 2 * k) * (a + 2 * k + 1))):
+        for num in (
+            k * (b - k) * x / ((a + 2 * k - 1) * (a + 2 * k)),
+            -(a + k) * (a + b + k) * x / ((a + 2 * k) * (a + 2 * k + 1)),
+        ):
             d = 1.0 + num * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + num / c
@@ -217,11 +219,7 @@ def paired_bootstrap_delta(
         raise ValueError(f"iterations must be >= 1, got {iterations}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    diffs = [
-        sum(map(bool, a)) / len(a) - sum(map(bool, b)) / len(b)
-        for a, b in pairs
-        if len(a) and len(b)
-    ]
+    diffs = [sum(map(bool, a)) / len(a) - sum(map(bool, b)) / len(b) for a, b in pairs if len(a) and len(b)]
     m = len(diffs)
     result: dict[str, Any] = {
         "delta": None,

@@ -57,8 +57,10 @@ def check(
     missing_ids = sorted(unidentified)
     if missing_ids:
         more = f" and {len(missing_ids) - 1} more" if len(missing_ids) > 1 else ""
-        problems.append(f"{PREFIX}{len(missing_ids)} collected cells could not be matched to a selected task "
-                        f"({missing_ids[0]!r}{more}); they are missing from this report")
+        problems.append(
+            f"{PREFIX}{len(missing_ids)} collected cells could not be matched to a selected task "
+            f"({missing_ids[0]!r}{more}); they are missing from this report"
+        )
     chosen_by_cell = {cell_of(s): s for s in chosen}
     got = {cell_of(s): s for s in received}
     stored_ids = {identity(r) for r in stored_by_run}
@@ -74,16 +76,34 @@ def check(
         elif identity(in_report) != identity(sample):
             replaced.append(cell)
     if unstored:
-        problems.append(_line(len(unstored), "samples this run produced are not in the store", unstored,
-                              "; they are in this report only, and a resumed run will run them again"))
+        problems.append(
+            _line(
+                len(unstored),
+                "samples this run produced are not in the store",
+                unstored,
+                "; they are in this report only, and a resumed run will run them again",
+            )
+        )
     if replaced:
-        problems.append(_line(len(replaced), "cells have a newer sample in the store than the one this run "
-                              "reported (another run wrote to the same store)", replaced))
+        problems.append(
+            _line(
+                len(replaced),
+                "cells have a newer sample in the store than the one this run "
+                "reported (another run wrote to the same store)",
+                replaced,
+            )
+        )
     if absent:
         problems.append(_line(len(absent), "cells this run reported have no sample in the report", absent))
     unreported = sorted({cell_of(r) for r in stored_by_run} - set(got))
     if unreported:
-        problems.append(_line(len(unreported), "samples of this run are in the store but were never reported to "
-                              "this session (a worker went on after the run stopped)", unreported,
-                              "; the terminal's counts leave them out"))
+        problems.append(
+            _line(
+                len(unreported),
+                "samples of this run are in the store but were never reported to "
+                "this session (a worker went on after the run stopped)",
+                unreported,
+                "; the terminal's counts leave them out",
+            )
+        )
     return problems

@@ -171,7 +171,7 @@ def kill(tmp_root: Path, *, project: Path | None = None, everything: bool = Fals
         escalate = (run_dir / "kill-requested").exists()
         sig = signal.SIGKILL if escalate else signal.SIGTERM
         (run_dir / "kill-requested").write_text(str(time.time()))
-        targets = ([pid, *_children(pid)] if pid else [])
+        targets = [pid, *_children(pid)] if pid else []
         for target in targets:
             try:
                 os.kill(target, sig)

@@ -97,8 +97,11 @@ def reap_dead_orphans(keep: Collection[int] = ()) -> None:
         return
     my_sid = os.getsid(0)
     try:
-        kids = {int(k) for tid in os.listdir(f"/proc/{me}/task")
-                for k in _read(f"/proc/{me}/task/{tid}/children", 1 << 20).split()}
+        kids = {
+            int(k)
+            for tid in os.listdir(f"/proc/{me}/task")
+            for k in _read(f"/proc/{me}/task/{tid}/children", 1 << 20).split()
+        }
     except OSError:
         return
     dead = set()
@@ -406,7 +409,12 @@ class ProcessTracker:
         token = f"{MARKER}={self.marker_value}".encode()
         for pid in _all_pids():
             info = _proc_info(pid)
-            if info is not None and info.pgid == proc.pid and info.start >= self._since and _has_marker(pid, token, exact=True):
+            if (
+                info is not None
+                and info.pgid == proc.pid
+                and info.start >= self._since
+                and _has_marker(pid, token, exact=True)
+            ):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):

@@ -76,8 +76,9 @@ def _probe(binary: str | None) -> str | None:
         try:
             # Its own session: bwrap's inner process outlives the outer one for a moment and may
             # land on us (a subreaper) as a zombie, which procs reaps only outside our session.
-            proc = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
-                                  start_new_session=True)
+            proc = subprocess.run(
+                argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         except (OSError, subprocess.TimeoutExpired) as err:
             return f"{binary} does not run: {err}"
         finally:
@@ -271,8 +272,13 @@ class Sandbox:
         # --as-pid-1: the command itself is the namespace's init, so bwrap waits for it and leaves
         # no orphan behind; when it ends, or bwrap or the harness dies (--die-with-parent), the
         # kernel kills everything else in the namespace, setsid'd or not.
-        args = [self.binary or bwrap_binary() or "bwrap", "--die-with-parent", "--unshare-pid", "--as-pid-1",
-                "--unshare-ipc"]
+        args = [
+            self.binary or bwrap_binary() or "bwrap",
+            "--die-with-parent",
+            "--unshare-pid",
+            "--as-pid-1",
+            "--unshare-ipc",
+        ]
         if os.geteuid() == 0:
             args += ["--cap-drop", "ALL"]  # root keeps every capability in the sandbox otherwise
         args += [*system, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]

@@ -33,8 +33,15 @@ class Akm:
         self.cwd = tmp
 
     def __call__(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-        proc = subprocess.run([str(self.info.path), *args], env=env or self.env, cwd=self.cwd, capture_output=True,
-                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [str(self.info.path), *args],
+            env=env or self.env,
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         return proc.returncode, proc.stdout + proc.stderr
 
     def ref(self, ref: str) -> str:

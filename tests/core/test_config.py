@@ -21,7 +21,9 @@ class TestRunConfig:
     def test_valid(self, tmp_path: Path) -> None:
         """A config with the reference's fields and ours loads."""
         cfg = load_run_config(
-            write_config(tmp_path, name="quick", tasks=["a/b"], arms=["noakm", "akm"], seeds=2, agent="oracle", akm="bin/akm")
+            write_config(
+                tmp_path, name="quick", tasks=["a/b"], arms=["noakm", "akm"], seeds=2, agent="oracle", akm="bin/akm"
+            )
         )
         assert cfg.name == "quick"
         assert cfg.resolve_path("akm") == tmp_path / "bin" / "akm"
@@ -30,7 +32,7 @@ class TestRunConfig:
         "fields, fragment",
         [
             ({"seedz": 3}, "unknown field 'seedz'"),
-            ({"seeds": "3"}, "seeds: expected int, got \"3\""),
+            ({"seeds": "3"}, 'seeds: expected int, got "3"'),
             ({"seeds": 0}, "seeds: must be a positive integer"),
             ({"forceParallel": 1}, "forceParallel: expected bool"),
             ({"arms": ["akm", "akm"]}, "arms: arm 'akm' is listed twice"),
@@ -75,8 +77,13 @@ class TestPrecedence:
     def settings(self, tmp_path: Path, cli: dict, ini: dict, **cfg: object):
         config = load_run_config(write_config(tmp_path, **cfg)) if cfg else None
         return resolve(
-            rootdir=tmp_path, cwd=tmp_path, cli=cli, ini=ini, config=config,
-            tasks_root=tmp_path / "t", stashes_root=tmp_path / "s",
+            rootdir=tmp_path,
+            cwd=tmp_path,
+            cli=cli,
+            ini=ini,
+            config=config,
+            tasks_root=tmp_path / "t",
+            stashes_root=tmp_path / "s",
         )
 
     def test_order(self, tmp_path: Path) -> None:

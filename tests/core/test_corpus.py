@@ -58,8 +58,14 @@ class TestHashes:
             (d / "task.yaml").write_text(f"id: {task_id}\n")
             tasks.append(
                 Task(
-                    id=task_id, title="t", domain="d", difficulty="easy", stash="s", verifier="script",
-                    task_dir=d, yaml_text=f"id: {task_id}\n",
+                    id=task_id,
+                    title="t",
+                    domain="d",
+                    difficulty="easy",
+                    stash="s",
+                    verifier="script",
+                    task_dir=d,
+                    yaml_text=f"id: {task_id}\n",
                 )
             )
         assert task_corpus_hash(tasks) == "7a333fb1cf60784a46e2f862f9aade384a48503487397f771422678a8080dc1d"
@@ -193,7 +199,8 @@ class TestSelectors:
     def test_list_keeps_order(self, corpus: Corpus) -> None:
         """A list selects those ids in the list's order."""
         assert [t.id for t in select(corpus, ["beta/regex-task", "alpha/script-task"])[0]] == [
-            "beta/regex-task", "alpha/script-task",
+            "beta/regex-task",
+            "alpha/script-task",
         ]
 
     @pytest.mark.parametrize(
@@ -241,8 +248,10 @@ class TestWorkspaceLayers:
         (tasks / "base" / "workspace" / "task.yaml").write_text("not: a task\n")
         corpus = load_corpus(tasks, stashes).by_id()
         assert sorted(corpus) == ["alpha/pytest-task", "alpha/script-task", "beta/regex-task"]
-        assert corpus["alpha/script-task"].layers == (tasks / "base" / "workspace",
-                                                      tasks / "base" / "domains" / "alpha" / "workspace")
+        assert corpus["alpha/script-task"].layers == (
+            tasks / "base" / "workspace",
+            tasks / "base" / "domains" / "alpha" / "workspace",
+        )
         assert corpus["beta/regex-task"].layers == (tasks / "base" / "workspace",)
 
     def test_copy_order_later_layers_win(self, tmp_path: Path) -> None:

@@ -12,22 +12,38 @@ from tests.core.test_compare import envelope
 
 
 class TestParse:
-    @pytest.mark.parametrize("expr", ["akm.pass_rate>=0.6", " lift >= 0.1 ", "lift.low>0", "harness_errors<=0",
-                                      "synthetic_lift.p<0.05", "noakm.pass_rate.high<1", "no-regression:base.json", "cells_missing==0",
-                                      "lift.significant", "synthetic_lift.significant", "no-task-regression:base.json"])
+    @pytest.mark.parametrize(
+        "expr",
+        [
+            "akm.pass_rate>=0.6",
+            " lift >= 0.1 ",
+            "lift.low>0",
+            "harness_errors<=0",
+            "synthetic_lift.p<0.05",
+            "noakm.pass_rate.high<1",
+            "no-regression:base.json",
+            "cells_missing==0",
+            "lift.significant",
+            "synthetic_lift.significant",
+            "no-task-regression:base.json",
+        ],
+    )
     def test_valid(self, expr: str) -> None:
         """Known metrics, operators and the no-regression form parse."""
         gates.parse(expr)
 
-    @pytest.mark.parametrize(("expr", "fragment"), [
-        ("akm.pass_rate", "expected METRIC OP NUMBER"),
-        ("akm.pass_rate>=high", "expected METRIC OP NUMBER"),
-        ("akm.speed>1", "unknown metric 'akm.speed'"),
-        ("no-regression:", "needs a report path"),
-        ("no-task-regression: ", "no-task-regression needs a report path"),
-        ("lift.significant>0", "unknown metric 'lift.significant'"),
-        ("lift=>0", "expected METRIC OP NUMBER"),
-    ])
+    @pytest.mark.parametrize(
+        ("expr", "fragment"),
+        [
+            ("akm.pass_rate", "expected METRIC OP NUMBER"),
+            ("akm.pass_rate>=high", "expected METRIC OP NUMBER"),
+            ("akm.speed>1", "unknown metric 'akm.speed'"),
+            ("no-regression:", "needs a report path"),
+            ("no-task-regression: ", "no-task-regression needs a report path"),
+            ("lift.significant>0", "unknown metric 'lift.significant'"),
+            ("lift=>0", "expected METRIC OP NUMBER"),
+        ],
+    )
     def test_invalid(self, expr: str, fragment: str) -> None:
         """Bad expressions raise ValueError with one line naming the gate."""
         with pytest.raises(ValueError, match=fragment) as err:
@@ -39,8 +55,18 @@ class TestEvaluate:
     def test_thresholds(self, tmp_path: Path) -> None:
         """Observed values decide; an arm not run fails its gate."""
         env = envelope([3] * 10, [0] * 8 + [3] * 2)
-        results = gates.evaluate(env, ["akm.pass_rate>=0.6", "lift>=0.1", "lift.low>0", "harness_errors<=0",
-                                       "noakm.pass_rate>=0.5", "synthetic.pass_rate>=0"], tmp_path)
+        results = gates.evaluate(
+            env,
+            [
+                "akm.pass_rate>=0.6",
+                "lift>=0.1",
+                "lift.low>0",
+                "harness_errors<=0",
+                "noakm.pass_rate>=0.5",
+                "synthetic.pass_rate>=0",
+            ],
+            tmp_path,
+        )
         assert [r["ok"] for r in results] == [True, True, True, True, False, False]
         assert results[1]["observed"] == pytest.approx(0.8)
         assert results[5]["observed"] is None and "not available" in results[5]["message"]

@@ -13,12 +13,44 @@ import pytest
 import pytest_akmbench
 
 CORE = [
-    "agents", "agents.base", "agents.opencode.adapter", "agents.opencode.events", "agents.opencode.providers",
-    "agents.opencode.scripted", "agents.opencode.snoop", "cell.akm", "cell.prompts", "cell.runner", "cell.shell",
-    "cell.trajectory", "cell.validate", "cell.verifiers", "cli.doctor", "cli.main", "corpus.config", "corpus.tasks",
-    "errors", "records", "report.compare", "report.envelope", "report.gates", "report.lift", "report.markdown", "report.metrics",
-    "report.resume", "report.significance", "report.stats", "store.claims", "store.integrity", "store.preflight",
-    "store.samples", "store.scrub", "system.interrupts", "system.lifecycle", "system.procs", "system.sandbox",
+    "agents",
+    "agents.base",
+    "agents.opencode.adapter",
+    "agents.opencode.events",
+    "agents.opencode.providers",
+    "agents.opencode.scripted",
+    "agents.opencode.snoop",
+    "cell.akm",
+    "cell.prompts",
+    "cell.runner",
+    "cell.shell",
+    "cell.trajectory",
+    "cell.validate",
+    "cell.verifiers",
+    "cli.doctor",
+    "cli.main",
+    "corpus.config",
+    "corpus.tasks",
+    "errors",
+    "records",
+    "report.compare",
+    "report.envelope",
+    "report.gates",
+    "report.lift",
+    "report.markdown",
+    "report.metrics",
+    "report.resume",
+    "report.significance",
+    "report.stats",
+    "store.claims",
+    "store.integrity",
+    "store.preflight",
+    "store.samples",
+    "store.scrub",
+    "system.interrupts",
+    "system.lifecycle",
+    "system.procs",
+    "system.sandbox",
 ]
 
 
@@ -150,7 +182,7 @@ def test_no_import_cycle() -> None:
 
     def visit(module: str, path: list[str]) -> None:
         if module in path:
-            cycles.append(" -> ".join(path[path.index(module):] + [module]))
+            cycles.append(" -> ".join(path[path.index(module) :] + [module]))
             return
         if module in done:
             return

@@ -38,7 +38,9 @@ def live_run(tmp_path: Path):
 class TestClean:
     """clean removes stale run dirs, never a live run's, never the store."""
 
-    def test_stale_live_and_recent(self, tmp_path: Path, live_run: subprocess.Popen[str], capsys: pytest.CaptureFixture[str]) -> None:
+    def test_stale_live_and_recent(
+        self, tmp_path: Path, live_run: subprocess.Popen[str], capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Old dead runs go; a live run (even an old one) and a recent dead run stay."""
         (tmp_path / "stale" / "cell-1" / "workspace").mkdir(parents=True)
         (tmp_path / "stale" / ".alive").touch()
@@ -70,8 +72,12 @@ class TestKill:
     def test_sigterm_then_sigkill(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """The first kill sends SIGTERM (ignored here), the second SIGKILL."""
         # SIGTERM is ignored before "ready": under load a kill may follow the line at once.
-        stubborn = HOLDER.replace('print("ready"', 'import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint("ready"')
-        proc = subprocess.Popen([sys.executable, "-c", stubborn, str(tmp_path), "run1"], stdout=subprocess.PIPE, text=True)
+        stubborn = HOLDER.replace(
+            'print("ready"', 'import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint("ready"'
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-c", stubborn, str(tmp_path), "run1"], stdout=subprocess.PIPE, text=True
+        )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         try:
             lifecycle.kill(tmp_path, everything=True)
@@ -100,8 +106,11 @@ class TestKillOnlyThisProject:
     """Item 14: the tmp root is shared by every project of a user; kill stops only the current one's."""
 
     def hold(self, tmp_path: Path, run: str, project: Path) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-c", PROJECT_HOLDER, str(tmp_path / "cells"), run, str(project)],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PROJECT_HOLDER, str(tmp_path / "cells"), run, str(project)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         return proc
 

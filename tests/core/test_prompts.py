@@ -10,9 +10,17 @@ from pytest_akmbench.cell.prompts import PROMPT_VERSION, build_prompt
 from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.errors import ConfigError
 
-TASK = Task(id="shipyard/lint-command", title="Give CI the strict\n lint command", domain="shipyard",
-            difficulty="easy", stash="shipyard", verifier="script", task_dir=Path("/x"), yaml_text="",
-            akm_keywords="shipyard lint manifest")
+TASK = Task(
+    id="shipyard/lint-command",
+    title="Give CI the strict\n lint command",
+    domain="shipyard",
+    difficulty="easy",
+    stash="shipyard",
+    verifier="script",
+    task_dir=Path("/x"),
+    yaml_text="",
+    akm_keywords="shipyard lint manifest",
+)
 WS = Path("/runs/r1/workspace")
 
 

@@ -23,9 +23,12 @@ SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
 
 
 def local_entry(**options) -> dict:
-    return {"npm": "@ai-sdk/openai-compatible", "name": "Local",
-            "options": {"baseURL": "http://127.0.0.1:1234/v1", **options},
-            "models": {"qwen/qwen3.5-9b": {"name": "q", "limit": {"context": 32768, "output": 8192}}}}
+    return {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Local",
+        "options": {"baseURL": "http://127.0.0.1:1234/v1", **options},
+        "models": {"qwen/qwen3.5-9b": {"name": "q", "limit": {"context": 32768, "output": 8192}}},
+    }
 
 
 def write(path: Path, data) -> Path:
@@ -126,8 +129,9 @@ def test_discovery_order(tmp_path):
     cfg = tmp_path / "configs" / "run.json"
     cfg.parent.mkdir()
     inline = {"local": local_entry()}
-    kw = dict(config_providers=inline, config_default_model="local/inline", config_providers_ref="../c.json",
-              config_path=cfg)
+    kw = dict(
+        config_providers=inline, config_default_model="local/inline", config_providers_ref="../c.json", config_path=cfg
+    )
     assert discover_providers(explicit=a, env=env, **kw).default_model == "local/a"
     assert discover_providers(env=env, **kw).default_model == "local/b"
     env.pop("BENCH_OPENCODE_CONFIG")
@@ -142,8 +146,11 @@ def test_discovery_order(tmp_path):
 
 
 def test_discovery_missing_sources_are_usage_errors(tmp_path):
-    for kw in ({"explicit": tmp_path / "x.json"}, {"env": {"BENCH_OPENCODE_CONFIG": "rel/x.json"}},
-               {"config_providers_ref": "x.json", "config_path": tmp_path / "run.json"}):
+    for kw in (
+        {"explicit": tmp_path / "x.json"},
+        {"env": {"BENCH_OPENCODE_CONFIG": "rel/x.json"}},
+        {"config_providers_ref": "x.json", "config_path": tmp_path / "run.json"},
+    ):
         kw.setdefault("env", {})
         with pytest.raises(ConfigError, match="not found") as err:
             discover_providers(cwd=tmp_path, **kw)
@@ -159,7 +166,9 @@ def test_model_precedence(tmp_path):
     pf = validate_providers(good(defaultModel="local/p"), "f.json")
     env = {"BENCH_OPENCODE_MODEL": "local/env"}
     assert resolve_model(cli_model="local/cli", env=env, config_default_model="local/cfg", providers=pf) == (
-        "local/cli", "--bench-model")
+        "local/cli",
+        "--bench-model",
+    )
     assert resolve_model(env=env, config_default_model="local/cfg", providers=pf)[0] == "local/env"
     assert resolve_model(env={}, config_default_model="local/cfg", providers=pf)[0] == "local/cfg"
     assert resolve_model(env={}, providers=pf) == ("local/p", "f.json defaultModel")

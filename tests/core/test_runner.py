@@ -64,8 +64,15 @@ def corpus(tmp_path: Path) -> dict[str, Task]:
 
 def context(tmp_path: Path, agent: object, **kw: object) -> RunContext:
     defaults = dict(
-        run_id="test-run", tmp_root=tmp_path / "runs", stashes_root=tmp_path / "corpus" / "stashes", agent=agent,
-        model=None, budget_tokens=1000, budget_wall_ms=20000, budget_turns=None, verify_timeout_s=30.0,
+        run_id="test-run",
+        tmp_root=tmp_path / "runs",
+        stashes_root=tmp_path / "corpus" / "stashes",
+        agent=agent,
+        model=None,
+        budget_tokens=1000,
+        budget_wall_ms=20000,
+        budget_turns=None,
+        verify_timeout_s=30.0,
     )
     defaults.update(kw)
     return RunContext(**defaults)  # type: ignore[arg-type]
@@ -129,7 +136,9 @@ class TestOutcomes:
     def test_wall_budget_of_the_task_is_honoured(self, tmp_path: Path) -> None:
         """A solution running past the task's own wallMs is budget_exceeded, hung."""
         write_stash(tmp_path / "corpus" / "stashes")
-        write_task(tmp_path / "corpus" / "tasks", "a/slow", solve="sleep 60\n", extra={"budget": {"tokens": 10, "wallMs": 500}})
+        write_task(
+            tmp_path / "corpus" / "tasks", "a/slow", solve="sleep 60\n", extra={"budget": {"tokens": 10, "wallMs": 500}}
+        )
         task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
         started = time.monotonic()
         sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), tracker())
@@ -141,7 +150,9 @@ class TestOutcomes:
 class TestIsolation:
     """Arms differ only in what they intend to; nothing leaks between cells or to the user."""
 
-    def test_control_arm_sees_no_akm(self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_control_arm_sees_no_akm(
+        self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """noakm gets no stash, no AKM_* variable and an akm on PATH that refuses to run."""
         monkeypatch.setenv("AKM_STASH_DIR", "/users/own/stash")
         spy = EnvSpy()
@@ -233,23 +244,31 @@ class TestRealAkm:
     def test_each_cell_searches_an_index_akm_uses(self, tmp_path: Path, info: akm.AkmInfo) -> None:
         """An akm cell's agent, searching as the prompt says, gets the asset; the control arm finds no akm."""
         stashes = tmp_path / "corpus" / "stashes"
-        write_stash(stashes, assets={"knowledge/lower-case.md": "---\ndescription: Greeting style\n"
-                                     "tags: [greeting, style]\n---\nlower case\n"})
+        write_stash(
+            stashes,
+            assets={
+                "knowledge/lower-case.md": "---\ndescription: Greeting style\n"
+                "tags: [greeting, style]\n---\nlower case\n"
+            },
+        )
         write_task(tmp_path / "corpus" / "tasks", "alpha/t")
         task = load_corpus(tmp_path / "corpus" / "tasks", stashes).tasks[0]
         outputs: list[tuple[int, str]] = []
 
         class Searcher(EnvSpy):
             def run(self, request: AgentRequest) -> AgentResult:
-                code, out, _ = request.procs.run(["akm", "search", "greeting style"], cwd=request.workspace,
-                                                 env=request.env, timeout_s=60)
+                code, out, _ = request.procs.run(
+                    ["akm", "search", "greeting style"], cwd=request.workspace, env=request.env, timeout_s=60
+                )
                 outputs.append((code, out))
                 return AgentResult()
 
         ctx = context(tmp_path, Searcher(), akm=info)
         akm_sample = run_cell(Cell(task, "akm", 1), ctx, tracker())
         noakm_sample = run_cell(Cell(task, "noakm", 1), ctx, tracker())
-        assert outputs[0][0] == 0 and akm.search_refs(outputs[0][1]) == [akm.format_ref("knowledge:lower-case", info.line)]
+        assert outputs[0][0] == 0 and akm.search_refs(outputs[0][1]) == [
+            akm.format_ref("knowledge:lower-case", info.line)
+        ]
         assert outputs[1][0] == 127
         setup = akm_sample["akm_setup"]
         assert setup["version"] == info.version and setup["index"]["entries"] == 2
@@ -282,10 +301,26 @@ class TestRealAkm:
             def run(self, request: AgentRequest) -> AgentResult:
                 assert request.stash_dir is not None
                 shutil.rmtree(request.stash_dir)
-                request.transcript.write_text(json.dumps({"type": "tool_use", "timestamp": 1, "part": {
-                    "type": "tool", "tool": "bash", "state": {
-                        "status": "completed", "input": {"command": "akm search howto"}, "output": "",
-                        "metadata": {"exit": 78}, "time": {"start": 1, "end": 2}}}}) + "\n")
+                request.transcript.write_text(
+                    json.dumps(
+                        {
+                            "type": "tool_use",
+                            "timestamp": 1,
+                            "part": {
+                                "type": "tool",
+                                "tool": "bash",
+                                "state": {
+                                    "status": "completed",
+                                    "input": {"command": "akm search howto"},
+                                    "output": "",
+                                    "metadata": {"exit": 78},
+                                    "time": {"start": 1, "end": 2},
+                                },
+                            },
+                        }
+                    )
+                    + "\n"
+                )
                 result = super().run(request)
                 result.transcript_written = True
                 return result

@@ -135,9 +135,16 @@ class TestCredentials:
     """Item 13: any sk- string anywhere (headers included) and literal auth headers are refused."""
 
     def entry(self, **options) -> dict:
-        return {"schemaVersion": 1, "providers": {"local": {
-            "npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:1/v1", **options},
-            "models": {"m": {"name": "m"}}}}}
+        return {
+            "schemaVersion": 1,
+            "providers": {
+                "local": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "options": {"baseURL": "http://127.0.0.1:1/v1", **options},
+                    "models": {"m": {"name": "m"}},
+                }
+            },
+        }
 
     def test_short_sk_key_in_a_header_is_refused(self) -> None:
         data = self.entry(headers={"Authorization": "Bearer sk-test-SECRET123"})
@@ -161,8 +168,15 @@ class TestAbsurdMatrices:
     """Item 13: --bench-seeds has an upper bound; a huge matrix is a one-line error, not 3 GB of items."""
 
     def settings(self, tmp_path: Path, seeds: object):
-        return resolve(rootdir=tmp_path, cwd=tmp_path, config=None, cli={"seeds": seeds}, ini={},
-                       tasks_root=tmp_path, stashes_root=tmp_path)
+        return resolve(
+            rootdir=tmp_path,
+            cwd=tmp_path,
+            config=None,
+            cli={"seeds": seeds},
+            ini={},
+            tasks_root=tmp_path,
+            stashes_root=tmp_path,
+        )
 
     def test_seeds_beyond_the_limit(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=rf"^--bench-seeds: .*at most {MAX_SEEDS}"):
@@ -191,8 +205,15 @@ class TestUnknownSchema:
 
     def record(self, schema: object) -> dict:
         fp = {"model": "m"}
-        return {"schema": schema, "task_id": "d/t", "arm": "akm", "seed": 1, "outcome": "pass",
-                "fingerprint": fp, "fingerprint_hash": fingerprint_hash(fp)}
+        return {
+            "schema": schema,
+            "task_id": "d/t",
+            "arm": "akm",
+            "seed": 1,
+            "outcome": "pass",
+            "fingerprint": fp,
+            "fingerprint_hash": fingerprint_hash(fp),
+        }
 
     @pytest.mark.parametrize("schema", [SAMPLE_SCHEMA + 1, None, "1"])
     def test_unknown_schema_is_not_done(self, schema: object) -> None:

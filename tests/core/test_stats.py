@@ -195,8 +195,12 @@ class TestPairedBootstrapDelta:
         """Tasks with an empty side are dropped; no tasks gives all None."""
         res = paired_bootstrap_delta([([], [T]), ([T], [])], iterations=10, seed=1)
         assert res == {
-            "delta": None, "low": None, "high": None,
-            "tasks": 0, "iterations": 10, "seed": 1,
+            "delta": None,
+            "low": None,
+            "high": None,
+            "tasks": 0,
+            "iterations": 10,
+            "seed": 1,
         }
         res = paired_bootstrap_delta([([], [T]), ([T], [F])])
         assert res["tasks"] == 1 and res["delta"] == 1.0
@@ -210,8 +214,7 @@ class TestPairedBootstrapDelta:
 
     def test_fast_enough(self) -> None:
         """2000 iterations over 2000 tasks finish well within a generous bound."""
-        pairs = [([(i + s) % 3 == 0 for s in range(5)], [(i + s) % 2 == 0 for s in range(5)])
-                 for i in range(2000)]
+        pairs = [([(i + s) % 3 == 0 for s in range(5)], [(i + s) % 2 == 0 for s in range(5)]) for i in range(2000)]
         start = time.perf_counter()
         res = paired_bootstrap_delta(pairs)
         assert time.perf_counter() - start < 5.0

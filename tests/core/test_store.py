@@ -22,8 +22,15 @@ FP_B = {"model": "m2", "arm_config": {"k": 1}}
 
 
 def sample(task: str = "t1", arm: str = "akm", seed: int = 1, outcome: str = "pass", fp: dict = FP_A, **extra) -> dict:
-    return {"task_id": task, "arm": arm, "seed": seed, "outcome": outcome,
-            "fingerprint": fp, "fingerprint_hash": fingerprint_hash(fp), **extra}
+    return {
+        "task_id": task,
+        "arm": arm,
+        "seed": seed,
+        "outcome": outcome,
+        "fingerprint": fp,
+        "fingerprint_hash": fingerprint_hash(fp),
+        **extra,
+    }
 
 
 def by_hash(record: dict) -> str:
@@ -44,7 +51,9 @@ class TestRoundTrip:
     def test_append_then_read_preserves_records_and_order(self, tmp_path: Path) -> None:
         """Records come back equal to what was appended, in append order, with no warnings."""
         store = SampleStore(tmp_path / "store")
-        records = [sample(seed=s, extra={"nested": [1, 2.5, None, True], "text": "ünï\ncode\u2028"}) for s in range(1, 6)]
+        records = [
+            sample(seed=s, extra={"nested": [1, 2.5, None, True], "text": "ünï\ncode\u2028"}) for s in range(1, 6)
+        ]
         records.append({"arbitrary": {"json": ["object"]}})
         for r in records:
             store.append(r)
@@ -199,8 +208,13 @@ class TestIndexes:
 
     def test_records_without_a_usable_identity_are_ignored(self) -> None:
         """Records lacking task/arm, with a bool, zero or non-int seed, or without a fingerprint are skipped."""
-        records = [sample(seed=True), sample(seed=0), sample(seed="1"), {"arm": "akm", "seed": 1, "outcome": "pass"},
-                   {"task_id": "t", "arm": "akm", "seed": 1, "outcome": "pass"}]
+        records = [
+            sample(seed=True),
+            sample(seed=0),
+            sample(seed="1"),
+            {"arm": "akm", "seed": 1, "outcome": "pass"},
+            {"task_id": "t", "arm": "akm", "seed": 1, "outcome": "pass"},
+        ]
         assert done_trials(records) == {} and latest_valid(records) == {}
 
     def test_default_fingerprint_of_falls_back_to_hashing_the_fingerprint(self) -> None:

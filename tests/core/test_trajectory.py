@@ -26,15 +26,29 @@ SID = "ses_test"
 RECORDED = ("0.7.0", "0.9.0")
 
 
-def tool(tool_name: str, inputs: dict[str, Any], output: str = "", *, ts: int, status: str = "completed",
-         exit: int | None = 0) -> dict[str, Any]:
+def tool(
+    tool_name: str,
+    inputs: dict[str, Any],
+    output: str = "",
+    *,
+    ts: int,
+    status: str = "completed",
+    exit: int | None = 0,
+) -> dict[str, Any]:
     state: dict[str, Any] = {"status": status, "input": inputs, "output": output, "time": {"start": ts, "end": ts + 5}}
     if exit is not None:
         state["metadata"] = {"output": output, "exit": exit}
-    return {"type": "tool_use", "timestamp": ts + 10, "sessionID": SID, "part": {"type": "tool", "tool": tool_name, "state": state}}
+    return {
+        "type": "tool_use",
+        "timestamp": ts + 10,
+        "sessionID": SID,
+        "part": {"type": "tool", "tool": tool_name, "state": state},
+    }
 
 
-def bash(command: str, output: str = "(no output)", *, ts: int, status: str = "completed", exit: int | None = 0) -> dict[str, Any]:
+def bash(
+    command: str, output: str = "(no output)", *, ts: int, status: str = "completed", exit: int | None = 0
+) -> dict[str, Any]:
     return tool("bash", {"command": command, "description": "d"}, output, ts=ts, status=status, exit=exit)
 
 
@@ -90,13 +104,16 @@ class TestHandWrittenStreams:
 
     def test_order_search_show_write_feedback(self, tmp_path: Path) -> None:
         """Without akm's log: actions in order, results and ranks from akm's JSON output."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1000),
-            bash("akm search 'hello file'", hits("knowledge:other", GOLD), ts=1200),
-            bash("akm show skill:hello-file", "To greet, write hi.\n", ts=1500),
-            tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
-            bash("akm feedback skill:hello-file --positive", "{}", ts=1900),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm search 'hello file'", hits("knowledge:other", GOLD), ts=1200),
+                bash("akm show skill:hello-file", "To greet, write hi.\n", ts=1500),
+                tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
+                bash("akm feedback skill:hello-file --positive", "{}", ts=1900),
+            ],
+        )
         t = analyse_cell(TASK, stream, None, None)
         assert [a["kind"] for a in t["actions"]] == ["search", "show", "write", "feedback"]
         assert t["actions"][0]["results"] == ["knowledge:other", GOLD] and t["gold_ranks"] == [2]
@@ -109,12 +126,18 @@ class TestHandWrittenStreams:
 
     def test_akm_log_is_the_ground_truth(self, tmp_path: Path) -> None:
         """With akm's log, searches, results, shows and feedback come from what akm served."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1000), bash("bash -c \"akm search 'hello file' && akm show skills/hello-file\"", "...", ts=1200),
-            tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
-        ])
-        events = [event("search", 1201, query="hello file", hitCount=2, resultRefs=["knowledge/other", "skills/hello-file"]),
-                  event("show", 1203, "skills/hello-file")]
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("bash -c \"akm search 'hello file' && akm show skills/hello-file\"", "...", ts=1200),
+                tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
+            ],
+        )
+        events = [
+            event("search", 1201, query="hello file", hitCount=2, resultRefs=["knowledge/other", "skills/hello-file"]),
+            event("show", 1203, "skills/hello-file"),
+        ]
         t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
         assert t["search_count"] == 1 and t["gold_ranks"] == [2] and t["searches_with_hits"] == 1
         assert t["assets_loaded"] == ["skills/hello-file"] and t["correct_asset_loaded"] is True
@@ -128,9 +151,14 @@ class TestHandWrittenStreams:
 
     def test_write_before_search(self, tmp_path: Path) -> None:
         """A workspace write before any search: searched_before_acting is False."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1), bash("echo draft > out.txt", ts=2), bash("akm search hello", hits(GOLD), ts=30),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("echo draft > out.txt", ts=2),
+                bash("akm search hello", hits(GOLD), ts=30),
+            ],
+        )
         t = analyse_cell(TASK, stream, None, None)
         assert t["searched_before_acting"] is False and t["search_count"] == 1
 
@@ -150,11 +178,14 @@ class TestHandWrittenStreams:
 
     def test_refused_show_and_feedback_count_for_nothing(self, tmp_path: Path) -> None:
         """A show or feedback akm refused (non-zero exit, nothing in its log) is not loaded or recorded."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1),
-            bash(f"akm show {GOLD}", '{"ok": false, "code": "ASSET_NOT_FOUND"}', ts=2, exit=1),
-            bash(f"akm feedback {GOLD} --positive", '{"ok": false}', ts=3, exit=2),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash(f"akm show {GOLD}", '{"ok": false, "code": "ASSET_NOT_FOUND"}', ts=2, exit=1),
+                bash(f"akm feedback {GOLD} --positive", '{"ok": false}', ts=3, exit=2),
+            ],
+        )
         for events in ([], None):  # with akm's (empty) log, and from the transcript alone
             t = analyse_cell(TASK, stream, events, None)
             assert t["correct_asset_loaded"] is False and t["show_count"] == 0
@@ -171,17 +202,26 @@ class TestHandWrittenStreams:
 
     def test_errored_tool_call_is_not_loaded(self, tmp_path: Path) -> None:
         """A tool call that errored (e.g. permission rejected) loads nothing."""
-        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "rejected", ts=2, status="error", exit=None)])
+        stream = write_stream(
+            tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "rejected", ts=2, status="error", exit=None)]
+        )
         assert analyse_cell(TASK, stream, None, None)["correct_asset_loaded"] is False
 
     def test_heredoc_and_echo_are_not_akm_calls(self, tmp_path: Path) -> None:
         """akm words written to a file or echoed are not calls; bash -c and $(...) calls are."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1),
-            bash("cat <<'EOF' > NOTES.md\nakm search q\nakm show skill:hello-file\nEOF", ts=20),
-            bash('echo "line one\\nakm search q"', ts=30),
-            bash("ref=$(akm search 'hello file' | head -1); bash -lc 'timeout 30 akm show skill:hello-file'", "x", ts=40),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("cat <<'EOF' > NOTES.md\nakm search q\nakm show skill:hello-file\nEOF", ts=20),
+                bash('echo "line one\\nakm search q"', ts=30),
+                bash(
+                    "ref=$(akm search 'hello file' | head -1); bash -lc 'timeout 30 akm show skill:hello-file'",
+                    "x",
+                    ts=40,
+                ),
+            ],
+        )
         t = analyse_cell(TASK, stream, None, None)
         assert t["akm_calls"] == 2 and t["search_count"] == 1 and t["correct_asset_loaded"] is True
         assert t["searched_before_acting"] is False  # NOTES.md was written first
@@ -189,9 +229,14 @@ class TestHandWrittenStreams:
     def test_irrelevant_assets(self, tmp_path: Path) -> None:
         """Shown refs that are neither gold nor expected transfer sources are irrelevant."""
         task = make_task("demo/x", gold_ref=GOLD, expected_transfer_from=("skill:related",))
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1), bash("akm show skill:related && akm show skill:noise", "...", ts=2), bash(f"akm show {GOLD}", "...", ts=3),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("akm show skill:related && akm show skill:noise", "...", ts=2),
+                bash(f"akm show {GOLD}", "...", ts=3),
+            ],
+        )
         t = analyse_cell(task, stream, None, None)
         assert t["assets_loaded"] == ["skill:related", "skill:noise", GOLD]
         assert t["irrelevant_assets_loaded"] == ["skill:noise"]
@@ -337,8 +382,17 @@ class TestIntoTheReport:
         stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "{}", ts=2, exit=1)])
         dead = analyse_cell(TASK, stream, [], None)
         live = recorded("oracle", "0.9.0")
-        env = report.build(inp([TASK], [sample(TASK.id, "akm", 1, "fail", trajectory=dead),
-                                        sample(TASK.id, "akm", 2, "pass", trajectory=live)], arms=("akm",)), timestamp=TS)
+        env = report.build(
+            inp(
+                [TASK],
+                [
+                    sample(TASK.id, "akm", 1, "fail", trajectory=dead),
+                    sample(TASK.id, "akm", 2, "pass", trajectory=live),
+                ],
+                arms=("akm",),
+            ),
+            timestamp=TS,
+        )
         assert [r["trajectory"]["akm_answered"] for r in env["runs"]] == [False, True]
         assert any(w.startswith("akm never answered in 1 of 2 akm-arm runs") for w in env["warnings"])
 

@@ -132,9 +132,23 @@ class TestOfflineReport:
         """Same envelope and summary, apart from the timestamp."""
         bench.runpytest(*ARGS, "--bench-seeds", "2").assert_outcomes(passed=12)
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest_akmbench", "report", "--store", ".akmbench/store", "--out", "offline",
-             "--agent", "slow", "--seeds", "2"],
-            cwd=bench.path, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pytest_akmbench",
+                "report",
+                "--store",
+                ".akmbench/store",
+                "--out",
+                "offline",
+                "--agent",
+                "slow",
+                "--seeds",
+                "2",
+            ],
+            cwd=bench.path,
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 0, proc.stderr
         session, offline = read_report(bench.path), read_report(bench.path, "offline")

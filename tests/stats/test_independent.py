@@ -79,7 +79,9 @@ class TestPrimitives:
             for c in range(n + 1):
                 for k in range(1, n + 1):
                     assert stats.pass_at_k(n, c, k) == pytest.approx(chen_pass_at_k(n, c, k), abs=1e-12)
-                    assert stats.pass_hat_k(n, c, k) == pytest.approx(special.comb(c, k) / special.comb(n, k), abs=1e-12)
+                    assert stats.pass_hat_k(n, c, k) == pytest.approx(
+                        special.comb(c, k) / special.comb(n, k), abs=1e-12
+                    )
 
     def test_sign_test_matches_binomtest(self) -> None:
         rng = random.Random(5)
@@ -140,9 +142,14 @@ class TestPrimitives:
             for a, na, b, nb in strata:
                 t = a + b
                 xs = range(max(0, t - nb), min(t, na) + 1)
-                splits.append([(Fraction(x, na) - Fraction(t - x, nb), ss.hypergeom.pmf(x, na + nb, t, na)) for x in xs])
-            expected = sum(math.prod(q for _, q in combo) for combo in itertools.product(*splits)
-                           if abs(sum(v for v, _ in combo)) >= abs(observed))
+                splits.append(
+                    [(Fraction(x, na) - Fraction(t - x, nb), ss.hypergeom.pmf(x, na + nb, t, na)) for x in xs]
+                )
+            expected = sum(
+                math.prod(q for _, q in combo)
+                for combo in itertools.product(*splits)
+                if abs(sum(v for v, _ in combo)) >= abs(observed)
+            )
             assert significance.stratified_permutation_test(strata)["p_value"] == pytest.approx(expected, abs=1e-12)
 
 
@@ -185,20 +192,29 @@ class TestEnvelope:
                     continue
                 c = sum(r["outcome"] == "pass" for r in valid)
                 assert row["pass_rate"] == pytest.approx(c / len(valid))
-                assert (row["pass_rate_ci"]["low"], row["pass_rate_ci"]["high"]) == pytest.approx(sm_wilson(c, len(valid)))
+                assert (row["pass_rate_ci"]["low"], row["pass_rate_ci"]["high"]) == pytest.approx(
+                    sm_wilson(c, len(valid))
+                )
                 assert row["tokens_per_run"] == pytest.approx(np.mean([r["tokens"]["total"] for r in valid]))
                 rates.append(c / len(valid))
                 valid_total += len(valid)
                 kmin = min(kmin, len(valid))
             agg = env["aggregate"][arm]
             assert agg["pass_rate"] == pytest.approx(np.mean(rates))
-            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(cluster_interval(rates, valid_total))
+            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(
+                cluster_interval(rates, valid_total)
+            )
             assert list(agg["pass_at_k"]) == [str(k) for k in range(1, kmin + 1)]
             for k in range(1, kmin + 1):
-                per_task = [(t[arm]["valid_count"], t[arm]["passes"]) for t in env["tasks"] if t[arm]["pass_rate"] is not None]
-                assert agg["pass_at_k"][str(k)] == pytest.approx(np.mean([chen_pass_at_k(n, c, k) for n, c in per_task]))
+                per_task = [
+                    (t[arm]["valid_count"], t[arm]["passes"]) for t in env["tasks"] if t[arm]["pass_rate"] is not None
+                ]
+                assert agg["pass_at_k"][str(k)] == pytest.approx(
+                    np.mean([chen_pass_at_k(n, c, k) for n, c in per_task])
+                )
                 assert agg["pass_hat_k"][str(k)] == pytest.approx(
-                    np.mean([special.comb(c, k) / special.comb(n, k) for n, c in per_task]))
+                    np.mean([special.comb(c, k) / special.comb(n, k) for n, c in per_task])
+                )
 
     def test_paired_comparisons(self, seed: int) -> None:
         env, _ = random_report(seed)
@@ -206,20 +222,29 @@ class TestEnvelope:
         blocks = {"noakm": agg["delta"]["paired"], "synthetic": agg["akm_over_synthetic_paired"]}
         raw = []
         for b, block in blocks.items():
-            pairs = [(t["akm"], t[b]) for t in env["tasks"] if t["akm"]["pass_rate"] is not None and t[b]["pass_rate"] is not None]
+            pairs = [
+                (t["akm"], t[b])
+                for t in env["tasks"]
+                if t["akm"]["pass_rate"] is not None and t[b]["pass_rate"] is not None
+            ]
             d = [a["pass_rate"] - o["pass_rate"] for a, o in pairs]
             assert block["tasks"] == len(pairs) and block["delta"] == pytest.approx(np.mean(d))
             assert block["p_value"] == pytest.approx(sign_flip_p(d), abs=1e-12)
             raw.append(block["p_value"])
             # the interval: the test's acceptance set, widened to the Agresti–Caffo run noise
-            var = sum(((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
-                      for a, o in pairs for c, n in ((a["passes"], a["valid_count"]), (o["passes"], o["valid_count"])))
+            var = sum(
+                ((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
+                for a, o in pairs
+                for c, n in ((a["passes"], a["valid_count"]), (o["passes"], o["valid_count"]))
+            )
             half = Z * math.sqrt(var) / len(pairs)
             diag = block["diagnostics"]
             assert block["low"] == pytest.approx(max(-1.0, min(diag["permutation_low"], np.mean(d) - half)))
             assert block["high"] == pytest.approx(min(1.0, max(diag["permutation_high"], np.mean(d) + half)))
             wins, losses = sum(x > 0 for x in d), sum(x < 0 for x in d)
-            assert diag["sign_test_p"] == pytest.approx(ss.binomtest(wins, wins + losses).pvalue if wins + losses else 1.0)
+            assert diag["sign_test_p"] == pytest.approx(
+                ss.binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+            )
         holm = multipletests(raw, method="holm")[1]
         for block, p in zip(blocks.values(), holm):
             assert block["p_value_holm"] == pytest.approx(p) and block["holm_family"] == 2
@@ -236,8 +261,12 @@ def test_compare_numbers(seed: int) -> None:
     tasks = [make_task(f"d/t{i}") for i in range(4)]
     envs = []
     for seeds in (3, 5):
-        samples = [sample(t.id, arm, s, "pass" if rng.random() < 0.5 else "fail")
-                   for t in tasks for arm in ("noakm", "akm") for s in range(1, seeds + 1)]
+        samples = [
+            sample(t.id, arm, s, "pass" if rng.random() < 0.5 else "fail")
+            for t in tasks
+            for arm in ("noakm", "akm")
+            for s in range(1, seeds + 1)
+        ]
         envs.append(report.build(inp(tasks, samples, seeds=seeds), timestamp=TS))
     result = compare.compare(*envs)
     assert any("differ in runs per task" in w for w in result["warnings"])
@@ -253,17 +282,31 @@ def test_compare_numbers(seed: int) -> None:
             task_p.append(t["p_value_holm"])
             strata.append((*h, *b))
         observed = sum(Fraction(a, na) - Fraction(b, nb) for a, na, b, nb in strata)
-        splits = [[(Fraction(x, na) - Fraction(a + b - x, nb), ss.hypergeom.pmf(x, na + nb, a + b, na))
-                   for x in range(max(0, a + b - nb), min(a + b, na) + 1)] for a, na, b, nb in strata]
-        expected = sum(math.prod(q for _, q in combo) for combo in itertools.product(*splits)
-                       if abs(sum(v for v, _ in combo)) >= abs(observed))
+        splits = [
+            [
+                (Fraction(x, na) - Fraction(a + b - x, nb), ss.hypergeom.pmf(x, na + nb, a + b, na))
+                for x in range(max(0, a + b - nb), min(a + b, na) + 1)
+            ]
+            for a, na, b, nb in strata
+        ]
+        expected = sum(
+            math.prod(q for _, q in combo)
+            for combo in itertools.product(*splits)
+            if abs(sum(v for v, _ in combo)) >= abs(observed)
+        )
         assert c["paired"]["p_value"] == pytest.approx(expected, abs=1e-12)
         arm_p.append(c["paired"]["p_value"])
-        var = sum(((x + 1) / (n + 2)) * (1 - (x + 1) / (n + 2)) / (n + 2) for a, na, b, nb in strata for x, n in ((a, na), (b, nb)))
+        var = sum(
+            ((x + 1) / (n + 2)) * (1 - (x + 1) / (n + 2)) / (n + 2)
+            for a, na, b, nb in strata
+            for x, n in ((a, na), (b, nb))
+        )
         d = float(observed) / len(strata)
         assert (c["paired"]["low"], c["paired"]["high"]) == pytest.approx(
-            (max(-1, d - Z * math.sqrt(var) / len(strata)), min(1, d + Z * math.sqrt(var) / len(strata))))
+            (max(-1, d - Z * math.sqrt(var) / len(strata)), min(1, d + Z * math.sqrt(var) / len(strata)))
+        )
     raw_task = [t["p_value"] for c in result["arms"].values() for t in c["perTask"]]
     assert task_p == pytest.approx(list(multipletests(raw_task, method="holm")[1]))
     assert [c["paired"]["p_value_holm"] for c in result["arms"].values()] == pytest.approx(
-        list(multipletests(arm_p, method="holm")[1]))
+        list(multipletests(arm_p, method="holm")[1])
+    )

@@ -86,8 +86,17 @@ OFFLINE_ENV = {
     "npm_config_registry": "http://127.0.0.1:9/",
 }
 PERMISSION = {
-    "bash": "allow", "edit": "allow", "write": "allow", "read": "allow", "glob": "allow", "grep": "allow",
-    "list": "allow", "todowrite": "allow", "webfetch": "allow", "task": "allow", "skill": "allow",
+    "bash": "allow",
+    "edit": "allow",
+    "write": "allow",
+    "read": "allow",
+    "glob": "allow",
+    "grep": "allow",
+    "list": "allow",
+    "todowrite": "allow",
+    "webfetch": "allow",
+    "task": "allow",
+    "skill": "allow",
 }
 
 
@@ -105,15 +114,17 @@ def locate_opencode(options: Mapping[str, Any], env: Mapping[str, str] | None = 
     if explicit:
         path = Path(str(explicit)).expanduser()
         if not _is_executable(path):
-            raise ConfigError(f"{path}: opencode binary not found or not executable (--bench-opencode); {INSTALL_HINT}",
-                              usage=True)
+            raise ConfigError(
+                f"{path}: opencode binary not found or not executable (--bench-opencode); {INSTALL_HINT}", usage=True
+            )
         return path.resolve()
     from_env = env.get("AKMBENCH_OPENCODE")
     if from_env:
         path = Path(from_env).expanduser()
         if not _is_executable(path):
-            raise ConfigError(f"{path}: opencode binary not found or not executable (AKMBENCH_OPENCODE); {INSTALL_HINT}",
-                              usage=True)
+            raise ConfigError(
+                f"{path}: opencode binary not found or not executable (AKMBENCH_OPENCODE); {INSTALL_HINT}", usage=True
+            )
         return path.resolve()
     rootdir = Path(str(options.get("rootdir") or Path.cwd()))
     local = rootdir / ".tools" / "node_modules" / PLATFORM_PACKAGE / "bin" / "opencode"
@@ -140,21 +151,32 @@ def locate_rg() -> Path:
             except OSError:
                 continue
             return path.resolve()
-    raise ConfigError(f"rg (ripgrep) not found on PATH; opencode's grep/glob tools need it offline; {RG_HINT}",
-                      usage=True)
+    raise ConfigError(
+        f"rg (ripgrep) not found on PATH; opencode's grep/glob tools need it offline; {RG_HINT}", usage=True
+    )
 
 
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:
     """``opencode --version`` run with a throwaway HOME (even --version creates XDG dirs)."""
     home = Path(tempfile.mkdtemp(prefix="akmbench-opencode-version-"))
     env = {
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
-        "PATH": os.environ.get("PATH", os.defpath), **OFFLINE_ENV,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "PATH": os.environ.get("PATH", os.defpath),
+        **OFFLINE_ENV,
     }
     try:
-        proc = subprocess.run([str(binary), "--version"], env=env, capture_output=True, timeout=timeout_s,
-                              start_new_session=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [str(binary), "--version"],
+            env=env,
+            capture_output=True,
+            timeout=timeout_s,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         raise ConfigError(f"{binary}: cannot run opencode --version: {err}; {INSTALL_HINT}") from err
     finally:
@@ -241,8 +263,14 @@ class OpencodeAgent:
         if self.choice.scripted:
             if self.scripted is None:
                 return AgentResult(error="scripted model server is not running")
-            base_url = self.scripted.register(token, self.choice.policy or "idle", request.task, request.arm,
-                                              request.run_dir, akm_line=request.akm_line)
+            base_url = self.scripted.register(
+                token,
+                self.choice.policy or "idle",
+                request.task,
+                request.arm,
+                request.run_dir,
+                akm_line=request.akm_line,
+            )
         else:
             base_url = None
         config_path = cfg_dir / "opencode.json"
@@ -257,8 +285,10 @@ class OpencodeAgent:
         finally:
             if self._secret_env and config_path.exists():
                 # A kept run dir (--bench-keep-runs) must not hold the resolved keys.
-                config_path.write_text(json.dumps(self._config(model, base_url, request.limits.wall_s, resolve=False),
-                                                  indent=2), encoding="utf-8")
+                config_path.write_text(
+                    json.dumps(self._config(model, base_url, request.limits.wall_s, resolve=False), indent=2),
+                    encoding="utf-8",
+                )
             stderr_log = cfg_dir / "stderr.log"
             if self._scrub and stderr_log.exists():
                 stderr_log.write_bytes(self._scrub.bytes(stderr_log.read_bytes()))
@@ -286,10 +316,19 @@ class OpencodeAgent:
                 "scripted": {
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "Scripted",
-                    "options": {"baseURL": base_url, "apiKey": "scripted", "headerTimeout": timeout_ms,
-                                "chunkTimeout": timeout_ms},
-                    "models": {policy: {"name": f"Scripted {policy}", "tool_call": True,
-                                        "limit": {"context": 100000, "output": 4096}}},
+                    "options": {
+                        "baseURL": base_url,
+                        "apiKey": "scripted",
+                        "headerTimeout": timeout_ms,
+                        "chunkTimeout": timeout_ms,
+                    },
+                    "models": {
+                        policy: {
+                            "name": f"Scripted {policy}",
+                            "tool_call": True,
+                            "limit": {"context": 100000, "output": 4096},
+                        }
+                    },
                 }
             }
         elif self.choice.provider_entry is not None:
@@ -308,8 +347,12 @@ class OpencodeAgent:
         if not home:
             home = str(request.run_dir / "home")
             env["HOME"] = home
-        for key, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
-                         ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
+        for key, sub in (
+            ("XDG_CONFIG_HOME", ".config"),
+            ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_CACHE_HOME", ".cache"),
+            ("XDG_STATE_HOME", ".local/state"),
+        ):
             env.setdefault(key, str(Path(home) / sub))
         for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
             Path(env[key]).mkdir(parents=True, exist_ok=True)
@@ -341,8 +384,14 @@ class OpencodeAgent:
         started = time.monotonic()
         with open(prompt_path, "rb") as stdin, open(stderr_path, "wb") as stderr:
             try:
-                proc = request.procs.spawn(argv, cwd=request.workspace, env=env, stdin=stdin,  # type: ignore[arg-type]
-                                           stdout=subprocess.PIPE, stderr=stderr)  # type: ignore[arg-type]
+                proc = request.procs.spawn(
+                    argv,
+                    cwd=request.workspace,
+                    env=env,
+                    stdin=stdin,  # type: ignore[arg-type]
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                )  # type: ignore[arg-type]
             except OSError as err:
                 stream.close()
                 return AgentResult(error=f"cannot start opencode ({self.binary}): {err}")
@@ -380,9 +429,12 @@ class OpencodeAgent:
                 if limits.tokens is not None and stream.tokens["total"] > limits.tokens:
                     budget = "tokens"
                     break
-                if (limits.turns is not None and stream.turns >= limits.turns
-                        and stream.last_finish_reason not in (None, "stop", "length", "content-filter")
-                        and stream.turns > 0):
+                if (
+                    limits.turns is not None
+                    and stream.turns >= limits.turns
+                    and stream.last_finish_reason not in (None, "stop", "length", "content-filter")
+                    and stream.turns > 0
+                ):
                     budget = "turns"
                     break
             if proc.poll() is not None:
@@ -428,13 +480,16 @@ class OpencodeAgent:
             if budget == "wall":
                 hung_after = min(HUNG_AFTER_S, 0.5 * limits.wall_s)
                 result.budget_tag = "hung" if idle >= hung_after else "confused"
-                warnings.append(f"wall budget of {limits.wall_s:g}s reached after {elapsed:.1f}s "
-                                f"(no agent event for {idle:.1f}s)")
+                warnings.append(
+                    f"wall budget of {limits.wall_s:g}s reached after {elapsed:.1f}s (no agent event for {idle:.1f}s)"
+                )
             else:
                 result.budget_tag = "confused"
                 if budget == "tokens":
-                    warnings.append(f"token budget of {limits.tokens} exceeded: {stream.tokens['total']} tokens "
-                                    f"after {stream.turns} turn(s)")
+                    warnings.append(
+                        f"token budget of {limits.tokens} exceeded: {stream.tokens['total']} tokens "
+                        f"after {stream.turns} turn(s)"
+                    )
                 else:
                     warnings.append(f"turn budget of {limits.turns} reached with the agent still calling tools")
             return result
@@ -445,8 +500,10 @@ class OpencodeAgent:
             result.error = f"provider error: {name}{err['message']}{status}"
             return result
         if proc.returncode not in (0, None):
-            result.error = (f"opencode exited with status {proc.returncode} without an error event; "
-                            f"stderr: {stderr_text[-500:].strip() or '(empty)'}")
+            result.error = (
+                f"opencode exited with status {proc.returncode} without an error event; "
+                f"stderr: {stderr_text[-500:].strip() or '(empty)'}"
+            )
             return result
         if not stream.measured:
             warnings.append("opencode reported no step_finish event: tokens not measured")
@@ -477,8 +534,9 @@ def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str
     if model:
         chosen, source = model, "--bench-model"
     else:
-        chosen, source = resolve_model(env=env, config_default_model=options.get("config_default_model"),
-                                       providers=providers)
+        chosen, source = resolve_model(
+            env=env, config_default_model=options.get("config_default_model"), providers=providers
+        )
     return check_model(chosen, source, providers)
 
 

@@ -149,7 +149,9 @@ class EventStream:
                 self.tokens[key] += n
                 step_total += n
             total = tokens.get("total")
-            self.tokens["total"] += int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else step_total
+            self.tokens["total"] += (
+                int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else step_total
+            )
             cost = part.get("cost")
             if isinstance(cost, (int, float)) and not isinstance(cost, bool):
                 self.cost += float(cost)

@@ -33,8 +33,19 @@ SCHEMA_VERSION = 1
 FORBIDDEN_KEYS = ("plugin", "mcp", "permission", "disabled_providers", "small_model", "snapshot")
 ALLOWED_KEYS = ("$schema", "schemaVersion", "defaultModel", "providers")
 CLOUD_PREFIXES = (
-    "anthropic", "openai", "openrouter", "opencode", "google", "amazon", "azure", "vertex",
-    "bedrock", "mistral", "groq", "together", "fireworks",
+    "anthropic",
+    "openai",
+    "openrouter",
+    "opencode",
+    "google",
+    "amazon",
+    "azure",
+    "vertex",
+    "bedrock",
+    "mistral",
+    "groq",
+    "together",
+    "fireworks",
 )
 SCRIPTED_PREFIX = "scripted"
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -114,14 +125,10 @@ def validate_providers(data: Any, source: str) -> ProvidersFile:
     _scan_credentials(data, "", source)
     for key in data:
         if key in FORBIDDEN_KEYS:
-            raise ConfigError(
-                f"{source}: {key}: not allowed in a providers file (the bench controls it); remove it"
-            )
+            raise ConfigError(f"{source}: {key}: not allowed in a providers file (the bench controls it); remove it")
     for key in data:
         if key not in ALLOWED_KEYS:
-            raise ConfigError(
-                f"{source}: {key}: unknown top-level key; allowed: {', '.join(ALLOWED_KEYS)}"
-            )
+            raise ConfigError(f"{source}: {key}: unknown top-level key; allowed: {', '.join(ALLOWED_KEYS)}")
     version = data.get("schemaVersion")
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise ConfigError(f"{source}: schemaVersion: must be {SCHEMA_VERSION}, got {json.dumps(version)}")
@@ -132,7 +139,9 @@ def validate_providers(data: Any, source: str) -> ProvidersFile:
         if not isinstance(entry, dict):
             raise ConfigError(f"{source}: providers.{key}: must be an object (opencode's provider entry)")
         if key == SCRIPTED_PREFIX:
-            raise ConfigError(f"{source}: providers.{key}: the name 'scripted' is reserved for the built-in scripted model; rename it")
+            raise ConfigError(
+                f"{source}: providers.{key}: the name 'scripted' is reserved for the built-in scripted model; rename it"
+            )
         if "/" in key or not key:
             raise ConfigError(f"{source}: providers.{key!r}: a provider name must be non-empty and contain no '/'")
     default = data.get("defaultModel")
@@ -151,8 +160,10 @@ def _scan_credentials(node: Any, path: str, source: str) -> None:
         for key, value in node.items():
             sub = f"{path}.{key}" if path else str(key)
             if isinstance(key, str) and _SK.search(key):
-                raise ConfigError(f"{source}: credential heuristic triggered at a key under {path or 'the top level'!r}; "
-                                  f"reference it as {{env:NAME}} instead of a literal value")
+                raise ConfigError(
+                    f"{source}: credential heuristic triggered at a key under {path or 'the top level'!r}; "
+                    f"reference it as {{env:NAME}} instead of a literal value"
+                )
             if key == "apiKey" and isinstance(value, str):
                 if not _ENV_REF_WHOLE.match(value):
                     raise ConfigError(
@@ -176,12 +187,14 @@ def _scan_credentials(node: Any, path: str, source: str) -> None:
 
 def _scan_headers(headers: dict[str, Any], path: str, source: str) -> None:
     for name, value in headers.items():
-        if isinstance(name, str) and _CREDENTIAL_HEADER.search(name) and not (
-            isinstance(value, str) and _ENV_REF.search(value)
+        if (
+            isinstance(name, str)
+            and _CREDENTIAL_HEADER.search(name)
+            and not (isinstance(value, str) and _ENV_REF.search(value))
         ):
             raise ConfigError(
                 f"{source}: {path}.{name}: a credential header must take its secret from an env-ref "
-                f"(e.g. \"Bearer {{env:MY_API_KEY}}\"), not a literal value"
+                f'(e.g. "Bearer {{env:MY_API_KEY}}"), not a literal value'
             )
 
 
@@ -241,7 +254,9 @@ def discover_providers(
         return validate_providers(wrapper, f"{cfg}: providers")
     if config_providers_ref:
         base = Path(config_path).parent if config_path else cwd
-        return load_providers_file(_resolve(config_providers_ref, base, env), what=f"providers file (providersRef in {cfg})")
+        return load_providers_file(
+            _resolve(config_providers_ref, base, env), what=f"providers file (providersRef in {cfg})"
+        )
     default = default_providers_path(env)
     if default.is_file():
         return load_providers_file(default)
@@ -250,8 +265,11 @@ def discover_providers(
 
 def _resolve(value: str | Path, base: Path, env: Mapping[str, str]) -> Path:
     text = str(value)
-    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
-                  lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
+    text = re.sub(
+        r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
+        lambda m: env.get(m.group(1) or m.group(2), m.group(0)),
+        text,
+    )
     if text == "~" or text.startswith("~/"):
         text = str(Path(env.get("HOME") or Path.home())) + text[1:]
     p = Path(text)
@@ -288,15 +306,19 @@ def resolve_model(
 def check_model(model: str, model_source: str, providers: ProvidersFile | None) -> ModelChoice:
     """Check the model's provider exists: built-in scripted, in the providers, or a cloud prefix."""
     if not model or model.startswith("/") or model.endswith("/") or "/" not in model:
-        raise ConfigError(f"{model_source}: model {model!r} must look like PROVIDER/MODEL (e.g. local/qwen3 or scripted/oracle)")
+        raise ConfigError(
+            f"{model_source}: model {model!r} must look like PROVIDER/MODEL (e.g. local/qwen3 or scripted/oracle)"
+        )
     key = provider_key(model)
     if key == SCRIPTED_PREFIX:
         from .scripted import POLICIES
 
         policy = model.split("/", 1)[1]
         if policy not in POLICIES:
-            raise ConfigError(f"{model_source}: unknown scripted policy {policy!r}; use one of "
-                              + ", ".join(f"scripted/{p}" for p in POLICIES))
+            raise ConfigError(
+                f"{model_source}: unknown scripted policy {policy!r}; use one of "
+                + ", ".join(f"scripted/{p}" for p in POLICIES)
+            )
         return ModelChoice(model=model, model_source=model_source, provider_key=key)
     if providers is not None and key in providers.providers:
         return ModelChoice(

@@ -80,8 +80,17 @@ class _Cell:
     akm_line: str | None = None
     totals: dict[str, int] = field(
         default_factory=lambda: {
-            "requests": 0, "title_requests": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            "input": 0, "output": 0, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total": 0,
+            "requests": 0,
+            "title_requests": 0,
+            "errors": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "input": 0,
+            "output": 0,
+            "reasoning": 0,
+            "cache_read": 0,
+            "cache_write": 0,
+            "total": 0,
         }
     )
 
@@ -121,8 +130,9 @@ class ScriptedModel:
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True,
-                                        name="akmbench-scripted-model")
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="akmbench-scripted-model"
+        )
         self._thread.start()
         self.root = f"http://127.0.0.1:{server.server_address[1]}"
         return self.root
@@ -171,8 +181,9 @@ class ScriptedModel:
         if policy in ("oracle", "snoop") and task is None and commands is None:
             raise ValueError(f"the {policy} policy needs the task")
         with self._lock:
-            self._cells[token] = _Cell(policy=policy, task=task, arm=arm, run_dir=run_dir, commands=commands,
-                                       akm_line=akm_line)
+            self._cells[token] = _Cell(
+                policy=policy, task=task, arm=arm, run_dir=run_dir, commands=commands, akm_line=akm_line
+            )
         return self.base_url(token)
 
     def unregister(self, token: str) -> None:
@@ -202,15 +213,19 @@ class ScriptedModel:
         actions: list[_Action] = []
         on_akm = cell.arm == "akm"
         if on_akm:
-            actions.append(_Action("tool", command=f"akm search {_quote(keywords(task))}",
-                                   description="Search the akm stash"))
+            actions.append(
+                _Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")
+            )
             if task.gold_ref:
                 actions.append(_Action("tool", command="akm show {ref}", description=SHOW))
-        script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
+        script = (
+            task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
+        )
         if not script.endswith("\n"):
             script += "\n"
-        actions.append(_Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}",
-                               description="Apply the solution"))
+        actions.append(
+            _Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description="Apply the solution")
+        )
         if on_akm and task.gold_ref:
             actions.append(_Action("tool", command="akm feedback {ref} --positive", description="Record feedback"))
         return actions
@@ -229,7 +244,9 @@ class ScriptedModel:
             action = plan[turn]
             if "{ref}" in action.command:
                 ref = _quote(_gold_ref(cell, messages))
-                return _Action(action.kind, command=action.command.replace("{ref}", ref), description=action.description)
+                return _Action(
+                    action.kind, command=action.command.replace("{ref}", ref), description=action.description
+                )
             return action
         return _Action("text", text=_final_answer(messages, plan))
 
@@ -322,8 +339,11 @@ class _Handler(BaseHTTPRequestHandler):
             with self.scripted._lock:
                 cell.totals["requests"] += 1
                 cell.totals["errors"] += 1
-            self._json(500, {"error": {"message": ERROR_MESSAGE, "type": "server_error", "code": "unavailable"}},
-                       headers={"retry-after-ms": "50"})
+            self._json(
+                500,
+                {"error": {"message": ERROR_MESSAGE, "type": "server_error", "code": "unavailable"}},
+                headers={"retry-after-ms": "50"},
+            )
             return
         usage = usage_for_turn(turn)
         with self.scripted._lock:
@@ -358,28 +378,79 @@ class _Handler(BaseHTTPRequestHandler):
         if not stream:
             message: dict[str, Any] = {"role": "assistant", "content": action.text if action.kind == "text" else None}
             if action.kind == "tool":
-                message["tool_calls"] = [{"id": call_id, "type": "function", "function": {
-                    "name": "bash", "arguments": json.dumps(_bash_args(action))}}]
-            self._json(200, {"id": cid, "object": "chat.completion", "created": created, "model": model,
-                             "choices": [{"index": 0, "message": message,
-                                          "finish_reason": "tool_calls" if action.kind == "tool" else "stop"}],
-                             "usage": usage})
+                message["tool_calls"] = [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps(_bash_args(action))},
+                    }
+                ]
+            self._json(
+                200,
+                {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "finish_reason": "tool_calls" if action.kind == "tool" else "stop",
+                        }
+                    ],
+                    "usage": usage,
+                },
+            )
             return
 
         def chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
-            obj = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                   "choices": choices, **extra}
+            obj = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
             return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
         frames: list[bytes] = []
         if action.kind == "tool":
             args = json.dumps(_bash_args(action))
-            frames.append(chunk([{"index": 0, "delta": {"role": "assistant", "tool_calls": [
-                {"index": 0, "id": call_id, "type": "function", "function": {"name": "bash", "arguments": ""}}]},
-                "finish_reason": None}]))
+            frames.append(
+                chunk(
+                    [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": call_id,
+                                        "type": "function",
+                                        "function": {"name": "bash", "arguments": ""},
+                                    }
+                                ],
+                            },
+                            "finish_reason": None,
+                        }
+                    ]
+                )
+            )
             for i in range(0, len(args), 400):
-                frames.append(chunk([{"index": 0, "delta": {"tool_calls": [
-                    {"index": 0, "function": {"arguments": args[i:i + 400]}}]}, "finish_reason": None}]))
+                frames.append(
+                    chunk(
+                        [
+                            {
+                                "index": 0,
+                                "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[i : i + 400]}}]},
+                                "finish_reason": None,
+                            }
+                        ]
+                    )
+                )
             frames.append(chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]))
         else:
             frames.append(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]))

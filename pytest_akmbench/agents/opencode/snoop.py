@@ -55,7 +55,7 @@ def script(task: Task, run_dir: Path | None, *, cwd: Path, home: Path) -> str:
         f"{{ printf '%s\\n' {q(str(task.task_dir / 'verify.sh'))}; find {q(str(task.task_dir / 'tests'))} -type f "
         f"2>/dev/null | sort; printf '%s\\n' {q(str(task.yaml_path))}; }} | try_read verifier",
         f"find {q(str(stashes))} -type f 2>/dev/null | sort | try_read stash",
-        f"for d in {q(str(me.parent))}/cell-*; do [ \"$d\" = {q(str(me))} ] || find \"$d\" -type f 2>/dev/null; "
+        f'for d in {q(str(me.parent))}/cell-*; do [ "$d" = {q(str(me))} ] || find "$d" -type f 2>/dev/null; '
         "done | sort | try_read other_cell",
         f"find {q(str(cwd / '.akmbench' / 'store'))} -name samples.jsonl 2>/dev/null | try_read store",
         f"find {q(str(home))} -maxdepth 1 -type f 2>/dev/null | sort | try_read home",
