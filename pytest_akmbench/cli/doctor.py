@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.opencode.adapter import choose_model, locate_opencode, locate_rg, read_version
+from ..agents.opencode.providers import ModelChoice, check_env_vars, resolve_env_refs
 from ..cell import akm
-from ..corpus.config import load_run_config
+from ..corpus.config import config_options, load_run_config
 from ..errors import BenchError
 from ..system import sandbox
 
@@ -43,6 +44,24 @@ def _reachable(base_url: str, timeout_s: float = 5.0) -> str | None:
     return None
 
 
+def _model_check(choice: ModelChoice) -> tuple[str, str]:
+    """Whether the chosen model's provider answers, its {env:VAR} references resolved (the
+    line names the URL as written, so no value of a variable is printed)."""
+    if choice.scripted:
+        return "PASS", f"{choice.model} (built-in scripted model, offline)"
+    base = ((choice.provider_entry or {}).get("options") or {}).get("baseURL")
+    if not base:
+        return "WARN", f"{choice.model}: provider has no options.baseURL to check"
+    try:
+        url = resolve_env_refs(str(base), check_env_vars(choice, os.environ))
+    except BenchError as err:
+        return "FAIL", str(err)
+    problem = _reachable(url)
+    return ("FAIL" if problem else "PASS"), f"{choice.model} at {base}: " + (
+        f"unreachable ({problem})" if problem else "answers"
+    )
+
+
 def doctor(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when something a run needs is missing."""
     failed = False
@@ -52,10 +71,8 @@ def doctor(args: argparse.Namespace) -> int:
         "opencode": args.opencode,
         "akm": args.akm or (cfg.resolve_path("akm") if cfg and cfg.get("akm") else None),
         "providers": args.providers,
-        "config_providers": cfg.get("providers") if cfg else None,
-        "config_providers_ref": cfg.get("providersRef") if cfg else None,
-        "config_default_model": cfg.get("defaultModel") if cfg else None,
-        "config_path": str(cfg.path) if cfg else None,
+        "opencode_config": getattr(args, "opencode_config", None),
+        **config_options(cfg),
     }
     print("## pytest-akmbench doctor")
     _line("PASS", "python", f"{platform.python_version()} at {sys.executable}")
@@ -96,25 +113,21 @@ def doctor(args: argparse.Namespace) -> int:
         choice = choose_model(args.model, options)
     except BenchError as err:
         # A model someone asked for must work; with none chosen anywhere it is only a warning.
-        asked = bool(args.model or os.environ.get("BENCH_OPENCODE_MODEL") or options["config_default_model"])
+        asked = bool(
+            args.model
+            or os.environ.get("BENCH_OPENCODE_MODEL")
+            or options["config_default_model"]
+            or args.providers
+            or options["opencode_config"]
+            or os.environ.get("BENCH_OPENCODE_CONFIG")
+        )
         failed |= asked
         _line("FAIL" if asked else "WARN", "model", str(err))
         print("One or more checks FAILED." if failed else "All needed checks passed.")
         return 1 if failed else 0
-    if choice.scripted:
-        _line("PASS", "model", f"{choice.model} (built-in scripted model, offline)")
-    else:
-        base = ((choice.provider_entry or {}).get("options") or {}).get("baseURL")
-        if not base:
-            _line("WARN", "model", f"{choice.model}: provider has no options.baseURL to check")
-        else:
-            problem = _reachable(str(base))
-            failed |= problem is not None
-            _line(
-                "FAIL" if problem else "PASS",
-                "model",
-                f"{choice.model} at {base}: " + (f"unreachable ({problem})" if problem else "answers"),
-            )
+    status, detail = _model_check(choice)
+    failed |= status == "FAIL"
+    _line(status, "model", detail)
     print("One or more checks FAILED." if failed else "All needed checks passed.")
     sys.stdout.flush()
     return 1 if failed else 0

@@ -179,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("doctor", help="what is installed and reachable")
     doc.add_argument("--config", help="run config (for its providers and model)")
     doc.add_argument("--providers", help="providers file")
+    doc.add_argument("--opencode-config", help="standard opencode config (opencode.json)")
     doc.add_argument("--model", help="model to check")
     doc.add_argument("--opencode", help="opencode executable")
     doc.add_argument("--akm", help="akm executable")

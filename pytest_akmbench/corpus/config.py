@@ -29,15 +29,20 @@ MAX_SEEDS = 1000
 MAX_CELLS = 200_000
 PARALLEL_WARN = 4
 
-# Run-config fields: the reference's schema v1 plus agent, akm and budgetTurns.
+# Run-config fields: the reference's schema v1, the standalone akm-bench's additions (track,
+# model, opencodeConfig/Ref, phase2*), and this project's agent, akm and budgetTurns.
 _FIELDS: dict[str, tuple[type, ...]] = {
     "$schema": (str,),
     "schemaVersion": (int,),
+    "track": (str,),
     "name": (str,),
     "description": (str,),
     "providers": (dict,),
     "providersRef": (str,),
+    "opencodeConfig": (dict,),
+    "opencodeConfigRef": (str,),
     "defaultModel": (str,),
+    "model": (str,),
     "tasks": (str, list),
     "arms": (list,),
     "seeds": (int,),
@@ -49,7 +54,19 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "baseline": (str,),
     "agent": (str,),
     "akm": (str,),
+    "phase2Enabled": (bool,),
+    "phase2ReflectTimeoutMs": (int,),
+    "phase2ReflectRetryTimeoutMs": (int,),
+    "phase2SkipReflectOnAllNegative": (bool,),
 }
+# One source of provider entries per run config.
+PROVIDER_FIELDS = ("providers", "providersRef", "opencodeConfig", "opencodeConfigRef")
+# Settings of the evolve track: accepted so a standalone akm-bench config loads, unused here.
+PHASE2_FIELDS = ("phase2Enabled", "phase2ReflectTimeoutMs", "phase2ReflectRetryTimeoutMs",
+                 "phase2SkipReflectOnAllNegative")
+TRACKS = ("utility", "evolve")
+_POSITIVE = ("seeds", "budgetTokens", "budgetWallMs", "budgetTurns", "parallel", "phase2ReflectTimeoutMs",
+             "phase2ReflectRetryTimeoutMs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +83,19 @@ class RunConfig:
     def get(self, key: str) -> Any:
         return self.data.get(key)
 
+    @property
+    def default_model(self) -> str | None:
+        """``model`` (standalone akm-bench) or ``defaultModel`` (reference): one slot."""
+        return self.data.get("model") or self.data.get("defaultModel")
+
+    def warnings(self) -> list[str]:
+        """What the file sets that this run will not use (each a whole line)."""
+        unused = [key for key in PHASE2_FIELDS if key in self.data]
+        if not unused:
+            return []
+        return [f"{self.path}: {', '.join(unused)}: evolve-track settings, unused by the utility track this run "
+                "executes (accepted so the config loads unchanged)"]
+
     def resolve_path(self, key: str) -> Path | None:
         """A path field after ``${VAR}``/``$VAR``/``~`` expansion, relative to the file's dir."""
         raw = self.data.get(key)
@@ -81,44 +111,89 @@ def expand_path(raw: str, base: Path) -> Path:
 
 
 def load_run_config(path: Path) -> RunConfig:
-    """Read and validate a run config; every error names the file and the field."""
+    """Read and validate a run config; an error names the file, the field and the fix.
+
+    Only the first problem is raised (one line); ``validate`` lists them all
+    (:func:`run_config_problems`).
+    """
+    data = read_run_config(path)
+    problems = run_config_problems(data, path)
+    if problems:
+        more = len(problems) - 1
+        tail = f" (and {more} more: python -m pytest_akmbench validate {path} lists them)" if more else ""
+        raise ConfigError(problems[0] + tail)
+    if data.get("track", "utility") != "utility":
+        raise ConfigError(f"{path}: track: the {data['track']} track cannot run here yet; this plugin runs the "
+                          "utility track (remove the field or set it to \"utility\")", usage=True)
+    return RunConfig(path=path, data=data)
+
+
+def read_run_config(path: Path) -> dict[str, Any]:
+    """The parsed JSON object of a run config, unchecked."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: run config not found; check the --bench-config path", usage=True) from None
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read run config: {err.strerror}", usage=True) from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read run config: {getattr(err, 'strerror', None) or err}", usage=True) from err
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config is a JSON object, got {type(data).__name__}")
+    return data
+
+
+def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
+    """Every problem of a parsed run config, each a line naming the file and the field."""
+    problems: list[str] = []
+    typed: dict[str, Any] = {}  # the known fields of the right type: the checks below read only these
     for key, value in data.items():
         if key not in _FIELDS:
-            raise ConfigError(f"{path}: unknown field {key!r}; known fields: {', '.join(sorted(_FIELDS))}")
+            problems.append(f"{path}: unknown field {key!r}; known fields: {', '.join(sorted(_FIELDS))}")
+            continue
         want = _FIELDS[key]
         if isinstance(value, bool) and bool not in want or not isinstance(value, want):
             names = " or ".join("array" if t is list else "object" if t is dict else t.__name__ for t in want)
-            raise ConfigError(f"{path}: {key}: expected {names}, got {json.dumps(value)}")
-    if data.get("schemaVersion") != 1:
-        raise ConfigError(f"{path}: schemaVersion: must be 1, got {json.dumps(data.get('schemaVersion'))}")
-    if "providers" in data and "providersRef" in data:
-        raise ConfigError(f"{path}: set providers or providersRef, not both", usage=True)
-    for key in ("seeds", "budgetTokens", "budgetWallMs", "budgetTurns", "parallel"):
-        if key in data and data[key] < 1:
-            raise ConfigError(f"{path}: {key}: must be a positive integer, got {data[key]}")
-    if data.get("seeds", 0) > MAX_SEEDS:
-        raise ConfigError(f"{path}: seeds: {data['seeds']} seeds is too many: at most {MAX_SEEDS} trials per cell")
-    tasks = data.get("tasks")
+            problems.append(f"{path}: {key}: expected {names}, got {json.dumps(value)}")
+        else:
+            typed[key] = value
+    if data.get("schemaVersion") != 1 or isinstance(data.get("schemaVersion"), bool):
+        problems.append(f"{path}: schemaVersion: must be 1, got {json.dumps(data.get('schemaVersion'))}")
+    sources = [key for key in PROVIDER_FIELDS if key in data]
+    if len(sources) > 1:
+        problems.append(f"{path}: {' and '.join(sources)}: give one source of providers, not {len(sources)}")
+    if "model" in typed and "defaultModel" in typed and typed["model"] != typed["defaultModel"]:
+        problems.append(f"{path}: model and defaultModel: both name the run's model; keep one")
+    if "track" in typed and typed["track"] not in TRACKS:
+        problems.append(f"{path}: track: must be one of {', '.join(TRACKS)}, got {json.dumps(typed['track'])}")
+    for key in _POSITIVE:
+        if key in typed and typed[key] < 1:
+            problems.append(f"{path}: {key}: must be a positive integer, got {typed[key]}")
+    if typed.get("seeds", 0) > MAX_SEEDS:
+        problems.append(f"{path}: seeds: {typed['seeds']} seeds is too many: at most {MAX_SEEDS} trials per cell")
+    tasks = typed.get("tasks")
     if isinstance(tasks, list) and not all(isinstance(t, str) and t for t in tasks):
-        raise ConfigError(f"{path}: tasks: every entry must be a task id string")
-    if "arms" in data:
+        problems.append(f"{path}: tasks: every entry must be a task id string")
+    if "arms" in typed:
         try:
-            parse_arms(data["arms"])
+            parse_arms(typed["arms"])
         except ValueError as err:
-            raise ConfigError(f"{path}: arms: {err}") from None
-    return RunConfig(path=path, data=data)
+            problems.append(f"{path}: arms: {err}")
+    return problems
+
+
+def config_options(cfg: RunConfig | None) -> dict[str, Any]:
+    """The run config's provider and model fields, as the agent adapter's discovery reads them."""
+    return {
+        "config_providers": cfg.get("providers") if cfg else None,
+        "config_providers_ref": cfg.get("providersRef") if cfg else None,
+        "config_opencode": cfg.get("opencodeConfig") if cfg else None,
+        "config_opencode_ref": cfg.get("opencodeConfigRef") if cfg else None,
+        "config_default_model": cfg.default_model if cfg else None,
+        "config_path": str(cfg.path) if cfg else None,
+    }
 
 
 # ---------------------------------------------------------------- value parsers
@@ -214,6 +289,7 @@ class Settings:
     agent: str = "opencode"
     model: str | None = None
     providers: Path | None = None
+    opencode_config: Path | None = None
     budget_tokens: int = DEFAULT_BUDGET_TOKENS
     budget_wall_ms: int = DEFAULT_BUDGET_WALL_MS
     budget_turns: int | None = None
@@ -248,6 +324,7 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "agent": ("agent", str),
     "model": (None, str),
     "providers": (None, str),
+    "opencode_config": (None, str),
     "budget_tokens": ("budgetTokens", positive_int),
     "budget_wall_ms": ("budgetWallMs", positive_int),
     "budget_turns": ("budgetTurns", positive_int),
@@ -267,7 +344,7 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "sandbox": (None, parse_mode),
     "sandbox_ro": (None, lambda v: tuple(v) if isinstance(v, (list, tuple)) else (str(v),)),
 }
-_PATHS = ("providers", "akm", "opencode", "store", "report", "tmp", "baseline")
+_PATHS = ("providers", "opencode_config", "akm", "opencode", "store", "report", "tmp", "baseline")
 
 
 def resolve(

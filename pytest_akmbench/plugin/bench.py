@@ -18,7 +18,15 @@ import pytest
 
 from ..agents.base import Agent, OracleAgent, SessionInfo
 from ..cell import akm
-from ..corpus.config import Settings, check_matrix, clamp_parallel, load_baseline, load_run_config, resolve
+from ..corpus.config import (
+    Settings,
+    check_matrix,
+    clamp_parallel,
+    config_options,
+    load_baseline,
+    load_run_config,
+    resolve,
+)
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
 from ..errors import BenchError, ConfigError, CorpusError, StoreError
 from ..report import gates
@@ -214,6 +222,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.akm is not None and state.akm.warning and workerinput is None:
         state.warnings.append(state.akm.warning)
     if workerinput is None:
+        cfg = state.settings.config
+        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", [])]:
+            state.warnings.append(line)
+            config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
+    if workerinput is None:
         _preflight(config, state, outputs=True)
     # What no stored or reported text may hold: the values behind the providers file's {env:VAR}.
     state.scrub = Scrubber(getattr(state.agent, "secrets", None) or ())
@@ -329,6 +342,20 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     return result
 
 
+def _provider_files(s: Settings) -> dict[str, str | None]:
+    """--bench-providers / --bench-opencode-config: the command line beats the ini; both on the
+    same layer reach discovery, which refuses them."""
+    files = {
+        "providers": s.providers and str(s.providers),
+        "opencode_config": s.opencode_config and str(s.opencode_config),
+    }
+    if files["providers"] and files["opencode_config"]:
+        on_cli = {name: s.origins.get(name, "").startswith("--") for name in files}
+        if on_cli["providers"] != on_cli["opencode_config"]:
+            files["opencode_config" if on_cli["providers"] else "providers"] = None
+    return files
+
+
 def _agent_options(state: BenchState) -> dict[str, Any]:
     s = state.settings
     cfg = s.config
@@ -336,9 +363,6 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
         "rootdir": str(s.rootdir),
         "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
-        "providers": s.providers and str(s.providers),
-        "config_providers": cfg.get("providers") if cfg else None,
-        "config_providers_ref": cfg.get("providersRef") if cfg else None,
-        "config_default_model": cfg.get("defaultModel") if cfg else None,
-        "config_path": str(cfg.path) if cfg else None,
+        **_provider_files(s),
+        **config_options(cfg),
     }

@@ -22,7 +22,12 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("seeds", "N", "Trials per task and arm, numbered 1..N (default: 3)"),
     ("agent", "NAME", "Agent adapter: opencode (default), oracle, nop or one a plugin registers"),
     ("model", "MODEL", "Model as provider/model, e.g. scripted/oracle"),
-    ("providers", "FILE", "Providers file for opencode"),
+    ("providers", "FILE", "Providers file for opencode (schemaVersion 1, providers, defaultModel)"),
+    (
+        "opencode-config",
+        "FILE",
+        "Standard opencode config (opencode.json): its provider block and model are used instead of a providers file",
+    ),
     (
         "budget-tokens",
         "N",

@@ -64,11 +64,19 @@ class TestRunConfig:
         with pytest.raises(ConfigError, match=r"invalid JSON at line 2 column"):
             load_run_config(path)
 
-    def test_providers_and_ref_exclusive(self, tmp_path: Path) -> None:
-        """providers and providersRef together are a usage error."""
-        with pytest.raises(ConfigError) as err:
-            load_run_config(write_config(tmp_path, providers={}, providersRef="p.json"))
-        assert err.value.usage
+    @pytest.mark.parametrize(
+        "fields",
+        [
+            {"providers": {}, "providersRef": "p.json"},
+            {"opencodeConfig": {}, "opencodeConfigRef": "o.json"},
+            {"providersRef": "p.json", "opencodeConfigRef": "o.json"},
+        ],
+    )
+    def test_one_source_of_providers(self, tmp_path: Path, fields: dict) -> None:
+        """Two provider sources in one config are refused, naming both fields."""
+        with pytest.raises(ConfigError, match=r"give one source of providers, not 2") as err:
+            load_run_config(write_config(tmp_path, **fields))
+        assert all(key in str(err.value) for key in fields)
 
 
 class TestPrecedence:

@@ -196,7 +196,8 @@ class OpencodeAgent:
 
     ``opencode`` (binary path), ``akm`` (akm executable), ``rootdir`` (for ``.tools/``),
     ``model_choice`` (a :class:`ModelChoice`), else ``providers`` (a :class:`ProvidersFile`
-    or the ``--bench-providers`` path) plus ``config_providers``, ``config_providers_ref``,
+    or the ``--bench-providers`` path), ``opencode_config`` plus ``config_providers``,
+    ``config_providers_ref``, ``config_opencode``, ``config_opencode_ref``,
     ``config_default_model``, ``config_path`` (see :func:`choose_model`); ``env`` (where
     ``{env:VAR}`` values and BENCH_* variables are read; default ``os.environ``).
     """
@@ -213,6 +214,7 @@ class OpencodeAgent:
         self.scripted_totals: dict[str, dict[str, int]] = {}
         self._secret_env: dict[str, str] = {}
         self.secrets: list[str] = []  # the harness scrubs these from everything it stores
+        self.warnings: list[str] = []  # for the run's terminal and report
         self._scrub = Scrubber()
 
     # ------------------------------------------------------------ session
@@ -226,6 +228,11 @@ class OpencodeAgent:
             choice = choose_model(session.model, options)
         self.choice = choice
         self.model = choice.model
+        if choice.providers is not None and choice.providers.ignored:
+            self.warnings.append(
+                f"{choice.providers.source}: {', '.join(choice.providers.ignored)}: not used; from an opencode config a "
+                "run takes only provider and model (each cell's opencode config is the harness's own)"
+            )
         env = options.get("env") or os.environ
         self._secret_env = check_env_vars(choice, env)
         self.secrets = secret_values(choice.providers, env)
@@ -514,21 +521,25 @@ def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str
     """The session's model and provider from ``session.model`` and the adapter options.
 
     ``options["providers"]`` may be a :class:`ProvidersFile`, a path (``--bench-providers``)
-    or absent; the other discovery inputs come from ``config_providers``,
-    ``config_providers_ref``, ``config_default_model`` and ``config_path``. A scripted model
+    or absent; ``opencode_config`` is a ``--bench-opencode-config`` path; the other discovery
+    inputs come from ``config_providers``, ``config_providers_ref``, ``config_opencode``,
+    ``config_opencode_ref``, ``config_default_model`` and ``config_path``. A scripted model
     needs no providers, so discovery is skipped for it unless a file was named explicitly.
     """
     env = options.get("env") or (os.environ if env is None else env)
     given = options.get("providers")
     providers: ProvidersFile | None = given if isinstance(given, ProvidersFile) else None
     scripted_model = bool(model) and provider_key(str(model)) == SCRIPTED_PREFIX
-    if providers is None and (given or not scripted_model):
+    if providers is None and (given or options.get("opencode_config") or not scripted_model):
         providers = discover_providers(
             explicit=given if isinstance(given, (str, os.PathLike)) and str(given) else None,
+            explicit_opencode=options.get("opencode_config") or None,
             env=env,
             config_providers=options.get("config_providers"),
             config_default_model=options.get("config_default_model"),
             config_providers_ref=options.get("config_providers_ref"),
+            config_opencode=options.get("config_opencode"),
+            config_opencode_ref=options.get("config_opencode_ref"),
             config_path=options.get("config_path"),
         )
     if model:

@@ -55,17 +55,28 @@ _ENV_REF_WHOLE = re.compile(r"^\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 _SK = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]")
 # Header names that carry a credential; their values must come from {env:VAR}.
 _CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password", re.IGNORECASE)
-_FIX_HINT = "pass --bench-providers FILE, set BENCH_OPENCODE_CONFIG, or add providers to the run config"
+_FIX_HINT = (
+    "pass --bench-providers FILE or --bench-opencode-config FILE, set BENCH_OPENCODE_CONFIG, or add "
+    "providers or opencodeConfig to the run config"
+)
+OPENCODE_CONFIG = "opencode config"
+# Of a standard opencode config a run takes the provider entries and the model; every other
+# key (permissions, plugins, MCP servers, instructions, ...) is the harness's to set per cell.
+OPENCODE_TAKEN = ("$schema", "provider", "model")
 
 
 @dataclass(frozen=True, slots=True)
 class ProvidersFile:
-    """A validated providers file. ``source`` is a path, or ``<config>: providers`` for inline."""
+    """Validated provider entries: from a providers file, or from a standard opencode config
+    (``kind``). ``source`` is a path, or ``<config>: providers`` for inline entries;
+    ``ignored`` names an opencode config's keys the run does not take."""
 
     source: str
     providers: Mapping[str, Any]
     default_model: str | None = None
     env_refs: frozenset[str] = frozenset()
+    kind: str = "providers file"
+    ignored: tuple[str, ...] = ()
 
     def env_refs_of(self, key: str) -> frozenset[str]:
         """The ``{env:VAR}`` names used by one provider entry."""
@@ -104,6 +115,30 @@ def provider_key(model: str) -> str:
 def load_providers_file(path: str | Path, *, what: str = "providers file") -> ProvidersFile:
     """Read and validate a providers file; a missing file is a usage error."""
     p = Path(path).expanduser()
+    return validate_providers(_read_json(p, what), str(p.resolve()))
+
+
+def load_opencode_config(path: str | Path, *, what: str = OPENCODE_CONFIG) -> ProvidersFile:
+    """Read and validate a standard opencode config (``opencode.json``)."""
+    p = Path(path).expanduser()
+    return validate_opencode_config(_read_json(p, what), str(p.resolve()))
+
+
+def load_provider_source(path: str | Path, *, what: str) -> ProvidersFile:
+    """Either shape, told apart by content: a ``provider`` block (or no ``schemaVersion`` and no
+    ``providers``) is a standard opencode config, anything else a providers file."""
+    p = Path(path).expanduser()
+    data = _read_json(p, what)
+    if is_opencode_config(data):
+        return validate_opencode_config(data, str(p.resolve()))
+    return validate_providers(data, str(p.resolve()))
+
+
+def is_opencode_config(data: Any) -> bool:
+    return isinstance(data, dict) and ("provider" in data or not {"schemaVersion", "providers"} & set(data))
+
+
+def _read_json(p: Path, what: str) -> Any:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -111,10 +146,26 @@ def load_providers_file(path: str | Path, *, what: str = "providers file") -> Pr
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{p}: cannot read {what}: {err}") from err
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{p}: invalid JSON (line {err.lineno}, column {err.colno}): {err.msg}") from None
-    return validate_providers(data, str(p.resolve()))
+
+
+def validate_opencode_config(data: Any, source: str) -> ProvidersFile:
+    """Validate a standard opencode config: its ``provider`` block under the providers file's
+    credential rules (keys only as ``{env:VAR}``), and its ``model``."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object (an opencode config with a provider block)")
+    _scan_credentials(data, "", source)
+    return _entries(
+        data.get("provider", {}),
+        data.get("model"),
+        source,
+        "provider",
+        "model",
+        kind=OPENCODE_CONFIG,
+        ignored=tuple(sorted(k for k in data if k not in OPENCODE_TAKEN)),
+    )
 
 
 def validate_providers(data: Any, source: str) -> ProvidersFile:
@@ -132,26 +183,30 @@ def validate_providers(data: Any, source: str) -> ProvidersFile:
     version = data.get("schemaVersion")
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise ConfigError(f"{source}: schemaVersion: must be {SCHEMA_VERSION}, got {json.dumps(version)}")
-    providers = data.get("providers")
+    return _entries(data.get("providers"), data.get("defaultModel"), source, "providers", "defaultModel")
+
+
+def _entries(providers: Any, model: Any, source: str, field: str, model_field: str, **kind: Any) -> ProvidersFile:
+    """The provider entries and model of either shape, checked alike."""
     if not isinstance(providers, dict):
-        raise ConfigError(f"{source}: providers: must be an object keyed by provider name")
+        raise ConfigError(f"{source}: {field}: must be an object keyed by provider name")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ConfigError(f"{source}: {model_field}: must be a model id string like 'local/my-model'")
     for key, entry in providers.items():
         if not isinstance(entry, dict):
-            raise ConfigError(f"{source}: providers.{key}: must be an object (opencode's provider entry)")
+            raise ConfigError(f"{source}: {field}.{key}: must be an object (opencode's provider entry)")
         if key == SCRIPTED_PREFIX:
             raise ConfigError(
-                f"{source}: providers.{key}: the name 'scripted' is reserved for the built-in scripted model; rename it"
+                f"{source}: {field}.{key}: the name 'scripted' is reserved for the built-in scripted model; rename it"
             )
         if "/" in key or not key:
-            raise ConfigError(f"{source}: providers.{key!r}: a provider name must be non-empty and contain no '/'")
-    default = data.get("defaultModel")
-    if default is not None and (not isinstance(default, str) or not default.strip()):
-        raise ConfigError(f"{source}: defaultModel: must be a model id string like 'local/my-model'")
+            raise ConfigError(f"{source}: {field}.{key!r}: a provider name must be non-empty and contain no '/'")
     return ProvidersFile(
         source=source,
         providers=providers,
-        default_model=default,
+        default_model=model,
         env_refs=frozenset(_collect_env_refs(providers)),
+        **kind,
     )
 
 
@@ -226,41 +281,77 @@ def default_providers_path(env: Mapping[str, str]) -> Path:
 def discover_providers(
     *,
     explicit: str | Path | None = None,
+    explicit_opencode: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     config_providers: Any = None,
     config_default_model: str | None = None,
     config_providers_ref: str | None = None,
+    config_opencode: Any = None,
+    config_opencode_ref: str | None = None,
     config_path: str | Path | None = None,
     cwd: Path | None = None,
 ) -> ProvidersFile | None:
-    """The first providers source that applies, or ``None`` when there is none.
+    """The first provider source that applies, or ``None`` when there is none.
 
-    Order: ``explicit`` (``--bench-providers``), ``BENCH_OPENCODE_CONFIG``, the run config's
-    inline ``providers``, its ``providersRef`` (relative to the config file), then the user
-    default ``${XDG_CONFIG_HOME:-~/.config}/akm/bench-providers.json`` only if it exists.
+    Order: the one named on the command line or in the ini (``--bench-providers`` for a
+    providers file, ``--bench-opencode-config`` for a standard opencode config; not both), then
+    ``BENCH_OPENCODE_CONFIG`` (either shape, told apart by content), then the run config's
+    ``providers``/``providersRef``/``opencodeConfig``/``opencodeConfigRef`` (refs relative to
+    the config file), then the user default ``${XDG_CONFIG_HOME:-~/.config}/akm/bench-providers.json``
+    only if it exists.
     """
     env = os.environ if env is None else env
     cwd = cwd or Path.cwd()
+    if explicit and explicit_opencode:
+        raise ConfigError("--bench-providers and --bench-opencode-config both name the providers; give one", usage=True)
     if explicit:
-        return load_providers_file(_resolve(explicit, cwd, env), what="providers file (--bench-providers)")
+        return _expect(
+            load_provider_source(_resolve(explicit, cwd, env), what="providers file (--bench-providers)"),
+            "providers file",
+            "--bench-opencode-config",
+        )
+    if explicit_opencode:
+        return _expect(
+            load_provider_source(
+                _resolve(explicit_opencode, cwd, env), what="opencode config (--bench-opencode-config)"
+            ),
+            OPENCODE_CONFIG,
+            "--bench-providers",
+        )
     from_env = env.get("BENCH_OPENCODE_CONFIG") or ""
     if from_env:
-        return load_providers_file(_resolve(from_env, cwd, env), what="providers file (BENCH_OPENCODE_CONFIG)")
+        return load_provider_source(_resolve(from_env, cwd, env), what="BENCH_OPENCODE_CONFIG file")
     cfg = str(config_path) if config_path else "run config"
+    base = Path(config_path).parent if config_path else cwd
     if config_providers is not None:
         wrapper: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "providers": config_providers}
         if config_default_model is not None:
             wrapper["defaultModel"] = config_default_model
         return validate_providers(wrapper, f"{cfg}: providers")
     if config_providers_ref:
-        base = Path(config_path).parent if config_path else cwd
         return load_providers_file(
             _resolve(config_providers_ref, base, env), what=f"providers file (providersRef in {cfg})"
+        )
+    if config_opencode is not None:
+        return validate_opencode_config(config_opencode, f"{cfg}: opencodeConfig")
+    if config_opencode_ref:
+        return load_opencode_config(
+            _resolve(config_opencode_ref, base, env), what=f"opencode config (opencodeConfigRef in {cfg})"
         )
     default = default_providers_path(env)
     if default.is_file():
         return load_providers_file(default)
     return None
+
+
+def _expect(found: ProvidersFile, kind: str, other_option: str) -> ProvidersFile:
+    if found.kind != kind:
+        raise ConfigError(
+            f"{found.source}: this is a{'n' if found.kind[0] in 'aeiou' else ''} {found.kind}, "
+            f"not a{'n' if kind[0] in 'aeiou' else ''} {kind}; pass it with {other_option}",
+            usage=True,
+        )
+    return found
 
 
 def _resolve(value: str | Path, base: Path, env: Mapping[str, str]) -> Path:
@@ -286,21 +377,28 @@ def resolve_model(
     config_default_model: str | None = None,
     providers: ProvidersFile | None = None,
 ) -> tuple[str, str]:
-    """(model, where it came from): CLI > BENCH_OPENCODE_MODEL > config > providers default."""
+    """(model, where it came from): CLI > BENCH_OPENCODE_MODEL > run config ``model`` or
+    ``defaultModel`` > the providers file's ``defaultModel`` or the opencode config's ``model``."""
     env = os.environ if env is None else env
     for value, where in (
         (cli_model, "--bench-model"),
         (env.get("BENCH_OPENCODE_MODEL"), "BENCH_OPENCODE_MODEL"),
-        (config_default_model, "run config defaultModel"),
-        (providers.default_model if providers else None, f"{providers.source} defaultModel" if providers else ""),
+        (config_default_model, "run config model"),
+        (providers.default_model if providers else None, _model_field(providers)),
     ):
         if value and value.strip():
             return value.strip(), where
     raise ConfigError(
-        "no model chosen; pass --bench-model PROVIDER/MODEL, set BENCH_OPENCODE_MODEL, or set defaultModel "
-        "in the run config or providers file (scripted/oracle runs offline without providers)",
+        "no model chosen; pass --bench-model PROVIDER/MODEL, set BENCH_OPENCODE_MODEL, or set model in the run "
+        "config or the opencode config (defaultModel in a providers file); scripted/oracle runs offline without providers",
         usage=True,
     )
+
+
+def _model_field(providers: ProvidersFile | None) -> str:
+    if providers is None:
+        return ""
+    return f"{providers.source} {'model' if providers.kind == OPENCODE_CONFIG else 'defaultModel'}"
 
 
 def check_model(model: str, model_source: str, providers: ProvidersFile | None) -> ModelChoice:
@@ -332,9 +430,10 @@ def check_model(model: str, model_source: str, providers: ProvidersFile | None) 
     if key in CLOUD_PREFIXES:
         return ModelChoice(model=model, model_source=model_source, provider_key=key, providers=providers)
     where = f"which is not in {providers.source}" if providers is not None else "but no providers file was found"
+    block = "provider" if providers is not None and providers.kind == OPENCODE_CONFIG else "providers"
     raise ConfigError(
-        f"{model_source}: model {model!r} uses provider {key!r}, {where}; add providers.{key} "
-        f"to the providers file, or {_FIX_HINT}",
+        f"{model_source}: model {model!r} uses provider {key!r}, {where}; add {block}.{key} "
+        f"to the {providers.kind if providers is not None else 'providers file'}, or {_FIX_HINT}",
         usage=providers is None,
     )
 
@@ -344,8 +443,9 @@ def check_env_vars(choice: ModelChoice, env: Mapping[str, str]) -> dict[str, str
     missing = sorted(v for v in choice.env_vars if not env.get(v))
     if missing:
         src = choice.providers.source if choice.providers else "providers"
+        block = "provider" if choice.providers is not None and choice.providers.kind == OPENCODE_CONFIG else "providers"
         raise ConfigError(
-            f"{src}: providers.{choice.provider_key} references {{env:{missing[0]}}} but {missing[0]} is not set; "
+            f"{src}: {block}.{choice.provider_key} references {{env:{missing[0]}}} but {missing[0]} is not set; "
             f"export it before running"
         )
     return {v: env[v] for v in sorted(choice.env_vars)}
@@ -381,5 +481,6 @@ def describe(choice: ModelChoice) -> dict[str, Any]:
         "model_source": choice.model_source,
         "provider": choice.provider_key,
         "providers_source": choice.providers.source if choice.providers else None,
+        "providers_kind": choice.providers.kind if choice.providers else None,
         "env_vars": sorted(choice.env_vars),
     }
