@@ -107,7 +107,7 @@ def cmd_compare(argv: Sequence[str]) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..cell.validate import validate
+    from .validate import validate
 
     return validate(Path(args.corpus), Path(args.stashes), [Path(c) for c in args.configs])
 

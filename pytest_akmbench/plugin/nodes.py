@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..cell.checks import behaviour_problems, search_problems
 from ..cell.runner import Cell
-from ..cell.validate import behaviour_problems, search_problems
 from .state import STATE_KEY, BenchState
 
 if TYPE_CHECKING:

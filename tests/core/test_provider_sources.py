@@ -16,7 +16,7 @@ from pytest_akmbench.agents.opencode.providers import (
     load_opencode_config,
     validate_opencode_config,
 )
-from pytest_akmbench.cell.validate import validate
+from pytest_akmbench.cli.validate import validate
 from pytest_akmbench.corpus.config import config_options, load_run_config, run_config_problems
 from pytest_akmbench.errors import ConfigError
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.cell.validate import behaviour_problems, static_problems, validate
+from pytest_akmbench.cell.checks import behaviour_problems, static_problems
+from pytest_akmbench.cli.validate import validate
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.system.procs import ProcessTracker
 from tests.support.corpus import standard_corpus, write_stash, write_task

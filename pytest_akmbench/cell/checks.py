@@ -1,4 +1,4 @@
-"""Corpus validation: static checks (``validate``) and behaviour checks (soundness).
+"""The checks of a corpus: static checks (``validate``) and behaviour checks (``--bench-soundness``).
 
 Static: every task.yaml valid, ids unique and equal to their path, stash fixtures and gold
 refs present, a solution for every task, no workspace or shared workspace layer mentioning
@@ -12,15 +12,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 from ..agents.base import AgentRequest, Limits, OracleAgent
-from ..agents.opencode.providers import discover_providers
-from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, read_run_config, run_config_problems
-from ..corpus.tasks import Corpus, Task, load_lenient, select
-from ..errors import BenchError, CorpusError
+from ..corpus.tasks import Task, load_lenient
+from ..errors import CorpusError
 from ..system.procs import ProcessTracker
 from . import akm
 from .akm import asset_exists
@@ -189,51 +186,3 @@ def search_problems(
 
 def _word(verdict: Verdict) -> str:
     return "pass" if verdict.passed else "fail"
-
-
-def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
-    """Every problem of one run config (errors, warnings): its fields, its provider source, its
-    task selection."""
-    try:
-        data = read_run_config(path)
-    except BenchError as err:
-        return [str(err)], []
-    errors = run_config_problems(data, path)
-    if errors:
-        return errors, []
-    cfg = RunConfig(path=path, data=data)
-    warnings = cfg.warnings()
-    if data.get("track", "utility") != "utility":
-        warnings.append(f"{path}: track: the {data['track']} track cannot run here yet; only utility runs")
-    if any(key in data for key in PROVIDER_FIELDS):
-        try:  # only the config's own source: no environment, no user file
-            discover_providers(env={}, **config_options(cfg))
-        except BenchError as err:
-            errors.append(str(err))
-    try:
-        chosen, _ = select(corpus, cfg.get("tasks"))
-        if not chosen:
-            errors.append(f"{path}: tasks: the selection matched no task")
-    except BenchError as err:
-        errors.append(str(err))
-    return errors, warnings
-
-
-def validate(tasks_root: Path, stashes_root: Path, configs: list[Path]) -> int:
-    """The ``validate`` command: print problems, exit 1 when there is an error."""
-    tasks, errors, warnings = static_problems(tasks_root, stashes_root)
-    corpus = Corpus(tasks_root, stashes_root, tuple(tasks))
-    for path in configs:
-        found, warned = config_problems(path, corpus)
-        errors += found
-        warnings += warned
-    for line in errors:
-        print(f"error: {line}")
-    for line in warnings:
-        print(f"warning: {line}")
-    domains = len({t.domain for t in tasks})
-    print(
-        f"{len(tasks)} tasks in {domains} domains, {len(configs)} configs: {len(errors)} errors, {len(warnings)} warnings"
-    )
-    sys.stdout.flush()
-    return 1 if errors else 0
