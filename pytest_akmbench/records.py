@@ -12,6 +12,9 @@ from typing import Literal, get_args
 Arm = Literal["noakm", "akm", "synthetic"]
 Outcome = Literal["pass", "fail", "budget_exceeded", "harness_error"]
 
+# A cell of the matrix: (task id, arm, seed). A trial is a cell under one fingerprint.
+CellKey = tuple[str, str, int]
+
 ARMS: tuple[Arm, ...] = get_args(Arm)
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 # harness_error attempts stay in the store but never count: they run again and are out of

@@ -29,7 +29,7 @@ from typing import Any
 from ..agents.base import Agent, AgentRequest, AgentResult, Limits
 from ..corpus.tasks import Task, fixture_hash
 from ..store.samples import SampleStore, fingerprint_hash
-from ..system.procs import ProcessTracker
+from ..system.procs import ProcessTracker, is_executable
 from ..system.sandbox import for_cell as cell_sandbox
 from . import akm
 from .prompts import build_prompt
@@ -196,12 +196,12 @@ def hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warning
     run_root = run_dir.resolve()
     for entry in entries:
         path = Path(entry)
-        if not _executable(path / "akm"):
+        if not is_executable(path / "akm"):
             kept.append(entry)
             continue
         if path.resolve().is_relative_to(run_root):
             continue
-        if _executable(path / "sh"):
+        if is_executable(path / "sh"):
             kept.append(entry)
             shadow = True
             warnings.append(f"{entry}/akm shadowed by a missing-command stub for the {arm} arm")
@@ -210,10 +210,6 @@ def hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warning
     if shadow:
         _write_exe(bin_dir / "akm", _NO_AKM)
     return kept
-
-
-def _executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
 
 
 def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | None, list[str]]:

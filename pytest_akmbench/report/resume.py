@@ -15,10 +15,9 @@ from typing import Any
 
 from ..cell.runner import SAMPLE_SCHEMA, Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
+from ..records import CellKey
 from ..store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
 from .envelope import ReportInput
-
-CellKey = tuple[str, str, int]
 
 
 class StoredSamples:

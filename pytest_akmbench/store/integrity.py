@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..records import VALID_OUTCOMES
+from ..records import VALID_OUTCOMES, CellKey
 
-CellKey = tuple[str, str, int]
 PREFIX = "report mismatch: "
 
 

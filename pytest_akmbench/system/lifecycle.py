@@ -66,10 +66,10 @@ def signal_workers(run_dir: Path, sig: int) -> None:
     for entry in run_dir.glob("worker.*"):
         try:
             pid = int(entry.suffix[1:])
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except (ValueError, OSError):
+        except ValueError:
             continue
-        if int(stat[stat.rfind(")") + 2 :].split()[1]) == me:
+        fields = procs.stat_fields(pid)
+        if fields is not None and int(fields[1]) == me:
             try:
                 os.kill(pid, sig)
             except OSError:
@@ -135,11 +135,8 @@ def _children(pid: int) -> list[int]:
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit():
-            try:
-                stat = Path(f"/proc/{name}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
+            fields = procs.stat_fields(int(name))
+            if fields is not None and int(fields[1]) == pid:
                 found.append(int(name))
     return found
 

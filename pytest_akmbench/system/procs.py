@@ -106,11 +106,9 @@ def reap_dead_orphans(keep: Collection[int] = ()) -> None:
         return
     dead = set()
     for pid in kids - set(keep):
-        try:
-            raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
-        except OSError:
+        fields = stat_fields(pid)
+        if fields is None:
             continue
-        fields = raw[raw.rfind(")") + 2 :].split()
         if fields[0] == "Z" and int(fields[3]) != my_sid:
             dead.add(pid)
     # A PID namespace's init stays unreapable until the kernel has killed the rest of its
@@ -150,13 +148,8 @@ def _read(path: str, limit: int = 4096) -> bytes:
 
 
 def _proc_info(pid: int) -> _ProcInfo | None:
-    try:
-        raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
-    except OSError:
-        return None
-    # The command name may contain spaces and parentheses; fields resume after the last ')'.
-    fields = raw[raw.rfind(")") + 2 :].split()
-    if fields[0] == "Z":
+    fields = stat_fields(pid)
+    if fields is None or fields[0] == "Z":
         return None
     return _ProcInfo(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]), start=int(fields[19]))
 
@@ -440,3 +433,19 @@ class ProcessTracker:
                 if stream is not None:
                     stream.close()
         self._procs.clear()
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgrp, session,
+    ...), or None when the process is gone. The name may contain spaces and parentheses, so
+    the fields resume after the last ``)``."""
+    try:
+        raw = _read(f"/proc/{pid}/stat").decode("utf-8", "replace")
+    except OSError:
+        return None
+    return raw[raw.rfind(")") + 2 :].split()
+
+
+def is_executable(path: Path) -> bool:
+    """A regular file this user may execute."""
+    return path.is_file() and os.access(path, os.X_OK)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from pytest_akmbench.agents.opencode.events import EventStream, parse_lines
+from pytest_akmbench.agents.opencode.events import EventStream
+from tests.support.events import parse_lines
 
 SID = "ses_dd6cbcafbffe1JT4qfbNffL2mb"
 
@@ -237,7 +238,7 @@ def test_transcript_cap_stops_writing_but_keeps_parsing(tmp_path):
     assert stream.warnings == [f"transcript truncated at {cap} bytes"]
 
 
-def test_idle_clock_and_snapshot():
+def test_idle_clock():
     now = [100.0]
     stream = EventStream(clock=lambda: now[0])
     now[0] = 130.0
@@ -245,5 +246,3 @@ def test_idle_clock_and_snapshot():
     stream.feed(IDLE[0].encode())
     now[0] = 131.5
     assert stream.idle_for() == 1.5
-    snap = stream.snapshot()
-    assert snap["turns"] == 0 and snap["transcript_bytes"] == 0

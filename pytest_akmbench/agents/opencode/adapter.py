@@ -50,6 +50,7 @@ from typing import Any
 from ...cell.runner import hide_akm
 from ...errors import ConfigError
 from ...store.scrub import Scrubber
+from ...system.procs import is_executable
 from ..base import AgentRequest, AgentResult, SessionInfo
 from .events import EventStream
 from .providers import (
@@ -103,17 +104,13 @@ PERMISSION = {
 # ---------------------------------------------------------------- locating tools
 
 
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
 def locate_opencode(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
     """Explicit option, then $AKMBENCH_OPENCODE, then <rootdir>/.tools/..., then PATH."""
     env = os.environ if env is None else env
     explicit = options.get("opencode")
     if explicit:
         path = Path(str(explicit)).expanduser()
-        if not _is_executable(path):
+        if not is_executable(path):
             raise ConfigError(
                 f"{path}: opencode binary not found or not executable (--bench-opencode); {INSTALL_HINT}", usage=True
             )
@@ -121,14 +118,14 @@ def locate_opencode(options: Mapping[str, Any], env: Mapping[str, str] | None = 
     from_env = env.get("AKMBENCH_OPENCODE")
     if from_env:
         path = Path(from_env).expanduser()
-        if not _is_executable(path):
+        if not is_executable(path):
             raise ConfigError(
                 f"{path}: opencode binary not found or not executable (AKMBENCH_OPENCODE); {INSTALL_HINT}", usage=True
             )
         return path.resolve()
     rootdir = Path(str(options.get("rootdir") or Path.cwd()))
     local = rootdir / ".tools" / "node_modules" / PLATFORM_PACKAGE / "bin" / "opencode"
-    if _is_executable(local):
+    if is_executable(local):
         return local.resolve()
     found = shutil.which("opencode")
     if found:
@@ -143,7 +140,7 @@ def locate_rg() -> Path:
     if found:
         candidates.append(Path(found))
     for path in candidates:
-        if _is_executable(path):
+        if is_executable(path):
             try:
                 with open(path, "rb") as fh:
                     if fh.read(4) != b"\x7fELF" and "shims" in path.parts:

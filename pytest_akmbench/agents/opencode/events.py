@@ -210,30 +210,3 @@ class EventStream:
         with self._lock:
             last = self.last_event_at if self.last_event_at is not None else self.started_at
         return max(0.0, now - last)
-
-    def snapshot(self) -> dict[str, Any]:
-        """Everything accumulated so far, as plain data (copies)."""
-        with self._lock:
-            return {
-                "tokens": dict(self.tokens),
-                "cost": self.cost,
-                "turns": self.turns,
-                "tool_calls": self.tool_calls,
-                "final_text": "\n".join(t for t in self._texts_since_tool if t).strip(),
-                "errors": [dict(e) for e in self.errors],
-                "akm": {k: list(v) for k, v in self.akm.items()},
-                "last_finish_reason": self.last_finish_reason,
-                "permission_rejections": list(self.permission_rejections),
-                "transcript_bytes": self.bytes_written,
-                "truncated": self.truncated,
-                "warnings": list(self.warnings),
-            }
-
-
-def parse_lines(lines: list[str] | list[bytes], transcript: Path | None = None) -> EventStream:
-    """Parse a whole recorded stream (for tests and re-analysis)."""
-    stream = EventStream(transcript)
-    for line in lines:
-        stream.feed(line)
-    stream.close()
-    return stream
