@@ -30,6 +30,7 @@ from ..agents.base import Agent, AgentRequest, AgentResult, Limits
 from ..corpus.tasks import Task, fixture_hash
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker, is_executable
+from ..system.sandbox import Sandbox
 from ..system.sandbox import for_cell as cell_sandbox
 from . import akm
 from .prompts import build_prompt
@@ -286,95 +287,149 @@ def akm_events(
     return akm.since(events, since_ms), None
 
 
-def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
-    """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome."""
-    started_at = _now()
-    t0 = time.monotonic()
-    prompt_version = "n/a"
+@dataclass
+class _Run:
+    """What one cell's run has gathered so far; its sample is made from this."""
+
+    started_at: str = field(default_factory=lambda: _now())
+    t0: float = field(default_factory=time.monotonic)
+    prompt_version: str = "n/a"
     run_dir: Path | None = None
-    result = AgentResult()
+    result: AgentResult = field(default_factory=AgentResult)
     verdict: Verdict | None = None
+    outcome: str = "harness_error"
     reason: str | None = None
     transcript_rel: str | None = None
     trajectory: dict[str, Any] | None = None
     akm_setup: dict[str, Any] | None = None
-    setup_warnings: list[str] = []
-    t_agent = t_verify = t0
+    setup_warnings: list[str] = field(default_factory=list)
+    t_agent: float = 0.0
+    t_verify: float = 0.0
+    t_end: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.t_agent = self.t_verify = self.t0
+
+
+def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
+    """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome."""
+    run = _Run()
     try:
-        run_dir, env, stash, setup_warnings = prepare(cell, ctx)
-        workspace = run_dir / "workspace"
-        if stash is not None and ctx.akm is not None:
-            akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
-        prompt, prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
-        transcript, transcript_rel = _transcript_path(cell, ctx, run_dir)
-        sandbox = cell_sandbox(
-            ctx.sandbox, run_dir, akm=ctx.akm.path if stash is not None and ctx.akm else None, extra=ctx.sandbox_ro
-        )
-        request = AgentRequest(
-            task=cell.task,
-            arm=cell.arm,
-            seed=cell.seed,
-            workspace=workspace,
-            run_dir=run_dir,
-            env=env,
-            prompt=prompt,
-            prompt_version=prompt_version,
-            limits=limits_for(cell.task, ctx),
-            transcript=transcript,
-            procs=procs,
-            stash_dir=stash,
-            model=ctx.model,
-            akm_line=ctx.akm.line if stash is not None and ctx.akm is not None else None,
-            sandbox=sandbox,
-        )
-        t_agent = time.monotonic()
-        agent_started_ms = time.time_ns() // 1_000_000
-        with sandbox.applied(procs):  # the agent and all it starts; never the verifier
-            result = ctx.agent.run(request)
-        procs.kill_all()  # nothing the agent started may watch the verifier run
-        t_verify = time.monotonic()
+        request, env, sandbox = _request(cell, ctx, procs, run)
+        agent_started_ms = _run_agent(ctx, procs, run, request, sandbox)
         if cell.arm == "akm":
-            # Only the akm arm: elsewhere an "akm show" the stub refused still looks completed.
-            events, why = (
-                (None, None) if ctx.akm is None else akm_events(ctx.akm, env, run_dir, procs, agent_started_ms)
-            )
-            trajectory = analyse_cell(cell.task, transcript, events, result.akm, agent_started_ms=agent_started_ms)
-            if why:
-                trajectory["warnings"].append(why)
-        if result.error:
-            outcome, reason = "harness_error", result.error
-        elif trajectory is not None and trajectory.get("akm_broken"):
-            outcome, reason = "harness_error", trajectory["akm_broken"]
-        elif result.budget:
-            outcome, reason = "budget_exceeded", f"{result.budget} budget exceeded ({result.budget_tag or 'unknown'})"
-        else:
-            scratch = run_dir / "verify"
-            scratch.mkdir(exist_ok=True)
-            verdict = verify(
-                cell.task,
-                workspace=workspace,
-                final_text=result.final_text,
-                scratch=scratch,
-                env=verifier_env(env),
-                procs=procs,
-                timeout_s=ctx.verify_timeout_s,
-            )
-            if verdict.error:
-                outcome, reason = "harness_error", verdict.error
-            else:
-                outcome = "pass" if verdict.passed else "fail"
-                reason = None if verdict.passed else _fail_reason(verdict)
+            run.trajectory = _trajectory(cell, ctx, procs, run, request, env, agent_started_ms)
+        run.outcome, run.reason = _judge(cell, ctx, procs, run, request, env)
     except TreatmentDown as err:
-        outcome, reason = "harness_error", str(err)
+        run.outcome, run.reason = "harness_error", str(err)
     except Exception as err:
-        outcome, reason = "harness_error", f"harness: {type(err).__name__}: {err}"
+        run.outcome, run.reason = "harness_error", f"harness: {type(err).__name__}: {err}"
     finally:
         procs.kill_all()
-        t_end = time.monotonic()
-        if run_dir is not None and not ctx.keep_runs:
-            shutil.rmtree(run_dir, ignore_errors=True)
-    if not result.transcript_written:
-        transcript_rel = None
+        run.t_end = time.monotonic()
+        if run.run_dir is not None and not ctx.keep_runs:
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+    if not run.result.transcript_written:
+        run.transcript_rel = None
+    return _sample(cell, ctx, run)
+
+
+def _request(
+    cell: Cell, ctx: RunContext, procs: ProcessTracker, run: _Run
+) -> tuple[AgentRequest, dict[str, str], Sandbox]:
+    """Prepare the run dir (and the akm arm's indexed stash) and say what the agent gets."""
+    run.run_dir, env, stash, run.setup_warnings = prepare(cell, ctx)
+    workspace = run.run_dir / "workspace"
+    if stash is not None and ctx.akm is not None:
+        run.akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
+    prompt, run.prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
+    transcript, run.transcript_rel = _transcript_path(cell, ctx, run.run_dir)
+    sandbox = cell_sandbox(
+        ctx.sandbox, run.run_dir, akm=ctx.akm.path if stash is not None and ctx.akm else None, extra=ctx.sandbox_ro
+    )
+    request = AgentRequest(
+        task=cell.task,
+        arm=cell.arm,
+        seed=cell.seed,
+        workspace=workspace,
+        run_dir=run.run_dir,
+        env=env,
+        prompt=prompt,
+        prompt_version=run.prompt_version,
+        limits=limits_for(cell.task, ctx),
+        transcript=transcript,
+        procs=procs,
+        stash_dir=stash,
+        model=ctx.model,
+        akm_line=ctx.akm.line if stash is not None and ctx.akm is not None else None,
+        sandbox=sandbox,
+    )
+    return request, env, sandbox
+
+
+def _run_agent(ctx: RunContext, procs: ProcessTracker, run: _Run, request: AgentRequest, sandbox: Sandbox) -> int:
+    """Run the agent in its sandbox; returns when it started (ms since the epoch)."""
+    run.t_agent = time.monotonic()
+    agent_started_ms = time.time_ns() // 1_000_000
+    with sandbox.applied(procs):  # the agent and all it starts; never the verifier
+        run.result = ctx.agent.run(request)
+    procs.kill_all()  # nothing the agent started may watch the verifier run
+    run.t_verify = time.monotonic()
+    return agent_started_ms
+
+
+def _trajectory(
+    cell: Cell,
+    ctx: RunContext,
+    procs: ProcessTracker,
+    run: _Run,
+    request: AgentRequest,
+    env: dict[str, str],
+    agent_started_ms: int,
+) -> dict[str, Any]:
+    """What the agent did with akm. Only the akm arm: elsewhere an "akm show" the stub refused
+    still looks completed."""
+    events, why = (
+        (None, None) if ctx.akm is None else akm_events(ctx.akm, env, request.run_dir, procs, agent_started_ms)
+    )
+    trajectory = analyse_cell(cell.task, request.transcript, events, run.result.akm, agent_started_ms=agent_started_ms)
+    if why:
+        trajectory["warnings"].append(why)
+    return trajectory
+
+
+def _judge(
+    cell: Cell, ctx: RunContext, procs: ProcessTracker, run: _Run, request: AgentRequest, env: dict[str, str]
+) -> tuple[str, str | None]:
+    """The outcome and its reason: the harness's faults first, then budgets, then the verifier."""
+    result = run.result
+    if result.error:
+        return "harness_error", result.error
+    if run.trajectory is not None and run.trajectory.get("akm_broken"):
+        return "harness_error", run.trajectory["akm_broken"]
+    if result.budget:
+        return "budget_exceeded", f"{result.budget} budget exceeded ({result.budget_tag or 'unknown'})"
+    scratch = request.run_dir / "verify"
+    scratch.mkdir(exist_ok=True)
+    run.verdict = verify(
+        cell.task,
+        workspace=request.workspace,
+        final_text=result.final_text,
+        scratch=scratch,
+        env=verifier_env(env),
+        procs=procs,
+        timeout_s=ctx.verify_timeout_s,
+    )
+    if run.verdict.error:
+        return "harness_error", run.verdict.error
+    if run.verdict.passed:
+        return "pass", None
+    return "fail", _fail_reason(run.verdict)
+
+
+def _sample(cell: Cell, ctx: RunContext, run: _Run) -> dict[str, Any]:
+    """The sample record (docs/architecture.md, "A sample")."""
+    result, verdict = run.result, run.verdict
     fp = cell_fingerprint(cell, ctx)
     return {
         "schema": SAMPLE_SCHEMA,
@@ -383,8 +438,8 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         "seed": cell.seed,
         "domain": cell.task.domain,
         "slice": cell.task.slice,
-        "outcome": outcome,
-        "reason": reason,
+        "outcome": run.outcome,
+        "reason": run.reason,
         "budget": result.budget,
         "budget_tag": result.budget_tag,
         "tokens": result.tokens,
@@ -392,12 +447,12 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         "cost_usd": result.cost_usd,
         "turns": result.turns,
         "tool_calls": result.tool_calls,
-        "wallclock_ms": round((t_verify - t_agent) * 1000),
+        "wallclock_ms": round((run.t_verify - run.t_agent) * 1000),
         "timing_ms": {
-            "setup": round((t_agent - t0) * 1000),
-            "agent": round((t_verify - t_agent) * 1000),
-            "verify": round((t_end - t_verify) * 1000),
-            "total": round((t_end - t0) * 1000),
+            "setup": round((run.t_agent - run.t0) * 1000),
+            "agent": round((run.t_verify - run.t_agent) * 1000),
+            "verify": round((run.t_end - run.t_verify) * 1000),
+            "total": round((run.t_end - run.t0) * 1000),
         },
         "verifier": {
             "kind": cell.task.verifier,
@@ -406,18 +461,18 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         },
         "final_text_tail": result.final_text[-500:],
         "akm": result.akm,
-        "akm_setup": akm_setup,
-        "trajectory": trajectory,
-        "transcript": transcript_rel,
+        "akm_setup": run.akm_setup,
+        "trajectory": run.trajectory,
+        "transcript": run.transcript_rel,
         "agent": {"name": ctx.agent.name, "version": ctx.agent.version},
         "model": ctx.model,
-        "prompt_version": prompt_version,
+        "prompt_version": run.prompt_version,
         "fingerprint": fp,
         "fingerprint_hash": fingerprint_hash(fp),
         "run_id": ctx.run_id,
-        "started_at": started_at,
+        "started_at": run.started_at,
         "finished_at": _now(),
-        "warnings": [*setup_warnings, *result.warnings],
+        "warnings": [*run.setup_warnings, *result.warnings],
     }
 
 
