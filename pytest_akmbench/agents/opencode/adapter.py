@@ -51,7 +51,7 @@ from ...cell.runner import hide_akm
 from ...errors import ConfigError
 from ...store.scrub import Scrubber
 from ...system.procs import is_executable
-from ..base import AgentRequest, AgentResult, SessionInfo
+from ..base import AgentRequest, AgentResult, Limits, SessionInfo
 from .events import EventStream
 from .providers import (
     SCRIPTED_PREFIX,
@@ -380,7 +380,6 @@ class OpencodeAgent:
         prompt_path = cfg_dir / "prompt.txt"
         prompt_path.write_text(request.prompt, encoding="utf-8")
         stderr_path = cfg_dir / "stderr.log"
-        limits = request.limits
         stream = EventStream(request.transcript)
         argv = [str(self.binary), "run", "--format", "json", "--model", model, "--title", "akmbench"]
         if request.sandbox is not None:  # opencode, rg and (akm arm) akm must run inside it
@@ -399,6 +398,24 @@ class OpencodeAgent:
             except OSError as err:
                 stream.close()
                 return AgentResult(error=f"cannot start opencode ({self.binary}): {err}")
+        budget, idle = self._watch(proc, stream, request, started)
+        elapsed = time.monotonic() - started
+        stderr_text = self._scrub.text(_tail(stderr_path))
+        _stream_warnings(stream, stderr_text, warnings)
+        result = _result(request, proc.returncode, stream, warnings)
+        if budget is not None:
+            _over_budget(result, budget, idle, elapsed, request.limits, stream)
+            return result
+        result.error = _failure(stream, proc.returncode, stderr_text)
+        if result.error is None and not stream.measured:
+            warnings.append("opencode reported no step_finish event: tokens not measured")
+        return result
+
+    def _watch(
+        self, proc: subprocess.Popen[bytes], stream: EventStream, request: AgentRequest, started: float
+    ) -> tuple[str | None, float]:
+        """Feed opencode's stdout to the stream until it ends or a budget is hit; then stop it.
+        Returns (the budget hit or None, seconds since the last agent event)."""
         lines: queue.Queue[bool] = queue.Queue()
 
         def read() -> None:
@@ -413,40 +430,8 @@ class OpencodeAgent:
 
         reader = threading.Thread(target=read, name="akmbench-opencode-reader", daemon=True)
         reader.start()
-        budget: str | None = None
-        eof = False
-        exited_at: float | None = None
-        deadline = started + limits.wall_s
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                budget = "wall"
-                break
-            try:
-                item = lines.get(timeout=min(0.25, deadline - now))
-            except queue.Empty:
-                item = None
-            if item is False:
-                eof = True
-                break
-            if item:
-                if limits.tokens is not None and stream.tokens["total"] > limits.tokens:
-                    budget = "tokens"
-                    break
-                if (
-                    limits.turns is not None
-                    and stream.turns >= limits.turns
-                    and stream.last_finish_reason not in (None, "stop", "length", "content-filter")
-                    and stream.turns > 0
-                ):
-                    budget = "turns"
-                    break
-            if proc.poll() is not None:
-                # opencode exited; give the reader a moment to drain stdout (a leaked child
-                # holding the pipe must not keep us here).
-                exited_at = exited_at or time.monotonic()
-                if time.monotonic() - exited_at > 2.0:
-                    break
+        deadline = started + request.limits.wall_s
+        budget, eof = _until_end(proc, stream, lines, request.limits, deadline)
         idle = stream.idle_for()
         if budget is not None or not eof:
             request.procs.stop(proc)
@@ -458,60 +443,101 @@ class OpencodeAgent:
                 request.procs.stop(proc)
         reader.join(timeout=5)
         stream.close()
-        elapsed = time.monotonic() - started
-        warnings.extend(stream.warnings)
-        for rejection in stream.permission_rejections:
-            warnings.append(f"permission auto-rejected: {rejection}")
-        stderr_text = self._scrub.text(_tail(stderr_path))
-        if "auto-rejecting" in stderr_text and not stream.permission_rejections:
-            warnings.append("permission auto-rejected (see opencode stderr)")
-        if stream.bad_lines:
-            warnings.append(f"{stream.bad_lines} non-JSON line(s) on opencode stdout")
-        result = AgentResult(
-            final_text=stream.final_text,
-            exit_code=proc.returncode,
-            tokens=dict(stream.tokens) if stream.measured else None,
-            token_measurement="measured" if stream.measured else "missing",
-            cost_usd=stream.cost if stream.measured else None,
-            turns=stream.turns,
-            tool_calls=stream.tool_calls,
-            transcript_written=request.transcript.is_file() and stream.bytes_written > 0,
-            akm={k: list(v) for k, v in stream.akm.items()},
-            warnings=warnings,
+        return budget, idle
+
+
+def _until_end(
+    proc: subprocess.Popen[bytes], stream: EventStream, lines: queue.Queue[bool], limits: Limits, deadline: float
+) -> tuple[str | None, bool]:
+    """Wait for the end of opencode's output, a budget or its exit: (budget hit, output ended)."""
+    exited_at: float | None = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return "wall", False
+        try:
+            item = lines.get(timeout=min(0.25, deadline - now))
+        except queue.Empty:
+            item = None
+        if item is False:
+            return None, True
+        if item:
+            if limits.tokens is not None and stream.tokens["total"] > limits.tokens:
+                return "tokens", False
+            if (
+                limits.turns is not None
+                and stream.turns >= limits.turns
+                and stream.last_finish_reason not in (None, "stop", "length", "content-filter")
+                and stream.turns > 0
+            ):
+                return "turns", False
+        if proc.poll() is not None:
+            # opencode exited; give the reader a moment to drain stdout (a leaked child
+            # holding the pipe must not keep us here).
+            exited_at = exited_at or time.monotonic()
+            if time.monotonic() - exited_at > 2.0:
+                return None, False
+
+
+def _stream_warnings(stream: EventStream, stderr_text: str, warnings: list[str]) -> None:
+    warnings.extend(stream.warnings)
+    for rejection in stream.permission_rejections:
+        warnings.append(f"permission auto-rejected: {rejection}")
+    if "auto-rejecting" in stderr_text and not stream.permission_rejections:
+        warnings.append("permission auto-rejected (see opencode stderr)")
+    if stream.bad_lines:
+        warnings.append(f"{stream.bad_lines} non-JSON line(s) on opencode stdout")
+
+
+def _result(request: AgentRequest, returncode: int | None, stream: EventStream, warnings: list[str]) -> AgentResult:
+    return AgentResult(
+        final_text=stream.final_text,
+        exit_code=returncode,
+        tokens=dict(stream.tokens) if stream.measured else None,
+        token_measurement="measured" if stream.measured else "missing",
+        cost_usd=stream.cost if stream.measured else None,
+        turns=stream.turns,
+        tool_calls=stream.tool_calls,
+        transcript_written=request.transcript.is_file() and stream.bytes_written > 0,
+        akm={k: list(v) for k, v in stream.akm.items()},
+        warnings=warnings,
+    )
+
+
+def _over_budget(
+    result: AgentResult, budget: str, idle: float, elapsed: float, limits: Limits, stream: EventStream
+) -> None:
+    """Mark the budget hit, tagged ``hung`` (no agent event for a while) or ``confused``."""
+    result.budget = budget
+    if budget == "wall":
+        hung_after = min(HUNG_AFTER_S, 0.5 * limits.wall_s)
+        result.budget_tag = "hung" if idle >= hung_after else "confused"
+        result.warnings.append(
+            f"wall budget of {limits.wall_s:g}s reached after {elapsed:.1f}s (no agent event for {idle:.1f}s)"
         )
-        if budget is not None:
-            result.budget = budget
-            if budget == "wall":
-                hung_after = min(HUNG_AFTER_S, 0.5 * limits.wall_s)
-                result.budget_tag = "hung" if idle >= hung_after else "confused"
-                warnings.append(
-                    f"wall budget of {limits.wall_s:g}s reached after {elapsed:.1f}s (no agent event for {idle:.1f}s)"
-                )
-            else:
-                result.budget_tag = "confused"
-                if budget == "tokens":
-                    warnings.append(
-                        f"token budget of {limits.tokens} exceeded: {stream.tokens['total']} tokens "
-                        f"after {stream.turns} turn(s)"
-                    )
-                else:
-                    warnings.append(f"turn budget of {limits.turns} reached with the agent still calling tools")
-            return result
-        if stream.errors and (stream.errors_after_last_step or proc.returncode not in (0, None)):
-            err = stream.errors[-1]
-            status = f" (HTTP {err['statusCode']})" if err.get("statusCode") else ""
-            name = f"{err['name']}: " if err.get("name") else ""
-            result.error = f"provider error: {name}{err['message']}{status}"
-            return result
-        if proc.returncode not in (0, None):
-            result.error = (
-                f"opencode exited with status {proc.returncode} without an error event; "
-                f"stderr: {stderr_text[-500:].strip() or '(empty)'}"
-            )
-            return result
-        if not stream.measured:
-            warnings.append("opencode reported no step_finish event: tokens not measured")
-        return result
+        return
+    result.budget_tag = "confused"
+    if budget == "tokens":
+        result.warnings.append(
+            f"token budget of {limits.tokens} exceeded: {stream.tokens['total']} tokens after {stream.turns} turn(s)"
+        )
+    else:
+        result.warnings.append(f"turn budget of {limits.turns} reached with the agent still calling tools")
+
+
+def _failure(stream: EventStream, returncode: int | None, stderr_text: str) -> str | None:
+    """Why the run failed on opencode's or the provider's side, or None."""
+    if stream.errors and (stream.errors_after_last_step or returncode not in (0, None)):
+        err = stream.errors[-1]
+        status = f" (HTTP {err['statusCode']})" if err.get("statusCode") else ""
+        name = f"{err['name']}: " if err.get("name") else ""
+        return f"provider error: {name}{err['message']}{status}"
+    if returncode not in (0, None):
+        return (
+            f"opencode exited with status {returncode} without an error event; "
+            f"stderr: {stderr_text[-500:].strip() or '(empty)'}"
+        )
+    return None
 
 
 def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ModelChoice:
