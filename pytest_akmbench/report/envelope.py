@@ -84,79 +84,24 @@ def _plugin_version() -> str:
         return "0.0.0"
 
 
+Rows = dict[str, list[dict[str, Any] | None]]  # arm -> one per-task row (or None) per task
+Outcomes = dict[str, list[list[bool]]]  # arm -> the valid runs' outcomes, per task
+
+
 def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     """The envelope for ``inp``; ``timestamp`` defaults to now."""
     arms = ordered_arms(inp.arms)
-    arm_rank = {a: i for i, a in enumerate(arms)}
-    order = {t.id: i for i, t in enumerate(inp.tasks)}
     gold_of = {t.id: t.gold_ref for t in inp.tasks}
     domain_of = {t.id: t.domain for t in inp.tasks}
-    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for s in sorted(
-        (s for s in inp.samples if s["task_id"] in order and s["arm"] in arm_rank),
-        key=lambda s: (order[s["task_id"]], arm_rank[s["arm"]], s["seed"]),
-    ):
-        by_cell[(s["task_id"], s["arm"])].append(s)
-    fixtures, fixture_hash = fixtures_stamp(inp.tasks, inp.stashes_root)
-
-    tasks_out: list[dict[str, Any]] = []
-    rows_by_arm: dict[str, list[dict[str, Any] | None]] = {a: [] for a in metrics.ARM_ORDER}
-    outcomes_by_arm: dict[str, list[list[bool]]] = {a: [] for a in metrics.ARM_ORDER}
-    for task in inp.tasks:
-        entry: dict[str, Any] = {"id": task.id}
-        for arm in ("noakm", "akm", "synthetic"):
-            runs = by_cell.get((task.id, arm), [])
-            row = metrics.per_task(runs, seeds=inp.seeds, floor=inp.floor) if arm in arm_rank else None
-            rows_by_arm[arm].append(row)
-            outcomes_by_arm[arm].append(metrics.valid_outcomes(runs) if row is not None else [])
-            if arm != "synthetic" or "synthetic" in arm_rank:
-                entry[arm] = row
-        entry["delta"] = metrics.delta(entry["akm"], entry["noakm"])
-        tasks_out.append(entry)
-
-    agg: dict[str, Any] = {arm: metrics.aggregate(rows_by_arm[arm]) for arm in ("noakm", "akm")}
-    agg["delta"] = None
-    comparisons: list[dict[str, Any]] = []
-
-    def paired(b: str) -> dict[str, Any]:
-        block = lift.compare_arms(
-            ("akm", b), rows_by_arm["akm"], rows_by_arm[b], outcomes_by_arm["akm"], outcomes_by_arm[b]
-        )
-        comparisons.append(block)
-        return block
-
-    # Deltas, intervals and tests of a comparison all use the tasks both arms have valid runs for.
-    if agg["akm"] is not None and agg["noakm"] is not None:
-        agg["delta"] = {**lift.delta(rows_by_arm["akm"], rows_by_arm["noakm"]), "paired": paired("noakm")}
-    if "synthetic" in arm_rank:
-        agg["synthetic"] = metrics.aggregate(rows_by_arm["synthetic"])
-        both = agg["akm"] is not None and agg["synthetic"] is not None
-        agg["akm_over_synthetic_lift"] = (
-            lift.delta(rows_by_arm["akm"], rows_by_arm["synthetic"])["pass_rate"] if both else None
-        )
-        if both:
-            agg["akm_over_synthetic_paired"] = paired("synthetic")
-    lift.adjust(comparisons)  # Holm over every comparison this report tests
-
+    by_cell = _by_cell(inp, arms)
+    tasks_out, rows_by_arm, outcomes_by_arm = _task_rows(inp, arms, by_cell)
+    agg = _aggregate(arms, rows_by_arm, outcomes_by_arm)
     runs = [s for t in inp.tasks for a in arms for s in by_cell.get((t.id, a), [])]
     akm_runs = [s for s in runs if s["arm"] == "akm"]
     labels = {id(s): failure_mode(s, gold_of[s["task_id"]]) for s in akm_runs}
     regressed = metrics.negative_transfer(tasks_out, domain_of)
     regressed_ids = {r["task_id"] for r in regressed}
     floor = _floor_coverage(inp, arms, tasks_out)
-    flaky = [
-        {
-            "task_id": t["id"],
-            "arm": arm,
-            "pass_rate": t[arm]["pass_rate"],
-            "passes": t[arm]["passes"],
-            "valid_count": t[arm]["valid_count"],
-            "pass_rate_stdev": t[arm]["pass_rate_stdev"],
-        }
-        for t in tasks_out
-        for arm in arms
-        if t.get(arm) and t[arm]["flaky"]
-    ]
     tm = metrics.token_measurement(runs)
     warnings = list(inp.warnings) + _warnings(inp, runs, akm_runs, tm, floor)
 
@@ -168,19 +113,9 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         "timestamp": timestamp or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "complete": inp.complete,
         "agent": {"harness": inp.agent, "version": inp.agent_version, "model": inp.model},
-        "corpus": {
-            "domains": len({t.domain for t in inp.tasks}),
-            "tasks": len(inp.tasks),
-            "slice": inp.slice,
-            "seedsPerArm": inp.seeds,
-            "arms": arms,
-            "selectedTaskIds": sorted(t.id for t in inp.tasks),
-            "taskCorpusHash": task_corpus_hash(inp.tasks),
-            "fixtures": fixtures,
-            "fixtureContentHash": fixture_hash,
-        },
+        "corpus": _corpus(inp, arms),
         "aggregate": agg,
-        "trajectory": {"akm": metrics.trajectory_aggregate(akm_runs) if "akm" in arm_rank else None},
+        "trajectory": {"akm": metrics.trajectory_aggregate(akm_runs) if "akm" in arms else None},
         "failure_modes": metrics.failure_modes([(s["task_id"], labels[id(s)]) for s in akm_runs]),
         "token_measurement": tm,
         "tasks": tasks_out,
@@ -198,13 +133,106 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         envelope["baseline_by_task_id"] = dict(inp.baseline)
     envelope["perAsset"] = metrics.per_asset(akm_runs)
     envelope["akm_overhead"] = metrics.akm_overhead(akm_runs)
-    envelope["flaky_tasks"] = flaky
+    envelope["flaky_tasks"] = _flaky(tasks_out, arms)
     envelope["floor_coverage"] = floor
     envelope["provenance"] = _provenance(inp, runs)
     envelope["verdict"] = verdict(envelope)
     if inp.gates:
         envelope["gates"] = gates_mod.evaluate(envelope, list(inp.gates), inp.gates_base_dir or inp.cwd or Path.cwd())
     return envelope
+
+
+def _by_cell(inp: ReportInput, arms: list[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The samples of each (task, arm) of the selection, in task, arm and seed order."""
+    arm_rank = {a: i for i, a in enumerate(arms)}
+    order = {t.id: i for i, t in enumerate(inp.tasks)}
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for s in sorted(
+        (s for s in inp.samples if s["task_id"] in order and s["arm"] in arm_rank),
+        key=lambda s: (order[s["task_id"]], arm_rank[s["arm"]], s["seed"]),
+    ):
+        by_cell[(s["task_id"], s["arm"])].append(s)
+    return by_cell
+
+
+def _task_rows(
+    inp: ReportInput, arms: list[str], by_cell: dict[tuple[str, str], list[dict[str, Any]]]
+) -> tuple[list[dict[str, Any]], Rows, Outcomes]:
+    """The ``tasks[]`` entries, and each arm's per-task rows and outcomes for the aggregates."""
+    tasks_out: list[dict[str, Any]] = []
+    rows_by_arm: Rows = {a: [] for a in metrics.ARM_ORDER}
+    outcomes_by_arm: Outcomes = {a: [] for a in metrics.ARM_ORDER}
+    for task in inp.tasks:
+        entry: dict[str, Any] = {"id": task.id}
+        for arm in ("noakm", "akm", "synthetic"):
+            runs = by_cell.get((task.id, arm), [])
+            row = metrics.per_task(runs, seeds=inp.seeds, floor=inp.floor) if arm in arms else None
+            rows_by_arm[arm].append(row)
+            outcomes_by_arm[arm].append(metrics.valid_outcomes(runs) if row is not None else [])
+            if arm != "synthetic" or "synthetic" in arms:
+                entry[arm] = row
+        entry["delta"] = metrics.delta(entry["akm"], entry["noakm"])
+        tasks_out.append(entry)
+    return tasks_out, rows_by_arm, outcomes_by_arm
+
+
+def _aggregate(arms: list[str], rows_by_arm: Rows, outcomes_by_arm: Outcomes) -> dict[str, Any]:
+    """Per-arm aggregates and the paired comparisons akm - noakm and akm - synthetic."""
+    agg: dict[str, Any] = {arm: metrics.aggregate(rows_by_arm[arm]) for arm in ("noakm", "akm")}
+    agg["delta"] = None
+    comparisons: list[dict[str, Any]] = []
+
+    def paired(b: str) -> dict[str, Any]:
+        block = lift.compare_arms(
+            ("akm", b), rows_by_arm["akm"], rows_by_arm[b], outcomes_by_arm["akm"], outcomes_by_arm[b]
+        )
+        comparisons.append(block)
+        return block
+
+    # Deltas, intervals and tests of a comparison all use the tasks both arms have valid runs for.
+    if agg["akm"] is not None and agg["noakm"] is not None:
+        agg["delta"] = {**lift.delta(rows_by_arm["akm"], rows_by_arm["noakm"]), "paired": paired("noakm")}
+    if "synthetic" in arms:
+        agg["synthetic"] = metrics.aggregate(rows_by_arm["synthetic"])
+        both = agg["akm"] is not None and agg["synthetic"] is not None
+        agg["akm_over_synthetic_lift"] = (
+            lift.delta(rows_by_arm["akm"], rows_by_arm["synthetic"])["pass_rate"] if both else None
+        )
+        if both:
+            agg["akm_over_synthetic_paired"] = paired("synthetic")
+    lift.adjust(comparisons)  # Holm over every comparison this report tests
+    return agg
+
+
+def _corpus(inp: ReportInput, arms: list[str]) -> dict[str, Any]:
+    fixtures, fixture_hash = fixtures_stamp(inp.tasks, inp.stashes_root)
+    return {
+        "domains": len({t.domain for t in inp.tasks}),
+        "tasks": len(inp.tasks),
+        "slice": inp.slice,
+        "seedsPerArm": inp.seeds,
+        "arms": arms,
+        "selectedTaskIds": sorted(t.id for t in inp.tasks),
+        "taskCorpusHash": task_corpus_hash(inp.tasks),
+        "fixtures": fixtures,
+        "fixtureContentHash": fixture_hash,
+    }
+
+
+def _flaky(tasks_out: list[dict[str, Any]], arms: list[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "task_id": t["id"],
+            "arm": arm,
+            "pass_rate": t[arm]["pass_rate"],
+            "passes": t[arm]["passes"],
+            "valid_count": t[arm]["valid_count"],
+            "pass_rate_stdev": t[arm]["pass_rate_stdev"],
+        }
+        for t in tasks_out
+        for arm in arms
+        if t.get(arm) and t[arm]["flaky"]
+    ]
 
 
 def _floor_coverage(inp: ReportInput, arms: list[str], tasks_out: list[dict[str, Any]]) -> dict[str, Any]:
