@@ -143,8 +143,29 @@ def _rate_ci(row: dict[str, Any] | None) -> str:
 
 def render_markdown(env: dict[str, Any]) -> str:
     """The summary a reader sees first: verdict, aggregate with intervals, per-task table, sections."""
+    arms = env["corpus"]["arms"]
+    lines = _header(env)
+    lines += _aggregate_section(env, arms)
+    lines += _pass_k_section(env, arms)
+    lines += _gates_section(env)
+    lines += _trajectory_section(env)
+    lines += _per_task_section(env, arms)
+    lines += _floor_section(env)
+    lines += _coverage_section(env)
+    lines += _negative_transfer_section(env)
+    lines += _failure_section(env)
+    lines += _bridge_section(env)
+    lines += _overhead_section(env)
+    lines += _token_section(env)
+    lines += _harness_error_section(env)
+    lines += _provenance_section(env)
+    if env["warnings"]:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in env["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def _header(env: dict[str, Any]) -> list[str]:
     corpus = env["corpus"]
-    arms = corpus["arms"]
     lines = [
         f"# akm-bench utility — {env['agent']['model'] or env['agent']['harness']}",
         "",
@@ -161,7 +182,12 @@ def render_markdown(env: dict[str, Any]) -> str:
             f"**Gates:** {len(env['gates']) - len(failed)} passed, {len(failed)} failed"
             + (": " + "; ".join(f"`{g['gate']}` ({g['message']})" for g in failed) if failed else "")
         )
-    lines += ["", "## Aggregate", ""]
+    return lines
+
+
+def _aggregate_section(env: dict[str, Any], arms: list[str]) -> list[str]:
+    """The aggregate table (one row per arm, then the delta) and the notes on the comparisons."""
+    lines = ["", "## Aggregate", ""]
     agg = env["aggregate"]
     rows = []
     for arm in arms:
@@ -209,72 +235,85 @@ def render_markdown(env: dict[str, Any]) -> str:
     ]
     if d is not None and d.get("paired"):
         lines += ["", _comparison_note("delta = akm − noakm", d["paired"])]
-    if "akm_over_synthetic_lift" in agg:
-        syn = agg["akm_over_synthetic_lift"]
-        if syn is None:
-            lines += ["", "akm_over_synthetic_lift: n/a"]
-        elif syn <= 0:
-            lines += [
-                "",
-                f":warning: **akm_over_synthetic_lift = {signed(syn)}** — AKM did not beat the synthetic-notes baseline.",
-            ]
-        else:
-            lines += ["", f"**akm_over_synthetic_lift: {signed(syn)}**"]
-        if agg.get("akm_over_synthetic_paired"):
-            lines += ["", _comparison_note("akm − synthetic", agg["akm_over_synthetic_paired"])]
-    lines += _pass_k_section(env, arms)
-    if env.get("gates"):
-        lines += ["", "## Gates", ""]
-        lines.append(
-            _table(
-                [
-                    [f"`{g['gate']}`", "pass" if g["ok"] else "**FAIL**", _obs(g["observed"]), g["message"]]
-                    for g in env["gates"]
-                ],
-                ["gate", "result", "observed", "detail"],
-            )
-        )
-    lines += _trajectory_section(env)
-    lines += _per_task_section(env, arms)
-    lines += _floor_section(env)
-    lines += _coverage_section(env)
-    lines += _negative_transfer_section(env)
-    lines += _failure_section(env)
-    lines += _bridge_section(env)
-    lines += _overhead_section(env)
+    return lines + _synthetic_notes(agg)
+
+
+def _synthetic_notes(agg: dict[str, Any]) -> list[str]:
+    if "akm_over_synthetic_lift" not in agg:
+        return []
+    syn = agg["akm_over_synthetic_lift"]
+    if syn is None:
+        lines = ["", "akm_over_synthetic_lift: n/a"]
+    elif syn <= 0:
+        lines = [
+            "",
+            f":warning: **akm_over_synthetic_lift = {signed(syn)}** — AKM did not beat the synthetic-notes baseline.",
+        ]
+    else:
+        lines = ["", f"**akm_over_synthetic_lift: {signed(syn)}**"]
+    if agg.get("akm_over_synthetic_paired"):
+        lines += ["", _comparison_note("akm − synthetic", agg["akm_over_synthetic_paired"])]
+    return lines
+
+
+def _gates_section(env: dict[str, Any]) -> list[str]:
+    if not env.get("gates"):
+        return []
+    return [
+        "",
+        "## Gates",
+        "",
+        _table(
+            [
+                [f"`{g['gate']}`", "pass" if g["ok"] else "**FAIL**", _obs(g["observed"]), g["message"]]
+                for g in env["gates"]
+            ],
+            ["gate", "result", "observed", "detail"],
+        ),
+    ]
+
+
+def _token_section(env: dict[str, Any]) -> list[str]:
     tm = env["token_measurement"]
-    if tm["total_runs"]:
-        lines += [
-            "",
-            "## Token measurement",
-            "",
-            f"- runs: {tm['total_runs']} total, {tm['runs_with_measured_tokens']} measured, "
-            f"{tm['runs_missing_measurement']} missing, {tm['runs_unsupported_measurement']} unsupported",
-            f"- coverage: {_pct(tm['coverage'])} ({'reliable' if tm['reliable'] else 'unreliable — token figures cover the measured runs only'})",
-        ]
+    if not tm["total_runs"]:
+        return []
+    return [
+        "",
+        "## Token measurement",
+        "",
+        f"- runs: {tm['total_runs']} total, {tm['runs_with_measured_tokens']} measured, "
+        f"{tm['runs_missing_measurement']} missing, {tm['runs_unsupported_measurement']} unsupported",
+        f"- coverage: {_pct(tm['coverage'])} ({'reliable' if tm['reliable'] else 'unreliable — token figures cover the measured runs only'})",
+    ]
+
+
+def _harness_error_section(env: dict[str, Any]) -> list[str]:
     problems = [r for r in env["runs"] if r["outcome"] == "harness_error"]
-    if problems:
-        lines += ["", "## Harness errors", ""]
-        lines += [f"- {r['task_id']} {r['arm']} s{r['seed']}: {r['reason']}" for r in problems[:50]]
-        if len(problems) > 50:
-            lines.append(f"- … and {len(problems) - 50} more")
+    if not problems:
+        return []
+    lines = ["", "## Harness errors", ""]
+    lines += [f"- {r['task_id']} {r['arm']} s{r['seed']}: {r['reason']}" for r in problems[:50]]
+    if len(problems) > 50:
+        lines.append(f"- … and {len(problems) - 50} more")
+    return lines
+
+
+def _provenance_section(env: dict[str, Any]) -> list[str]:
     prov = env.get("provenance")
-    if prov:
-        lines += [
-            "",
-            "## Provenance",
-            "",
-            f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
-            f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
-            f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
-            + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "")
-            + ", "
-            f"sandbox {prov.get('sandbox') or 'n/a'}, "
-            f"{len(prov['fingerprints'])} fingerprint(s), {prov['samples_from_store']} sample(s) from the store",
-        ]
-    if env["warnings"]:
-        lines += ["", "## Warnings", ""] + [f"- {w}" for w in env["warnings"]]
-    return "\n".join(lines) + "\n"
+    if not prov:
+        return []
+    return [
+        "",
+        "## Provenance",
+        "",
+        f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
+        f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
+        f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
+        + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "")
+        + ", "
+        f"sandbox {prov.get('sandbox') or 'n/a'}, "
+        f"{len(prov['fingerprints'])} fingerprint(s), {prov['samples_from_store']} sample(s) from the store",
+    ]
 
 
 def _comparison_note(name: str, p: dict[str, Any]) -> str:
