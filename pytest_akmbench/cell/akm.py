@@ -206,7 +206,8 @@ def index_report(output: str) -> dict[str, Any]:
         data = json.loads(output[output.find("{") :]) if "{" in output else {}
     except ValueError:
         data = {}
-    verification = data.get("verification") if isinstance(data.get("verification"), dict) else {}
+    verification = data.get("verification")
+    verification = verification if isinstance(verification, dict) else {}
     semantic = verification.get("semanticSearchEnabled")
     return {
         "entries": data.get("totalEntries") if isinstance(data.get("totalEntries"), int) else None,
@@ -262,7 +263,8 @@ def normalise_event(raw: Any) -> dict[str, Any] | None:
     served: a refused call leaves no event."""
     if not isinstance(raw, dict) or raw.get("eventType") not in ("search", "show", "feedback"):
         return None
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    meta = raw.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     results = meta.get("resultRefs")
     ref = raw.get("ref") if isinstance(raw.get("ref"), str) else None
     signal = meta.get("signal")

@@ -24,10 +24,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..agents.base import Agent, AgentRequest, AgentResult, Limits
 from ..corpus.tasks import Task, fixture_hash
+from ..records import Outcome, Sample
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker, is_executable
 from ..system.sandbox import Sandbox
@@ -297,7 +298,7 @@ class _Run:
     run_dir: Path | None = None
     result: AgentResult = field(default_factory=AgentResult)
     verdict: Verdict | None = None
-    outcome: str = "harness_error"
+    outcome: Outcome = "harness_error"
     reason: str | None = None
     transcript_rel: str | None = None
     trajectory: dict[str, Any] | None = None
@@ -331,7 +332,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             shutil.rmtree(run.run_dir, ignore_errors=True)
     if not run.result.transcript_written:
         run.transcript_rel = None
-    return _sample(cell, ctx, run)
+    return cast("dict[str, Any]", _sample(cell, ctx, run))
 
 
 def _request(
@@ -400,7 +401,7 @@ def _trajectory(
 
 def _judge(
     cell: Cell, ctx: RunContext, procs: ProcessTracker, run: _Run, request: AgentRequest, env: dict[str, str]
-) -> tuple[str, str | None]:
+) -> tuple[Outcome, str | None]:
     """The outcome and its reason: the harness's faults first, then budgets, then the verifier."""
     result = run.result
     if result.error:
@@ -427,7 +428,7 @@ def _judge(
     return "fail", _fail_reason(run.verdict)
 
 
-def _sample(cell: Cell, ctx: RunContext, run: _Run) -> dict[str, Any]:
+def _sample(cell: Cell, ctx: RunContext, run: _Run) -> Sample:
     """The sample record (docs/architecture.md, "A sample")."""
     result, verdict = run.result, run.verdict
     fp = cell_fingerprint(cell, ctx)

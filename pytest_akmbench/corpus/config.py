@@ -404,7 +404,7 @@ def _existing(path: Path, origin: str) -> Path:
     return path
 
 
-def run_caps(settings: Settings) -> dict[str, int | None]:
+def run_caps(settings: Settings) -> dict[str, Any]:
     """The run-level budgets set explicitly (anywhere but the defaults): they cap every task's own."""
     return {
         "cap_tokens": settings.budget_tokens if "budget_tokens" in settings.origins else None,

@@ -342,7 +342,7 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     return result
 
 
-def _provider_files(s: Settings) -> dict[str, str | None]:
+def _provider_files(s: Settings) -> dict[str, Any]:
     """--bench-providers / --bench-opencode-config: the command line beats the ini; both on the
     same layer reach discovery, which refuses them."""
     files = {

@@ -16,7 +16,7 @@ hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec
-def pytest_akmbench_agents() -> list[Agent]:
+def pytest_akmbench_agents() -> list[Agent]:  # type: ignore[empty-body]
     """Return agent adapters to offer under their ``name`` (``--bench-agent NAME``).
 
     An adapter has ``name``, ``version``, ``start(session)``, ``run(request)`` and

@@ -75,7 +75,8 @@ def _artefact_bounds(rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, 
         return None
 
     def rate(row: dict[str, Any], errors_pass: bool) -> float:
-        return (row["passes"] + (row["harness_error_count"] if errors_pass else 0)) / row["count"]
+        value: float = (row["passes"] + (row["harness_error_count"] if errors_pass else 0)) / row["count"]
+        return value
 
     low = fmean(rate(a, False) - rate(b, True) for a, b in both)
     high = fmean(rate(a, True) - rate(b, False) for a, b in both)

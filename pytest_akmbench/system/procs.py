@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 # Inherited by everything a cell starts. Its name and value avoid the letters "akm": the
 # control arm's agent can read its environment and must find no hint of the tool.
@@ -42,7 +43,7 @@ def become_subreaper() -> bool:
     """Make orphaned descendants re-parent to this process; False where unsupported."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        ok = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        ok: bool = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
     if ok:
@@ -60,7 +61,7 @@ def die_with_parent(sig: int = signal.SIGTERM) -> bool:
     parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        ok = libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+        ok: bool = libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
     if ok and os.getppid() != parent:  # the parent died before the request took effect
@@ -316,9 +317,9 @@ class ProcessTracker:
         *,
         cwd: Path,
         env: Mapping[str, str],
-        stdin: int | None = subprocess.DEVNULL,
-        stdout: int | None = subprocess.PIPE,
-        stderr: int | None = subprocess.STDOUT,
+        stdin: int | IO[bytes] | None = subprocess.DEVNULL,
+        stdout: int | IO[bytes] | None = subprocess.PIPE,
+        stderr: int | IO[bytes] | None = subprocess.STDOUT,
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` in a new session, marked, and remember it for ``kill_all``."""
         self._dirty = True

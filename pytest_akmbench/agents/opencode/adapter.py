@@ -391,10 +391,10 @@ class OpencodeAgent:
                     argv,
                     cwd=request.workspace,
                     env=env,
-                    stdin=stdin,  # type: ignore[arg-type]
+                    stdin=stdin,
                     stdout=subprocess.PIPE,
                     stderr=stderr,
-                )  # type: ignore[arg-type]
+                )
             except OSError as err:
                 stream.close()
                 return AgentResult(error=f"cannot start opencode ({self.binary}): {err}")

@@ -128,14 +128,17 @@ class EventStream:
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        part = event.get("part")
+        part = part if isinstance(part, dict) else {}
         if self.session_id is None and isinstance(event.get("sessionID"), str):
             self.session_id = event["sessionID"]
         if kind == "step_finish":
             self.turns += 1
             self.errors_after_last_step = 0
-            tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+            tokens = part.get("tokens")
+            tokens = tokens if isinstance(tokens, dict) else {}
+            cache = tokens.get("cache")
+            cache = cache if isinstance(cache, dict) else {}
             values = {
                 "input": tokens.get("input"),
                 "output": tokens.get("output"),
@@ -160,14 +163,16 @@ class EventStream:
         elif kind == "tool_use":
             self.tool_calls += 1
             self._texts_since_tool = []
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = part.get("state")
+            state = state if isinstance(state, dict) else {}
             tool = part.get("tool")
             if state.get("status") == "error":
                 self.tool_errors += 1
                 message = str(state.get("error") or state.get("output") or "")
                 if _REJECTED.search(message):
                     self.permission_rejections.append(f"{tool}: {message[:200]}")
-            inputs = state.get("input") if isinstance(state.get("input"), dict) else {}
+            inputs = state.get("input")
+            inputs = inputs if isinstance(inputs, dict) else {}
             command = inputs.get("command")
             if tool == "bash" and isinstance(command, str):
                 for call in calls(command):
@@ -184,8 +189,10 @@ class EventStream:
         elif kind == "reasoning":
             self.reasoning_parts += 1
         elif kind == "error":
-            err = event.get("error") if isinstance(event.get("error"), dict) else {}
-            data = err.get("data") if isinstance(err.get("data"), dict) else {}
+            err = event.get("error")
+            err = err if isinstance(err, dict) else {}
+            data = err.get("data")
+            data = data if isinstance(data, dict) else {}
             message = data.get("message", err.get("message", ""))
             self.errors.append(
                 {"name": str(err.get("name", "")), "message": str(message), "statusCode": data.get("statusCode")}
