@@ -118,7 +118,7 @@ def tree_hash(path: Path) -> str:
 
 
 def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> dict[str, Any]:
-    """Everything that must match for two samples of a cell to be comparable (PRODUCT §8)."""
+    """Everything that must match for two samples of a cell to be comparable (docs/architecture.md, "A sample")."""
     limits = limits_for(task, ctx)
     stash = None
     tool = None
@@ -166,7 +166,7 @@ def task_hash(task: Task) -> str:
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
-    # Regular files and directories only, .gitkeep skipped: the reference's copy rule (§3.8).
+    # Regular files and directories only, .gitkeep skipped: docs/corpus.md, "Layout".
     dst.mkdir(parents=True, exist_ok=True)
     if not src.is_dir():
         return

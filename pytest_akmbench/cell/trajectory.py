@@ -32,7 +32,7 @@ from .shell import writes_files
 MAX_ACTIONS = 100
 MAX_RESULTS = 10
 LINE_CAP = 4 * 1024 * 1024
-LOW_RANK = 5  # a gold rank above this is "low" (reference §6.6)
+LOW_RANK = 5  # a gold rank above this is "low" (docs/report.md, "Failure modes")
 AKM_VERBS = ("search", "show", "feedback")
 WRITE_TOOLS = frozenset(("write", "edit", "patch", "multiedit", "apply_patch"))
 
@@ -397,7 +397,7 @@ FAILURE_LABELS = (
 
 
 def failure_mode(sample: dict[str, Any], gold: str | None) -> str | None:
-    """Why an akm-arm run did not pass, from its trajectory (reference §6.6, corrected).
+    """Why an akm-arm run did not pass, from its trajectory (docs/report.md, "Failure modes").
 
     ``budget_exceeded`` runs get their budget tag (``hung``/``confused``, else
     ``budget_exceeded``). ``fail`` runs with a trajectory, first rule wins: no search →

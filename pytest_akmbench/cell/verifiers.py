@@ -1,4 +1,4 @@
-"""Verifiers (reference §5): decide whether the agent solved the task.
+"""Verifiers (docs/corpus.md, "Verifiers"): decide whether the agent solved the task.
 
 Each returns a ``Verdict``. ``error`` is set only when the harness or the environment is at
 fault (bash or pytest missing, verify.sh absent); a failing or hanging check is a plain

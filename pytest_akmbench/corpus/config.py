@@ -1,4 +1,4 @@
-"""Run configs (schema v1, reference §1) and the one resolved ``Settings`` of a bench run.
+"""Run configs (schema v1, docs/corpus.md) and the one resolved ``Settings`` of a bench run.
 
 Every setting has four possible sources with a fixed precedence: command line, then the
 run config file, then the ini file, then the default. Each value remembers where it came
@@ -103,7 +103,7 @@ class RunConfig:
 
 
 def expand_path(raw: str, base: Path) -> Path:
-    """Reference §1.2 path expansion: ``${NAME}``, ``$NAME``, ``~``, then relative to ``base``."""
+    """Path expansion (docs/corpus.md, "Run configs"): ``${NAME}``, ``$NAME``, ``~``, then relative to ``base``."""
     text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), raw)
     text = re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: os.environ.get(m.group(1), ""), text)
     path = Path(text).expanduser()
@@ -413,7 +413,7 @@ def run_caps(settings: Settings) -> dict[str, Any]:
 
 
 def load_baseline(path: Path) -> dict[str, float]:
-    """A flat {task_id: pass_rate} map (reference §1.8); rates are numbers in [0, 1]."""
+    """A flat {task_id: pass_rate} map (docs/corpus.md, "Run configs"); rates are numbers in [0, 1]."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -112,7 +112,7 @@ class Corpus:
 
 
 def slice_of(task_id: str) -> str:
-    """Reference §3.4: first byte of SHA-1(id) even -> train, odd -> eval."""
+    """docs/corpus.md, "Slices": first byte of SHA-1(id) even -> train, odd -> eval."""
     return "train" if hashlib.sha1(task_id.encode()).digest()[0] % 2 == 0 else "eval"
 
 
@@ -337,7 +337,7 @@ def _budget(path: Path, raw: object) -> Budget:
 
 
 def select(corpus: Corpus, selector: str | list[str] | None) -> tuple[list[Task], str]:
-    """Resolve a run-config ``tasks`` selector (reference §1.4) to tasks and a slice label.
+    """Resolve a run-config ``tasks`` selector (docs/corpus.md, "Selectors") to tasks and a slice label.
 
     Unlike the reference, a duplicated id in a list is an error instead of a silent rerun.
     """
@@ -394,7 +394,7 @@ def restrict(tasks: list[Task], ids: list[str]) -> list[Task]:
 
 
 def task_corpus_hash(tasks: list[Task]) -> str:
-    """Reference §3.5: SHA-256 over sorted ids, each ``id NUL task.yaml-text NUL``."""
+    """docs/corpus.md, "Hashes": SHA-256 over sorted ids, each ``id NUL task.yaml-text NUL``."""
     h = hashlib.sha256()
     for task in sorted(tasks, key=lambda t: _code_units(t.id)):
         h.update(task.id.encode())
@@ -405,7 +405,7 @@ def task_corpus_hash(tasks: list[Task]) -> str:
 
 
 def fixture_hash(fixture_dir: Path) -> str:
-    """Reference §3.6: SHA-256 over sorted relative paths of regular files, ``path NUL bytes NUL``."""
+    """docs/corpus.md, "Hashes": SHA-256 over sorted relative paths of regular files, ``path NUL bytes NUL``."""
     files: list[str] = []
     for dirpath, dirnames, filenames in os.walk(fixture_dir):
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]

@@ -1,6 +1,6 @@
 """Compare two report envelopes: refuse what is not comparable, say what changed beyond noise.
 
-Refusals follow the reference (§8), in order: schema, track, model, task corpus (hash, else
+Refusals (docs/report.md, "compare"), in order: schema, track, model, task corpus (hash, else
 selected ids), fixture hash; the last three can be overridden, which turns them into warnings.
 Unlike the reference, every arm that ran in both reports is compared, not only akm, and each
 change carries a verdict on noise (docs/report.md, "compare"). Both reports ran the same tasks,

@@ -1,4 +1,4 @@
-"""The report envelope (reference §7.1, "§13.3 envelope"); the markdown lives in summary.py.
+"""The report envelope (docs/report.md); the markdown lives in markdown.py.
 
 The envelope is built from samples alone, in a fixed order (selection order of tasks, arms
 noakm/synthetic/akm, seeds ascending), so a run with ``-n`` gives the same report as a
@@ -40,7 +40,7 @@ class ReportInput:
     ``floor`` is the reporting floor (valid samples per task × arm); ``provenance`` adds
     facts only the caller knows (e.g. ``opencode_version``, ``akm_version``); ``gates`` are
     ``--bench-gate`` expressions evaluated into the envelope (paths relative to
-    ``gates_base_dir``); ``baseline`` is a flat {task_id: pass_rate} map (reference §1.8).
+    ``gates_base_dir``); ``baseline`` is a flat {task_id: pass_rate} map (docs/corpus.md, "Run configs").
     """
 
     tasks: list[Task]
@@ -342,7 +342,7 @@ def _akm_provenance(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
-    """A ``runs[]`` row: the reference's fields first, then what it left out (§14 item 28)."""
+    """A ``runs[]`` row: the reference's fields first, then what it left out (docs/report.md)."""
     traj = metrics.observed(s)
     return {
         "task_id": s["task_id"],

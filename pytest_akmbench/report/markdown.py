@@ -1,4 +1,4 @@
-"""The markdown summary of a report envelope and its one-line verdict (reference §7.4).
+"""The markdown summary of a report envelope and its one-line verdict (docs/report.md, "Markdown summary").
 
 Pure functions of the envelope, so the session, the ``report`` command and tests render
 the same bytes from the same envelope.

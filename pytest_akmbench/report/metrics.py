@@ -1,6 +1,6 @@
 """Per-task and corpus metrics over samples, with the reference's names and corrected meaning.
 
-Corrections to the reference (its §14): ``harness_error`` runs are out of every figure (pass
+Corrections to the reference (docs/report.md, "Corrected meanings of reference keys"): ``harness_error`` runs are out of every figure (pass
 rates, tokens, time, trajectory, search bridge, assets, overhead) and counted on their own; an
 arm with no runs is ``None``, never 0; token figures use only runs whose tokens were measured,
 and are ``None`` when none were. Added: Wilson intervals per task, a cluster-aware interval per
@@ -224,7 +224,7 @@ _RANK_KEYS = tuple(str(i) for i in range(1, 11)) + ("missing",)
 
 
 def search_bridge(akm_runs: Sequence[Sample], gold_of: dict[str, str | None]) -> dict[str, Any]:
-    """``searchBridge`` (reference §6.8) from the searches the agent ran (known results only;
+    """``searchBridge`` (docs/report.md) from the searches the agent ran (known results only;
     harness errors excluded). Shares are None when no search was observed."""
     hist = dict.fromkeys(_RANK_KEYS, 0)
     ranks: list[float] = []
@@ -269,7 +269,7 @@ def search_bridge(akm_runs: Sequence[Sample], gold_of: dict[str, str | None]) ->
 
 
 def per_asset(akm_runs: Sequence[Sample]) -> dict[str, Any]:
-    """``perAsset`` (reference §6.7) over akm-arm runs with a trajectory; harness errors excluded."""
+    """``perAsset`` (docs/report.md) over akm-arm runs with a trajectory; harness errors excluded."""
     counts: dict[str, list[int]] = {}
     for s in akm_runs:
         traj = counted(s)
@@ -330,7 +330,7 @@ def _diff(a: float | None, b: float | None) -> float | None:
 def domain_level_deltas(
     tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, str], regressed: set[str]
 ) -> list[dict[str, Any]]:
-    """One row per domain (reference §6.9); an arm not run gives None, not 0."""
+    """One row per domain (docs/report.md); an arm not run gives None, not 0."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for t in tasks_out:
         groups[domain_of[t["id"]]].append(t)
@@ -358,7 +358,7 @@ def domain_level_deltas(
 
 
 def asset_regression_candidates(akm_runs: Sequence[Sample], regressed: set[str]) -> list[dict[str, Any]]:
-    """Assets loaded by akm-arm runs of regressed tasks (reference §6.9; harness errors excluded)."""
+    """Assets loaded by akm-arm runs of regressed tasks (docs/report.md; harness errors excluded)."""
     tasks: dict[str, set[str]] = defaultdict(set)
     loads: dict[str, int] = defaultdict(int)
     for s in akm_runs:
@@ -382,7 +382,7 @@ def asset_regression_candidates(akm_runs: Sequence[Sample], regressed: set[str])
 
 
 def corpus_coverage(tasks: Sequence[Task], tasks_out: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """``corpus_coverage`` (reference §6.10); the inner ``coverage`` keys stay camelCase."""
+    """``corpus_coverage`` (docs/report.md); the inner ``coverage`` keys stay camelCase."""
     abilities = dict.fromkeys(("untagged", *MEMORY_ABILITIES), 0)
     families: dict[str, int] = {}
     untagged_family = 0
@@ -442,7 +442,7 @@ _OVERHEAD_COUNTS = (
 
 
 def akm_overhead(akm_runs: Sequence[Sample]) -> dict[str, Any]:
-    """``akm_overhead`` (reference §6.11) with polarity from the parsed commands and events,
+    """``akm_overhead`` (docs/report.md) with polarity from the parsed commands and events,
     timings anchored at the agent's start (or first step), and bytes actually measured.
     ``per_run`` lists every akm run; a harness-error run has null figures and stays out of
     the aggregate."""

@@ -1,4 +1,4 @@
-"""Which cells the store already holds, and which samples a report is made of (PRODUCT §8).
+"""Which cells the store already holds, and which samples a report is made of (docs/architecture.md).
 
 A trial counts as done when the store has a valid sample (pass, fail, budget_exceeded) for
 the same task, arm, seed and fingerprint. ``harness_error`` attempts stay in the file but

@@ -22,7 +22,7 @@ from tests.support.corpus import standard_corpus, write_stash, write_task
 
 
 class TestSliceRule:
-    """Reference §3.4: first byte of SHA-1(id) even -> train, odd -> eval."""
+    """docs/corpus.md, "Slices": first byte of SHA-1(id) even -> train, odd -> eval."""
 
     @pytest.mark.parametrize(
         "task_id, first_byte, expected",
@@ -47,7 +47,7 @@ class TestSliceRule:
 
 
 class TestHashes:
-    """taskCorpusHash and fixtureContentHash byte-for-byte as reference §3.5-3.6."""
+    """taskCorpusHash and fixtureContentHash byte-for-byte as docs/corpus.md, "Hashes"."""
 
     def test_task_corpus_hash_vector(self, tmp_path: Path) -> None:
         """SHA-256 over sorted `id NUL yaml NUL`; vector from `printf ... | sha256sum`."""
@@ -170,7 +170,7 @@ class TestValidation:
 
 
 class TestSelectors:
-    """Run-config `tasks` selectors (reference §1.4)."""
+    """Run-config `tasks` selectors (docs/corpus.md, "Selectors")."""
 
     @pytest.fixture
     def corpus(self, tmp_path: Path) -> Corpus:

@@ -1,6 +1,6 @@
 """The opencode agent adapter: runs the real ``opencode run --format json`` for one cell.
 
-Recipe (opencode.md §2, all verified against opencode 1.18.33):
+Recipe (docs/opencode.md, all verified against opencode 1.18.33):
 
 * A per-cell ``opencode.json`` (mode 0600) in ``<run_dir>/opencode/``, a sibling of the
   workspace, never inside it or its parents; ``$schema`` set so opencode does not rewrite it,
@@ -22,7 +22,7 @@ executable is on PATH (directories of PATH that hold one are dropped, with a war
 
 Project instructions decision: ``OPENCODE_DISABLE_PROJECT_CONFIG=1`` is set on **every** arm.
 It stops opencode from reading ``opencode.json`` files found by walking up from the
-workspace (a stale one in a parent directory would override our config, opencode.md §6) and
+workspace (a stale one in a parent directory would override our config, docs/opencode.md) and
 also from loading ``AGENTS.md``/``CLAUDE.md``/``CONTEXT.md`` project instructions. So a
 workspace ``AGENTS.md`` that mentions akm (as akm 0.7.0's corpus does) can never reach the
 control arm; the arms differ only by their prompt, PATH and stash. Tasks must therefore put

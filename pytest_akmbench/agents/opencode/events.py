@@ -1,4 +1,4 @@
-"""Live parser of ``opencode run --format json`` output (opencode.md §4).
+"""Live parser of ``opencode run --format json`` output (docs/opencode.md, "The event stream").
 
 opencode prints one JSON object per line: ``{"type", "timestamp", "sessionID", "part"|"error"}``
 with ``type`` one of ``step_start``, ``tool_use``, ``step_finish``, ``text``, ``reasoning`` and

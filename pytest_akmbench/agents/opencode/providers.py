@@ -1,5 +1,5 @@
-"""The opencode providers file, its discovery chain and the model choice (reference §2.2-2.5,
-with the fixes of PRODUCT §6).
+"""The opencode providers file, its discovery chain and the model choice (the README,
+"Models and providers").
 
 A providers file is JSON::
 
@@ -105,7 +105,7 @@ class ModelChoice:
 
 
 def provider_key(model: str) -> str:
-    """The provider part of a model id: up to the first ``/`` (reference §2.5)."""
+    """The provider part of a model id: up to the first ``/``."""
     return model.split("/", 1)[0]
 
 

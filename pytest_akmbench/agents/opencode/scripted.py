@@ -3,7 +3,7 @@
 An OpenAI-compatible chat-completions server (stdlib ``ThreadingHTTPServer`` on 127.0.0.1, a
 free port, a daemon thread) that answers the real opencode binary with scripted turns, so the
 whole agent path (opencode, tools, budgets, token accounting, cleanup) runs offline and
-deterministically. It speaks exactly what opencode.md §3 observed: ``POST
+deterministically. It speaks exactly what docs/opencode.md describes ("The model server protocol"): ``POST
 {base}/chat/completions`` with ``stream: true``, answered with SSE ``chat.completion.chunk``
 deltas, tool calls, a ``finish_reason``, a usage chunk and ``data: [DONE]``.
 
