@@ -22,7 +22,7 @@ from ..system.procs import ProcessTracker
 from . import akm
 from .akm import asset_exists
 from .prompts import keywords
-from .runner import copy_stash, copy_workspace
+from .rundir import copy_stash, copy_workspace
 from .verifiers import Verdict, verify
 
 _AKM = re.compile(r"(?<![a-z0-9])akm(?![a-z0-9])", re.IGNORECASE)

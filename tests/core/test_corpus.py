@@ -256,7 +256,7 @@ class TestWorkspaceLayers:
 
     def test_copy_order_later_layers_win(self, tmp_path: Path) -> None:
         """base, then the domain's layer, then the task's own workspace; .gitkeep files skipped."""
-        from pytest_akmbench.cell.runner import copy_workspace
+        from pytest_akmbench.cell.rundir import copy_workspace
 
         tasks, stashes = self.layered(tmp_path)
         corpus = load_corpus(tasks, stashes).by_id()
@@ -269,7 +269,7 @@ class TestWorkspaceLayers:
 
     def test_layers_are_in_the_task_hash(self, tmp_path: Path) -> None:
         """Editing a shared layer changes the content hash of the tasks that use it, and only theirs."""
-        from pytest_akmbench.cell.runner import task_hash
+        from pytest_akmbench.cell.rundir import task_hash
 
         tasks, stashes = self.layered(tmp_path)
         before = {t.id: task_hash(t) for t in load_corpus(tasks, stashes).tasks}

@@ -22,6 +22,7 @@ CORE = [
     "agents.opencode.snoop",
     "cell.akm",
     "cell.prompts",
+    "cell.rundir",
     "cell.runner",
     "cell.shell",
     "cell.trajectory",

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_akmbench.agents import AgentRequest, Limits
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent, choose_model, locate_opencode
-from pytest_akmbench.cell.runner import hide_akm
+from pytest_akmbench.cell.rundir import hide_akm
 from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.errors import ConfigError
 from pytest_akmbench.system.procs import ProcessTracker

@@ -29,7 +29,8 @@ from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo  # noqa: E4
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent  # noqa: E402
 from pytest_akmbench.cell import akm  # noqa: E402
 from pytest_akmbench.cell.prompts import build_prompt  # noqa: E402
-from pytest_akmbench.cell.runner import Cell, RunContext, index_stash, prepare  # noqa: E402
+from pytest_akmbench.cell.rundir import index_stash  # noqa: E402
+from pytest_akmbench.cell.runner import Cell, RunContext, prepare  # noqa: E402
 from pytest_akmbench.corpus.tasks import load_corpus  # noqa: E402
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
 from tests.support import real_akm  # noqa: E402

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...cell.runner import hide_akm
+from ...cell.rundir import hide_akm
 from ...errors import ConfigError
 from ...store.scrub import Scrubber
 from ...system.procs import is_executable
