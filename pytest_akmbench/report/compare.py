@@ -27,7 +27,7 @@ from typing import Any
 from tabulate import tabulate
 
 from . import metrics, significance, stats
-from .markdown import num, signed
+from .fmt import num, signed
 
 FLAT = 0.005
 NOISE_RULE = (

@@ -27,7 +27,8 @@ from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
 from . import gates as gates_mod
 from . import lift, metrics
-from .markdown import render_markdown, verdict
+from .markdown import render_markdown
+from .verdict import verdict
 
 SCHEMA_VERSION = 1
 _LONG_LIST = 8  # report.json writes lists longer than this one compact element per line
