@@ -69,7 +69,9 @@ class TestKill:
 
     def test_sigterm_then_sigkill(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """The first kill sends SIGTERM (ignored here), the second SIGKILL."""
-        stubborn = HOLDER.replace("time.sleep(60)", "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)")
+        # SIGTERM is ignored before the holder claims the run and says "ready": otherwise a kill
+        # arriving between "ready" and the ignore would end it (a race under load).
+        stubborn = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + HOLDER
         proc = subprocess.Popen([sys.executable, "-c", stubborn, str(tmp_path), "run1"], stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         try:
