@@ -17,7 +17,7 @@ import pytest
 
 from pytest_akmbench import akm
 from pytest_akmbench.corpus import load_corpus
-from pytest_akmbench.opencode import locate_opencode
+from tests.support import opencode as oc
 from tests.support import real_akm
 from tests.support.corpus import write_stash, write_task
 
@@ -51,7 +51,7 @@ class TestShippedCorpus:
     def test_oracle_on_every_akm_cell(self, info: akm.AkmInfo, tmp_path: Path) -> None:
         """scripted/oracle on the akm arm of the whole shipped corpus: every cell passes, and akm's
         own log shows a search with hits that ranked the gold asset, and the gold asset shown."""
-        opencode = locate_opencode({"rootdir": str(ROOT)})
+        opencode = oc.binary()
         proc = bench(ROOT, "corpus", "--bench-model", "scripted/oracle", "--bench-akm", str(info.path),
                      "--bench-opencode", str(opencode), "--bench-arms", "akm", "--bench-seeds", "1", "-n", "2",
                      "--bench-tmp", str(tmp_path / "cells"), "--bench-store", str(tmp_path / "store"),

@@ -19,19 +19,15 @@ import pytest
 from pytest_akmbench import akm
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
 from pytest_akmbench.corpus import Task
-from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.opencode import OpencodeAgent, locate_opencode
+from pytest_akmbench.opencode import OpencodeAgent
 from pytest_akmbench.procs import ProcessTracker, become_subreaper
 from pytest_akmbench.prompts import build_prompt
 from pytest_akmbench.scripted import usage_for_turn
-from tests.support import real_akm
+from tests.support import opencode, real_akm
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": ROOT})
-except ConfigError as err:  # pragma: no cover - depends on the machine
-    pytest.skip(f"opencode binary not installed: {err}", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -17,17 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.opencode import locate_opencode
 from pytest_akmbench.scripted import ScriptedModel
 from pytest_akmbench.scrub import REDACTED
+from tests.support import opencode
 from tests.support.corpus import write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": str(ROOT)})
-except Exception as err:  # noqa: BLE001
-    pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:
