@@ -1,0 +1,106 @@
+"""Mutation testing of the core, on demand (docs/testing.md): ``python -m tests.support.mutation``.
+
+The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in pyproject.toml;
+``[tool.akmbench-mutation] functions`` narrows a file to some of its functions (runner.py: only
+the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
+module and every surviving mutant. ``--module stats`` (repeatable) runs one module; ``--report``
+only prints the score of the last run. mutmut keeps its results in ``mutants/``, so an
+interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# mutmut's exit-code meanings (mutmut/stats.py): a timeout means the mutant made a test hang.
+KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout"}
+
+
+def config() -> tuple[list[str], dict[str, list[str]]]:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    files = data["tool"]["mutmut"]["only_mutate"]
+    functions = data["tool"].get("akmbench-mutation", {}).get("functions", {})
+    return files, functions
+
+
+def module_of(path: str) -> str:
+    return Path(path).stem
+
+
+def patterns(files: list[str], functions: dict[str, list[str]], modules: list[str]) -> list[str]:
+    """mutmut's mutant-name globs for the chosen modules (all when none is chosen)."""
+    out = []
+    for path in files:
+        if modules and module_of(path) not in modules:
+            continue
+        dotted = path.removesuffix(".py").replace("/", ".")
+        names = functions.get(path)
+        out += [f"{dotted}.x_{name}__mutmut_*" for name in names] if names else [f"{dotted}.*"]
+    return out
+
+
+def results(files: list[str], functions: dict[str, list[str]]) -> dict[str, dict[str, int | None]]:
+    """Exit code per mutant name, per module, from mutmut's meta files."""
+    out: dict[str, dict[str, int | None]] = {}
+    for path in files:
+        meta = ROOT / "mutants" / (path + ".meta")
+        if not meta.is_file():
+            continue
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        names = functions.get(path)
+        if names:
+            codes = {k: v for k, v in codes.items() if any(f".x_{n}__mutmut_" in k for n in names)}
+        out[module_of(path)] = codes
+    return out
+
+
+def report(files: list[str], functions: dict[str, list[str]]) -> int:
+    table = results(files, functions)
+    total = Counter()
+    print(f"{'module':<14}{'mutants':>8}{'killed':>8}{'survived':>10}{'untested':>10}{'score':>8}")
+    survivors: list[str] = []
+    for module, codes in table.items():
+        checked = {k: v for k, v in codes.items() if v is not None}
+        killed = sum(1 for v in checked.values() if v in KILLED)
+        survived = [k for k, v in checked.items() if v == 0]
+        untested = len(codes) - killed - len(survived)
+        survivors += survived
+        score = f"{killed / (killed + len(survived)):.1%}" if killed + len(survived) else "-"
+        print(f"{module:<14}{len(codes):>8}{killed:>8}{len(survived):>10}{untested:>10}{score:>8}")
+        total.update(mutants=len(codes), killed=killed, survived=len(survived), untested=untested)
+    tested = total["killed"] + total["survived"]
+    score = f"{total['killed'] / tested:.1%}" if tested else "-"
+    print(f"{'total':<14}{total['mutants']:>8}{total['killed']:>8}{total['survived']:>10}{total['untested']:>10}{score:>8}")
+    if survivors:
+        print("\nsurviving mutants (`mutmut show NAME` prints the diff):")
+        print("\n".join(f"  {name}" for name in sorted(survivors)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.support.mutation", description=__doc__.split("\n")[0])
+    parser.add_argument("--module", action="append", default=[], help="a module stem, e.g. stats (repeatable)")
+    parser.add_argument("--report", action="store_true", help="only print the score of the last run")
+    parser.add_argument("--max-children", type=int, default=2)
+    args = parser.parse_args(argv)
+    files, functions = config()
+    if not args.report:
+        globs = patterns(files, functions, args.module)
+        if not globs:
+            parser.error(f"no module named {args.module}; known: {', '.join(module_of(f) for f in files)}")
+        run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *globs],
+                             cwd=ROOT)
+        if run.returncode not in (0, 1):
+            return run.returncode
+    return report(files, functions)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
