@@ -161,3 +161,70 @@ class TestReportInput:
         assert [s["outcome"] for s in inp.samples] == ["harness_error"]
         assert any("schema 99 ignored" in w for w in inp.warnings)
         assert json.loads((bench.store_dir / "samples.jsonl").read_text().splitlines()[-1])["schema"] == 99
+
+
+class TestReportInputFields:
+    """Everything the session knows reaches the report unchanged; the selection is what it reports on."""
+
+    def test_selection_and_session_facts(self, bench: Bench, tmp_path: Path) -> None:
+        bench.run(1)
+        extra = {**bench.run(2), "seed": 2}  # produced now, then "not stored" (say, the disk filled up)
+        lines = (bench.store_dir / "samples.jsonl").read_text().splitlines()
+        (bench.store_dir / "samples.jsonl").write_text(lines[0] + "\n")
+        other = Task(**{**{f: getattr(bench.task, f) for f in bench.task.__dataclass_fields__}, "id": "alpha/other"})
+        inp = report_input(
+            tasks=[other, bench.task], arms=("akm", "noakm", "synthetic"), seeds=2,
+            cells=[(bench.task.id, "noakm", 2), (bench.task.id, "noakm", 1), ("gone/task", "noakm", 1)],
+            slice_label="domain=alpha", ctx=bench.ctx, store_dir=bench.store_dir, floor=2,
+            extra_samples=[extra, {**extra, "seed": 1, "outcome": "fail"}], warnings=["from the session"],
+            cwd=tmp_path, baseline={"alpha/script-task": 0.5}, gates=["akm.pass_rate>=0"],
+            provenance={"opencode_version": "1.0"},
+        )
+        assert [t.id for t in inp.tasks] == [bench.task.id] and inp.arms == ("noakm",)
+        assert (inp.seeds, inp.slice, inp.floor, inp.store_dir) == (2, "domain=alpha", 2, bench.store_dir)
+        assert (inp.model, inp.agent, inp.agent_version) == (None, "switchable", "1")
+        assert inp.stashes_root == bench.ctx.stashes_root
+        # The stored sample of seed 1 wins over an unstored one; seed 2 comes from the extra samples.
+        assert sorted((s["seed"], s["outcome"], s["from_store"]) for s in inp.samples) == [(1, "pass", False), (2, "pass", False)]
+        assert inp.complete is True and inp.warnings == ["from the session"]
+        assert (inp.cwd, inp.gates_base_dir, inp.baseline) == (tmp_path, tmp_path, {"alpha/script-task": 0.5})
+        assert inp.gates == ("akm.pass_rate>=0",) and inp.provenance == {"opencode_version": "1.0"}
+
+    def test_complete_given_by_the_caller_wins(self, bench: Bench) -> None:
+        """An interrupted session says it is incomplete even when every selected cell has a sample."""
+        bench.run(1)
+        kw = dict(tasks=[bench.task], arms=("noakm",), seeds=1, cells=[(bench.task.id, "noakm", 1)], slice_label="all",
+                  ctx=bench.ctx, store_dir=bench.store_dir, floor=1)
+        assert report_input(**kw).complete is True
+        assert report_input(**kw, complete=False).complete is False
+
+    def test_store_warnings_follow_the_sessions(self, bench: Bench) -> None:
+        bench.run(1)
+        with open(bench.store_dir / "samples.jsonl", "a") as fh:
+            fh.write('{"torn')
+        inp = report_input(tasks=[bench.task], arms=("noakm",), seeds=1, cells=[(bench.task.id, "noakm", 1)],
+                           slice_label="all", ctx=bench.ctx, store_dir=bench.store_dir, floor=1, warnings=["first"])
+        assert inp.warnings[0] == "first" and "samples.jsonl:2: skipped unreadable record" in inp.warnings[1]
+        assert [s["outcome"] for s in inp.samples] == ["pass"]
+
+    def test_an_index_given_is_used_and_refreshes(self, bench: Bench) -> None:
+        """The session passes its own index; samples appended since it was loaded are found after refresh."""
+        index = StoredSamples.load(bench.store_dir)
+        bench.run(1)
+        kw = dict(tasks=[bench.task], arms=("noakm",), seeds=1, cells=[(bench.task.id, "noakm", 1)], slice_label="all",
+                  ctx=bench.ctx, store_dir=bench.store_dir, floor=1)
+        assert report_input(**kw, stored=index).samples == []
+        index.refresh()
+        assert [s["outcome"] for s in report_input(**kw, stored=index).samples] == ["pass"]
+        assert len(index.of_run("test-run")) == 1 and index.of_run("nobody") == []
+
+
+class TestFresh:
+    def test_after_now_sees_only_what_is_appended_later(self, bench: Bench) -> None:
+        """--bench-fresh: samples stored before the run do not count as done; new ones do."""
+        bench.run(1)
+        fresh = StoredSamples.after_now(bench.store_dir)
+        assert fresh.done((bench.task.id, "noakm", 1), bench.fp) is None
+        again = bench.run(1)
+        fresh.refresh()
+        assert fresh.done((bench.task.id, "noakm", 1), bench.fp) == again

@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # mutmut's exit-code meanings (mutmut/stats.py): a timeout means the mutant made a test hang.
 KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout"}
+UNTESTED = {5: "no tests", 33: "no tests"}
 
 
 def config() -> tuple[list[str], dict[str, list[str]]]:
@@ -62,26 +63,31 @@ def results(files: list[str], functions: dict[str, list[str]]) -> dict[str, dict
 
 
 def report(files: list[str], functions: dict[str, list[str]]) -> int:
+    """The score per module: killed / (killed + survived + no tests); mutants not run yet are left out."""
     table = results(files, functions)
-    total = Counter()
-    print(f"{'module':<14}{'mutants':>8}{'killed':>8}{'survived':>10}{'untested':>10}{'score':>8}")
+    total: Counter[str] = Counter()
+    print(f"{'module':<14}{'mutants':>8}{'killed':>8}{'survived':>10}{'no tests':>10}{'not run':>9}{'score':>8}")
     survivors: list[str] = []
     for module, codes in table.items():
-        checked = {k: v for k, v in codes.items() if v is not None}
-        killed = sum(1 for v in checked.values() if v in KILLED)
-        survived = [k for k, v in checked.items() if v == 0]
-        untested = len(codes) - killed - len(survived)
-        survivors += survived
-        score = f"{killed / (killed + len(survived)):.1%}" if killed + len(survived) else "-"
-        print(f"{module:<14}{len(codes):>8}{killed:>8}{len(survived):>10}{untested:>10}{score:>8}")
-        total.update(mutants=len(codes), killed=killed, survived=len(survived), untested=untested)
-    tested = total["killed"] + total["survived"]
-    score = f"{total['killed'] / tested:.1%}" if tested else "-"
-    print(f"{'total':<14}{total['mutants']:>8}{total['killed']:>8}{total['survived']:>10}{total['untested']:>10}{score:>8}")
+        killed = sum(1 for v in codes.values() if v in KILLED)
+        survived = sorted(k for k, v in codes.items() if v == 0)
+        untested = sorted(k for k, v in codes.items() if v in UNTESTED)
+        not_run = sum(1 for v in codes.values() if v is None)
+        survivors += survived + untested
+        row = Counter(mutants=len(codes), killed=killed, survived=len(survived), untested=len(untested), not_run=not_run)
+        total.update(row)
+        print(_row(module, row))
+    print(_row("total", total))
     if survivors:
-        print("\nsurviving mutants (`mutmut show NAME` prints the diff):")
-        print("\n".join(f"  {name}" for name in sorted(survivors)))
+        print("\nsurviving mutants, then mutants no test runs (`mutmut show NAME` prints the diff):")
+        print("\n".join(f"  {name}" for name in survivors))
     return 0
+
+
+def _row(name: str, c: Counter[str]) -> str:
+    judged = c["killed"] + c["survived"] + c["untested"]
+    score = f"{c['killed'] / judged:.1%}" if judged else "-"
+    return f"{name:<14}{c['mutants']:>8}{c['killed']:>8}{c['survived']:>10}{c['untested']:>10}{c['not_run']:>9}{score:>8}"
 
 
 def main(argv: list[str] | None = None) -> int:
