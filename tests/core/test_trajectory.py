@@ -252,6 +252,26 @@ class TestHandWrittenStreams:
         t = analyse_cell(TASK, None, None, {"searches": [{"query": "q"}], "shows": [GOLD], "feedback": []})
         assert t["source"] == "agent" and t["correct_asset_loaded"] is True and t["searched_before_acting"] is None
 
+    def test_agent_summary_in_full(self) -> None:
+        """Every search, show and feedback the adapter reports is an action of its kind, with what it
+        says and no time; searches have unknown results (no rank); feedback that is not a dict is dropped."""
+        summary = {"searches": [{"query": "hello file"}, "plain words"], "shows": ["skill:other", GOLD],
+                   "feedback": [{"ref": GOLD, "polarity": "negative"}, "junk"]}
+        t = analyse_cell(TASK, None, None, summary)
+        assert t["actions"] == [
+            {"kind": "search", "query": "hello file", "results": None, "hit_count": None, "gold_rank": None, "t_ms": None, "ok": True},
+            {"kind": "search", "query": "plain words", "results": None, "hit_count": None, "gold_rank": None, "t_ms": None, "ok": True},
+            {"kind": "show", "ref": "skill:other", "t_ms": None, "ok": True},
+            {"kind": "show", "ref": GOLD, "t_ms": None, "ok": True},
+            {"kind": "feedback", "ref": GOLD, "polarity": "negative", "t_ms": None, "ok": True},
+        ]
+        assert (t["search_count"], t["show_count"], t["feedback_count"], t["negative_feedback_count"]) == (2, 2, 1, 1)
+        assert t["gold_ranks"] == [] and t["assets_loaded"] == ["skill:other", GOLD]
+        assert t["irrelevant_assets_loaded"] == ["skill:other"] and t["feedback_polarity"] == "negative"
+        assert t["time_to_first_search_ms"] is None and t["workspace_writes"] is None and t["akm_calls"] is None
+        empty = analyse_cell(TASK, None, None, {"searches": None, "shows": [], "feedback": None})
+        assert empty["source"] == "agent" and empty["actions"] == [] and empty["search_count"] == 0
+
     def test_events_only(self) -> None:
         """Only akm's log: searches get their result refs from it."""
         events = [event("search", 1, query="q", resultRefs=["skill:a", GOLD]), event("show", 2, GOLD)]
