@@ -159,8 +159,13 @@ class TestReportInput:
         SampleStore(bench.store_dir).append({**stored, "outcome": "pass", "schema": 99})
         inp = bench.report()
         assert [s["outcome"] for s in inp.samples] == ["harness_error"]
-        assert any("schema 99 ignored" in w for w in inp.warnings)
-        assert json.loads((bench.store_dir / "samples.jsonl").read_text().splitlines()[-1])["schema"] == 99
+        SampleStore(bench.store_dir).append({**stored, "schema": 99})
+        SampleStore(bench.store_dir).append({**stored, "schema": "1"})
+        warnings = bench.report().warnings
+        assert warnings == ['1 store record(s) of schema "1" ignored: this version reads schema 1 only',
+                            "2 store record(s) of schema 99 ignored: this version reads schema 1 only"]
+        kept = [json.loads(line)["schema"] for line in (bench.store_dir / "samples.jsonl").read_text().splitlines()]
+        assert kept == [1, 99, 99, "1"]  # kept in the file, never trusted
 
 
 class TestReportInputFields:
@@ -216,7 +221,16 @@ class TestReportInputFields:
         assert report_input(**kw, stored=index).samples == []
         index.refresh()
         assert [s["outcome"] for s in report_input(**kw, stored=index).samples] == ["pass"]
-        assert len(index.of_run("test-run")) == 1 and index.of_run("nobody") == []
+        index.refresh()  # nothing new: nothing is read twice
+        (stored,) = index.of_run("test-run")
+        assert stored["outcome"] == "pass" and stored["run_id"] == "test-run" and index.of_run("nobody") == []
+
+    def test_an_index_in_memory_does_not_refresh(self, bench: Bench) -> None:
+        """An index built from records (not from a store) has nothing to refresh from."""
+        record = bench.run(1)
+        index = StoredSamples([record])
+        index.refresh()
+        assert index.done((bench.task.id, "noakm", 1), bench.fp) == record and index.of_run("test-run") == [record]
 
 
 class TestFresh:
