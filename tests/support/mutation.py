@@ -4,7 +4,8 @@ The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in
 ``[tool.akmbench-mutation] functions`` narrows a file to some of its functions (runner.py: only
 the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
 module and every surviving mutant. ``--module stats`` (repeatable) runs one module; ``--report``
-only prints the score of the last run. mutmut keeps its results in ``mutants/``, so an
+only prints the score of the last run; ``--retry-survivors`` runs the survivors (and mutants no
+test ran) again, after tests were added. mutmut keeps its results in ``mutants/``, so an
 interrupted run resumes where it stopped.
 """
 
@@ -62,6 +63,23 @@ def results(files: list[str], functions: dict[str, list[str]]) -> dict[str, dict
     return out
 
 
+def forget_survivors(files: list[str], modules: list[str]) -> int:
+    """Mark the survivors of the chosen modules as not run, so the next run tries them against new tests."""
+    forgotten = 0
+    for path in files:
+        meta = ROOT / "mutants" / (path + ".meta")
+        if (modules and module_of(path) not in modules) or not meta.is_file():
+            continue
+        data = json.loads(meta.read_text())
+        codes = data["exit_code_by_key"]
+        for key, code in codes.items():
+            if code == 0 or code in UNTESTED:
+                codes[key] = None
+                forgotten += 1
+        meta.write_text(json.dumps(data, indent=4))
+    return forgotten
+
+
 def report(files: list[str], functions: dict[str, list[str]]) -> int:
     """The score per module: killed / (killed + survived + no tests); mutants not run yet are left out."""
     table = results(files, functions)
@@ -94,9 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.mutation", description=__doc__.split("\n")[0])
     parser.add_argument("--module", action="append", default=[], help="a module stem, e.g. stats (repeatable)")
     parser.add_argument("--report", action="store_true", help="only print the score of the last run")
+    parser.add_argument("--retry-survivors", action="store_true", help="run the survivors again (after adding tests)")
     parser.add_argument("--max-children", type=int, default=2)
     args = parser.parse_args(argv)
     files, functions = config()
+    if args.retry_survivors:
+        print(f"{forget_survivors(files, args.module)} survivors to run again")
     if not args.report:
         globs = patterns(files, functions, args.module)
         if not globs:
