@@ -157,3 +157,81 @@ class TestThresholdSemantics:
         """4 of 30 akm runs are harness errors (over 10%): lift.low refuses with the counts."""
         (result,) = gates.evaluate(with_harness_errors(4), ["lift.low>0"], tmp_path)
         assert result["ok"] is False and "4 of 30 akm runs are harness errors" in result["message"]
+
+
+def rich_envelope() -> dict:
+    """Three arms over 8 tasks × 3 seeds, with tokens, budget overruns, harness errors, flaky tasks and
+    akm trajectories, so every gate metric has a value of its own."""
+    from tests.core.test_metrics import traj
+
+    tasks = [make_task(f"d/t{i:02d}", gold_ref="skill:gold") for i in range(8)]
+    samples = []
+    for i, t in enumerate(tasks):
+        for s in (1, 2, 3):
+            akm_outcome = "harness_error" if (i, s) == (0, 3) else "fail" if (i == 1 and s == 2) else "pass"
+            samples.append(sample(t.id, "akm", s, akm_outcome, tokens=1000 + 10 * i + s, wallclock_ms=900 + i,
+                                  trajectory=traj(searches=[1 if i % 2 else 3], shown=["skill:gold"] if i < 6 else [],
+                                                  feedback="positive" if i < 3 else None, before=i < 5)))
+            samples.append(sample(t.id, "noakm", s, "budget_exceeded" if (i, s) == (2, 1) else "pass" if i < 2 + s % 2 else "fail",
+                                  tokens=800 + i, wallclock_ms=700))
+            samples.append(sample(t.id, "synthetic", s, "pass" if (i + s) % 3 else "fail", tokens=900, wallclock_ms=800))
+    return report.build(inp(tasks, samples, arms=("noakm", "synthetic", "akm")), timestamp=TS)
+
+
+AGG = lambda arm, *keys: lambda env: gates._dig(env, "aggregate", arm, *keys)  # noqa: E731
+METRICS = [
+    *[(f"{arm}.{name}", AGG(arm, *path)) for arm in ("noakm", "synthetic", "akm") for name, path in (
+        ("pass_rate", ("pass_rate",)), ("pass_rate.low", ("pass_rate_ci", "low")), ("pass_rate.high", ("pass_rate_ci", "high")),
+        ("pass_at_1", ("pass_at_1",)), ("tokens_per_pass", ("tokens_per_pass",)), ("tokens_per_run", ("tokens_per_run",)),
+        ("wallclock_ms", ("wallclock_ms",)), ("harness_errors", ("harness_error_count",)),
+        ("budget_exceeded", ("budget_exceeded_count",)), ("flaky_tasks", ("flaky_tasks",)))],
+    ("lift", lambda env: env["aggregate"]["delta"]["pass_rate"]),
+    ("lift.low", lambda env: env["aggregate"]["delta"]["paired"]["low"]),
+    ("lift.high", lambda env: env["aggregate"]["delta"]["paired"]["high"]),
+    ("lift.p", lambda env: env["aggregate"]["delta"]["paired"]["p_value_holm"]),
+    ("synthetic_lift", lambda env: env["aggregate"]["akm_over_synthetic_lift"]),
+    ("synthetic_lift.low", lambda env: env["aggregate"]["akm_over_synthetic_paired"]["low"]),
+    ("synthetic_lift.high", lambda env: env["aggregate"]["akm_over_synthetic_paired"]["high"]),
+    ("synthetic_lift.p", lambda env: env["aggregate"]["akm_over_synthetic_paired"]["p_value_holm"]),
+    ("harness_errors", lambda env: sum(r["outcome"] == "harness_error" for r in env["runs"])),
+    ("budget_exceeded", lambda env: sum(r["outcome"] == "budget_exceeded" for r in env["runs"])),
+    ("negative_transfer_count", lambda env: env["negative_transfer_count"]),
+    ("flaky_tasks", lambda env: len(env["flaky_tasks"])),
+    ("cells_partial", lambda env: sum(a["partial"] for a in env["floor_coverage"]["by_arm"].values())),
+    ("cells_missing", lambda env: sum(a["missing"] for a in env["floor_coverage"]["by_arm"].values())),
+    ("token_coverage", lambda env: env["token_measurement"]["coverage"]),
+    ("correct_asset_loaded", lambda env: env["trajectory"]["akm"]["correct_asset_loaded"]),
+    ("feedback_recorded", lambda env: env["trajectory"]["akm"]["feedback_recorded"]),
+    ("searched_before_acting", lambda env: env["trajectory"]["akm"]["searched_before_acting"]),
+]
+
+
+@pytest.fixture(scope="module")
+def env() -> dict:
+    return rich_envelope()
+
+
+class TestEveryMetric:
+    """Each documented gate metric reads the figure the report prints for it (docs/report.md)."""
+
+    @pytest.mark.parametrize(("metric", "where"), METRICS, ids=[m for m, _ in METRICS])
+    def test_observed_is_the_reported_figure(self, env: dict, metric: str, where, tmp_path: Path) -> None:
+        expected = where(env)
+        assert isinstance(expected, (int, float)), f"{metric}: the test envelope has no value for it"
+        (result,) = gates.evaluate(env, [f"{metric}>=-1e9"], tmp_path)
+        assert result["observed"] == expected and result["ok"] is True, result
+        (below,) = gates.evaluate(env, [f"{metric}<{expected}"], tmp_path)
+        assert below["ok"] is False
+
+    def test_the_figures_differ(self, env: dict) -> None:
+        """The envelope tells metrics apart: a gate reading the wrong figure would be noticed."""
+        values = [where(env) for _, where in METRICS]
+        assert len({round(v, 9) for v in values if isinstance(v, float) and 0 < v < 1}) >= 12
+
+    def test_an_arm_that_did_not_run(self, tmp_path: Path) -> None:
+        """Every metric of an arm not run, and lift without noakm, fails as not available."""
+        env = envelope([3] * 6)  # akm only
+        results = gates.evaluate(env, ["noakm.pass_rate>=0", "synthetic.tokens_per_run<=1e9", "lift>=-1",
+                                       "lift.low>=-1", "synthetic_lift.p<=1", "lift.significant"], tmp_path)
+        assert [r["ok"] for r in results] == [False] * 6
+        assert all(r["observed"] is None and "not available" in r["message"] for r in results)
