@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.agents.opencode.adapter import locate_opencode
 from pytest_akmbench.cell import akm
 from pytest_akmbench.corpus.tasks import load_corpus
+from tests.support import opencode as oc
 from tests.support import real_akm
 from tests.support.corpus import write_stash, write_task
 
@@ -68,7 +68,7 @@ class TestShippedCorpus:
     def test_oracle_on_every_akm_cell(self, info: akm.AkmInfo, tmp_path: Path) -> None:
         """scripted/oracle on the akm arm of the whole shipped corpus: every cell passes, and akm's
         own log shows a search with hits that ranked the gold asset, and the gold asset shown."""
-        opencode = locate_opencode({"rootdir": str(ROOT)})
+        opencode = oc.binary()
         proc = bench(
             ROOT,
             "corpus",

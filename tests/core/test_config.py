@@ -131,6 +131,47 @@ class TestParallel:
         """Forcing silences the warning but not the clamp."""
         assert clamp_parallel(20, force=True) == (8, None)
 
+    def test_below_one_and_the_warning_text(self) -> None:
+        """0 and negatives run one at a time; the warning names the value, the limit and the way out."""
+        assert clamp_parallel(0, force=False) == (1, None) and clamp_parallel(-3, force=True) == (1, None)
+        assert clamp_parallel(5, force=False) == (
+            5,
+            "--parallel 5 exceeds 4; high concurrency may overwhelm local "
+            "providers. Pass --bench-force-parallel to suppress this warning.",
+        )
+
+
+class TestPathExpansion:
+    """Paths in a run config: ${VAR}, $VAR and ~ expanded, then relative to the config's directory."""
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            ("${BENCH_T_DIR}/akm", "/opt/bench/akm"),
+            ("$BENCH_T_DIR/bin/akm", "/opt/bench/bin/akm"),
+            ("${BENCH_T_SUB}/akm", "CFG/tools/akm"),
+            ("$BENCH_T_SUB-x/akm", "CFG/tools-x/akm"),
+            ("${BENCH_T_UNSET}/akm", "/akm"),
+            ("pre$BENCH_T_UNSET/akm", "CFG/pre/akm"),
+            ("~/akm", "HOME/akm"),
+            ("bin/akm", "CFG/bin/akm"),
+            ("/abs/akm", "/abs/akm"),
+            ("$1/akm", "CFG/$1/akm"),
+        ],
+    )
+    def test_expansion(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raw: str, expected: str) -> None:
+        monkeypatch.setenv("BENCH_T_DIR", "/opt/bench")
+        monkeypatch.setenv("BENCH_T_SUB", "tools")
+        monkeypatch.delenv("BENCH_T_UNSET", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        cfg = load_run_config(write_config(tmp_path, akm=raw))
+        want = expected.replace("CFG", str(tmp_path)).replace("HOME", str(tmp_path / "home"))
+        assert cfg.resolve_path("akm") == Path(want)
+
+    def test_absent_or_empty_path_is_none(self, tmp_path: Path) -> None:
+        assert load_run_config(write_config(tmp_path)).resolve_path("akm") is None
+        assert load_run_config(write_config(tmp_path, akm="")).resolve_path("akm") is None
+
 
 def test_parse_arms_from_text() -> None:
     """Comma-separated arms parse in order."""

@@ -71,10 +71,9 @@ class TestKill:
 
     def test_sigterm_then_sigkill(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """The first kill sends SIGTERM (ignored here), the second SIGKILL."""
-        # SIGTERM is ignored before "ready": under load a kill may follow the line at once.
-        stubborn = HOLDER.replace(
-            'print("ready"', 'import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint("ready"'
-        )
+        # SIGTERM is ignored before the holder claims the run and says "ready": otherwise a kill
+        # arriving between "ready" and the ignore would end it (a race under load).
+        stubborn = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + HOLDER
         proc = subprocess.Popen(
             [sys.executable, "-c", stubborn, str(tmp_path), "run1"], stdout=subprocess.PIPE, text=True
         )

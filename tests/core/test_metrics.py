@@ -192,22 +192,29 @@ class TestAggregate:
     """Corpus aggregate and the paired delta."""
 
     def test_macro_rate_and_cluster_interval(self) -> None:
-        """Macro mean over tasks; the interval is Wilson at the design-effect sample size with t(m − 1)."""
-        a = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "pass"), (3, "fail"))]
-        b = [sample("a/y", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "fail"), (4, "harness_error"))]
-        agg = metrics.aggregate([metrics.per_task(a), metrics.per_task(b), None])
+        """Macro mean over tasks, not the pooled rate; the interval is Wilson at the design-effect
+        sample size with t(m − 1). Task x passes 2 of 3, task y 1 of 4 valid runs (plus a harness
+        error), task z has only harness errors: it counts as a task the arm ran, not one with valid runs."""
+        x = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "pass"), (3, "fail"))]
+        y = [
+            sample("a/y", "akm", s, o)
+            for s, o in ((1, "pass"), (2, "fail"), (3, "fail"), (4, "fail"), (5, "harness_error"))
+        ]
+        z = [sample("a/z", "akm", s, "harness_error") for s in (1, 2)]
+        agg = metrics.aggregate([metrics.per_task(x), metrics.per_task(y), metrics.per_task(z), None])
         assert agg is not None
-        assert agg["pass_rate"] == pytest.approx((2 / 3 + 1 / 3) / 2)
-        assert (agg["tasks"], agg["runs"], agg["valid_runs"], agg["passes"], agg["harness_error_count"]) == (
-            2,
-            7,
-            6,
-            3,
-            1,
-        )
-        # Rates 2/3 and 1/3: p = 1/2, s² = 1/18, v = s²/2 = 1/36, n_eff = p(1-p)/v = 9 > 6 runs, so n_eff = 6;
-        # t(0.975, 1 df) = 12.706 (printed tables).
-        t, n, p = 12.706204736174694, 6, 0.5
+        assert agg["pass_rate"] == pytest.approx((2 / 3 + 1 / 4) / 2)  # 11/24; pooled would be 3/7
+        assert (
+            agg["tasks"],
+            agg["tasks_with_valid_runs"],
+            agg["runs"],
+            agg["valid_runs"],
+            agg["passes"],
+            agg["harness_error_count"],
+        ) == (3, 2, 10, 7, 3, 3)
+        # Rates 2/3 and 1/4: p = 11/24, s² = (5/12)²/2 = 25/288, v = s²/2 = 25/576,
+        # n_eff = p(1-p)/v = (143/576)/(25/576) = 5.72 < 7 runs; t(0.975, 1 df) = 12.706 (printed tables).
+        t, n, p = 12.706204736174694, 5.72, 11 / 24
         centre = (p + t * t / (2 * n)) / (1 + t * t / n)
         half = t / (1 + t * t / n) * math.sqrt(p * (1 - p) / n + t * t / (4 * n * n))
         assert agg["pass_rate_ci"]["low"] == pytest.approx(centre - half)

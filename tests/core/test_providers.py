@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -220,8 +219,31 @@ def test_choose_scripted_without_providers(tmp_path):
     assert choice.model == "local/qwen/qwen3.5-9b" and choice.model_source.endswith("p.json defaultModel")
 
 
+def tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under root with its bytes and mtime: what "only read" must leave as it was."""
+    return {
+        str(f.relative_to(root)): (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(root.rglob("*")) if f.is_file()
+    }
+
+
 def test_user_default_file_is_only_read(tmp_path):
-    xdg = tmp_path / "xdg"
-    discover_providers(env={"XDG_CONFIG_HOME": str(xdg)})
-    assert not xdg.exists()
-    assert not os.path.exists(tmp_path / "home")
+    """The user's default providers file is used when nothing else applies, and left exactly as it was;
+    when there is none, nothing is created in its place (no directory, no file)."""
+    home, xdg = tmp_path / "home", tmp_path / "xdg"
+    home.mkdir()
+    assert discover_providers(env={"HOME": str(home)}, cwd=tmp_path) is None
+    assert discover_providers(env={"XDG_CONFIG_HOME": str(xdg), "HOME": str(home)}, cwd=tmp_path) is None
+    assert not xdg.exists() and list(home.iterdir()) == []
+    default = write(
+        (home / ".config" / "akm").mkdir(parents=True) or home / ".config" / "akm" / "bench-providers.json",
+        good(defaultModel="local/from-home"),
+    )
+    before = tree(home)
+    found = discover_providers(env={"HOME": str(home)}, cwd=tmp_path)
+    assert found is not None and found.source == str(default) and found.default_model == "local/from-home"
+    assert tree(home) == before
+    # XDG_CONFIG_HOME, when set, is where the default lives: the file under HOME is then not read.
+    assert discover_providers(env={"XDG_CONFIG_HOME": str(xdg), "HOME": str(home)}, cwd=tmp_path) is None
+    # Any explicit source wins over the default.
+    inline = discover_providers(env={"HOME": str(home)}, cwd=tmp_path, config_providers={"local": local_entry()})
+    assert inline is not None and inline.source == "run config: providers"

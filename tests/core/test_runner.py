@@ -206,9 +206,37 @@ class TestIsolation:
         assert os.path.commonpath([req.run_dir, tmp_path / "runs"]) == str(tmp_path / "runs")
 
     def test_workspace_is_a_copy(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
-        """The oracle writes into the copy; the corpus's workspace stays untouched."""
-        run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
-        assert not (corpus["alpha/script-task"].workspace / "out.txt").exists()
+        """The oracle writes out.txt into the copy (the verifier finds it there: pass); the
+        corpus's workspace stays untouched."""
+        workspace = corpus["alpha/script-task"].workspace
+        before = sorted(p.name for p in workspace.iterdir())
+        sample = run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
+        assert sample["outcome"] == "pass", sample
+        assert sorted(p.name for p in workspace.iterdir()) == before == ["README.md"]
+
+    def test_verifier_sees_no_akm_variable(
+        self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The akm arm's agent gets AKM_STASH_DIR, the verifier gets no AKM_* at all (it judges the
+        workspace, never the stash): a verify.sh that fails on any AKM_ variable passes."""
+        monkeypatch.setenv("AKM_CONFIG_DIR", "/users/own/akm")
+        write_task(
+            tmp_path / "corpus" / "tasks",
+            "alpha/env-check",
+            verify='if env | grep "^AKM_"; then exit 1; fi\ngrep -qx hello out.txt\n',
+        )
+        task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").by_id()["alpha/env-check"]
+        seen: list[str] = []
+
+        class Solver(EnvSpy):
+            def run(self, request: AgentRequest) -> AgentResult:
+                seen.extend(k for k in request.env if k.startswith("AKM_"))
+                (request.workspace / "out.txt").write_text("hello\n")
+                return AgentResult(exit_code=0)
+
+        sample = run_cell(Cell(task, "akm", 1), context(tmp_path, Solver()), tracker())
+        assert "AKM_STASH_DIR" in seen
+        assert sample["outcome"] == "pass", sample["reason"]
 
 
 class TestNoSurvivors:

@@ -29,6 +29,16 @@ class TestCommands:
             ('echo "a\\"b $(akm show skill:y)"', [["echo", 'a"b $(akm show skill:y)'], ["akm", "show", "skill:y"]]),
             ("x=`akm search b`", [["akm", "search", "b"]]),
             (
+                "echo `akm show skill:a` and `akm search z`",
+                [
+                    ["echo", "`akm show skill:a`", "and", "`akm search z`"],
+                    ["akm", "show", "skill:a"],
+                    ["akm", "search", "z"],
+                ],
+            ),
+            ('echo "got `akm search q`" next', [["echo", "got `akm search q`", "next"], ["akm", "search", "q"]]),
+            ("echo `akm search open", [["echo", "`akm search open"], ["akm", "search", "open"]]),
+            (
                 'echo $(echo "$(akm search deep)")',
                 [["echo", '$(echo "$(akm search deep)")'], ["echo", "$(akm search deep)"], ["akm", "search", "deep"]],
             ),

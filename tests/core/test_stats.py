@@ -135,6 +135,15 @@ class TestIsFlaky:
         assert not is_flaky([F])
         assert not is_flaky([])
 
+    def test_one_odd_outcome_among_few_is_flaky(self) -> None:
+        """A single pass (or fail) among four runs: stdev 0.5, flaky either way round."""
+        assert is_flaky([T, F, F, F]) and is_flaky([F, T, T, T])
+
+    def test_exactly_at_the_threshold_is_not_flaky(self) -> None:
+        """1 odd outcome in 25 has stdev exactly sqrt(24/600) = 0.2: not above the threshold."""
+        assert stdev([1.0] * 24 + [0.0]) == 0.2
+        assert not is_flaky([T] * 24 + [F]) and is_flaky([T] * 23 + [F])
+
     def test_rare_blip_with_many_seeds_not_flaky(self) -> None:
         """1 failure in 30 has stdev sqrt(1/30) ~ 0.183 <= 0.2."""
         assert not is_flaky([T] * 29 + [F])

@@ -223,6 +223,14 @@ class TestIndexes:
         del record["fingerprint_hash"]
         assert done_trials([record]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
 
+    def test_stored_hash_is_the_key_even_when_the_fingerprint_dict_differs(self) -> None:
+        """The hash a sample was stored under identifies its fingerprint: a record whose dict was
+        written by an older version (other keys, same stored hash) still resumes under that hash."""
+        record = {**sample(), "fingerprint": {"model": "m1", "legacy": True}}
+        assert latest_valid([record]) == {("t1", "akm", fingerprint_hash(FP_A), 1): record}
+        assert done_trials([{**sample(), "fingerprint": None}]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
+        assert done_trials([{**sample(), "fingerprint_hash": 7}]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
+
     def test_latest_valid_keeps_the_last_valid_record(self) -> None:
         """A later valid sample supersedes an earlier one; a later harness_error does not."""
         first, second = sample(outcome="pass", run="r1"), sample(outcome="fail", run="r2")

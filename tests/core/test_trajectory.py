@@ -200,6 +200,45 @@ class TestHandWrittenStreams:
         assert t["search_count"] == 0 and t["gold_ranks"] == []
         assert t["akm_broken"] is not None and "exit 78" in t["akm_broken"]
 
+    def test_search_with_unknown_results_is_not_a_miss(self, tmp_path: Path) -> None:
+        """Two searches in one command that failed: each may have run, but their results are unknown,
+        so they are searches without a gold rank, never searches that missed the gold. A failing run
+        with only those is not labelled search_no_gold, and the search bridge sees no search."""
+        from pytest_akmbench.report import metrics
+
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("akm search hello; akm search 'hello file'", "...", ts=2, exit=1),
+            ],
+        )
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["search_count"] == 2 and t["gold_ranks"] == []
+        assert [a["results"] for a in t["actions"]] == [None, None]
+        assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": t}, GOLD) == "unrelated_bug"
+        bridge = metrics.search_bridge([{"task_id": TASK.id, "outcome": "fail", "trajectory": t}], {TASK.id: GOLD})
+        assert bridge["runs_observed"] == 1 and bridge["searches_observed"] == 0 and bridge["gold_missing"] is None
+        known = write_stream(tmp_path / "k.jsonl", [step(1), bash("akm search hello", hits("skill:other"), ts=2)])
+        missed = analyse_cell(TASK, known, None, None)
+        assert missed["gold_ranks"] == [None]
+        assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": missed}, GOLD) == "search_no_gold"
+
+    def test_time_before_the_agent_started_is_not_negative(self, tmp_path: Path) -> None:
+        """A search and show stamped before the agent's start (a clock step) give no time, not a negative one."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm search hello", hits(GOLD), ts=1200),
+                bash(f"akm show {GOLD}", "hi\n", ts=1500),
+            ],
+        )
+        late = analyse_cell(TASK, stream, None, None, agent_started_ms=1300)
+        assert late["time_to_first_search_ms"] is None and late["time_to_first_correct_asset_ms"] == 200
+        on_time = analyse_cell(TASK, stream, None, None, agent_started_ms=1200)
+        assert on_time["time_to_first_search_ms"] == 0 and on_time["time_to_first_correct_asset_ms"] == 300
+
     def test_errored_tool_call_is_not_loaded(self, tmp_path: Path) -> None:
         """A tool call that errored (e.g. permission rejected) loads nothing."""
         stream = write_stream(
@@ -266,6 +305,45 @@ class TestHandWrittenStreams:
         """Without a transcript the adapter's akm summary is used; ordering-based fields stay None."""
         t = analyse_cell(TASK, None, None, {"searches": [{"query": "q"}], "shows": [GOLD], "feedback": []})
         assert t["source"] == "agent" and t["correct_asset_loaded"] is True and t["searched_before_acting"] is None
+
+    def test_agent_summary_in_full(self) -> None:
+        """Every search, show and feedback the adapter reports is an action of its kind, with what it
+        says and no time; searches have unknown results (no rank); feedback that is not a dict is dropped."""
+        summary = {
+            "searches": [{"query": "hello file"}, "plain words"],
+            "shows": ["skill:other", GOLD],
+            "feedback": [{"ref": GOLD, "polarity": "negative"}, "junk"],
+        }
+        t = analyse_cell(TASK, None, None, summary)
+        assert t["actions"] == [
+            {
+                "kind": "search",
+                "query": "hello file",
+                "results": None,
+                "hit_count": None,
+                "gold_rank": None,
+                "t_ms": None,
+                "ok": True,
+            },
+            {
+                "kind": "search",
+                "query": "plain words",
+                "results": None,
+                "hit_count": None,
+                "gold_rank": None,
+                "t_ms": None,
+                "ok": True,
+            },
+            {"kind": "show", "ref": "skill:other", "t_ms": None, "ok": True},
+            {"kind": "show", "ref": GOLD, "t_ms": None, "ok": True},
+            {"kind": "feedback", "ref": GOLD, "polarity": "negative", "t_ms": None, "ok": True},
+        ]
+        assert (t["search_count"], t["show_count"], t["feedback_count"], t["negative_feedback_count"]) == (2, 2, 1, 1)
+        assert t["gold_ranks"] == [] and t["assets_loaded"] == ["skill:other", GOLD]
+        assert t["irrelevant_assets_loaded"] == ["skill:other"] and t["feedback_polarity"] == "negative"
+        assert t["time_to_first_search_ms"] is None and t["workspace_writes"] is None and t["akm_calls"] is None
+        empty = analyse_cell(TASK, None, None, {"searches": None, "shows": [], "feedback": None})
+        assert empty["source"] == "agent" and empty["actions"] == [] and empty["search_count"] == 0
 
     def test_events_only(self) -> None:
         """Only akm's log: searches get their result refs from it."""
@@ -344,6 +422,15 @@ class TestFailureMode:
         assert self.mode(traj(searches=[3], shown=["skill:other"], gold=GOLD)) == "loaded_wrong"
         assert self.mode(traj(searches=[3], gold=GOLD)) == "unrelated_bug"
         assert self.mode(traj(searches=[3], gold=None), gold=None) == "unrelated_bug"
+
+    def test_low_rank_starts_after_five(self) -> None:
+        """A gold found at rank 5 at best is not a low rank (the reference's cut: above 5 is low)."""
+        from tests.core.test_metrics import traj
+
+        assert self.mode(traj(searches=[5], gold=GOLD)) == "unrelated_bug"
+        assert self.mode(traj(searches=[9, 5, None], gold=GOLD)) == "unrelated_bug"
+        assert self.mode(traj(searches=[6], gold=GOLD)) == "search_low_rank"
+        assert self.mode(traj(searches=[None, 6], gold=GOLD)) == "search_low_rank"
 
     def test_budget_and_not_classified(self) -> None:
         """Budget endings take their tag; passes, harness errors, other arms and no trajectory get None."""

@@ -15,16 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.adapter import locate_opencode
-from tests.support import real_akm
+from tests.support import opencode, real_akm
 from tests.support.procs import processes_under
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": str(ROOT)})
-except Exception as err:
-    pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 @pytest.fixture

@@ -15,19 +15,14 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
-
-from pytest_akmbench.agents.opencode.adapter import locate_opencode
 from pytest_akmbench.agents.opencode.scripted import ScriptedModel
 from pytest_akmbench.store.scrub import REDACTED
+from tests.support import opencode
 from tests.support.corpus import write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": str(ROOT)})
-except Exception as err:
-    pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:

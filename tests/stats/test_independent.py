@@ -16,7 +16,7 @@ from scipy import stats as ss
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from pytest_akmbench.report import compare, significance, stats
+from pytest_akmbench.report import compare, metrics, significance, stats
 from pytest_akmbench.report import envelope as report
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
@@ -73,6 +73,46 @@ class TestPrimitives:
             m, n = rng.randint(1, 25), rng.randint(1, 8)
             rates = [rng.randint(0, n) / n for _ in range(m)]
             assert stats.cluster_rate_interval(rates, m * n) == pytest.approx(cluster_interval(rates, m * n), abs=1e-9)
+
+    @pytest.mark.parametrize("m", [999, 1001, 1500, 4000])
+    def test_arm_interval_of_many_tasks_matches_independent_formula(self, m: int) -> None:
+        """The arm's pass-rate interval of a big corpus (hundreds to thousands of tasks, 3 runs
+        each) is the same design-effect interval scipy's t and statsmodels' Wilson give."""
+        rng = random.Random(m)
+        rows = []
+        for i in range(m):
+            c = rng.choice((0, 1, 1, 2, 3, 3))
+            rows.append(
+                metrics.per_task([sample(f"d/t{i}", "akm", s, "pass" if s <= c else "fail") for s in (1, 2, 3)])
+            )
+        ci = metrics.aggregate(rows)["pass_rate_ci"]
+        expected = cluster_interval([r["pass_rate"] for r in rows], 3 * m)
+        assert (ci["low"], ci["high"]) == pytest.approx(expected, abs=1e-9)
+
+    def test_student_t_matches_scipy_at_many_degrees_of_freedom(self) -> None:
+        for df in (1, 2, 29, 30, 120, 999, 1000, 1001, 5000, 100_000):
+            for q in (0.9, 0.975, 0.995):
+                assert stats.student_t_quantile(q, df) == pytest.approx(ss.t.ppf(q, df), rel=1e-9)
+
+    def test_percentile_is_numpys_linear_interpolation(self) -> None:
+        """The bootstrap interval's percentile interpolates between order statistics as numpy does."""
+        rng = random.Random(3)
+        for _ in range(200):
+            values = sorted(rng.uniform(-1, 1) for _ in range(rng.randint(1, 40)))
+            q = rng.random()
+            assert stats._percentile(values, q) == pytest.approx(float(np.percentile(values, 100 * q)), abs=1e-12)
+
+    @pytest.mark.parametrize(("confidence", "tail"), [(None, 0.025), (0.9, 0.05), (0.99, 0.005)])
+    def test_bootstrap_interval_has_the_stated_level(self, confidence: float | None, tail: float) -> None:
+        """400 tasks, half with delta 1 and half 0: a resampled mean is Binomial(400, 1/2) / 400,
+        so the 95% percentile interval (the default) must sit at its exact 2.5% and 97.5%
+        quantiles; a 90% interval would be 3 tasks (0.0075) narrower on each side."""
+        pairs = [([True], [False])] * 200 + [([True], [True])] * 200
+        kw = {} if confidence is None else {"confidence": confidence}
+        res = stats.paired_bootstrap_delta(pairs, iterations=10_000, **kw)
+        assert res["delta"] == 0.5
+        assert res["low"] == pytest.approx(ss.binom.ppf(tail, 400, 0.5) / 400, abs=0.003)
+        assert res["high"] == pytest.approx(ss.binom.ppf(1 - tail, 400, 0.5) / 400, abs=0.003)
 
     def test_pass_k_match_published_estimators(self) -> None:
         for n in range(1, 16):
