@@ -34,7 +34,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -71,7 +70,9 @@ def verdict(ratio: float, target: float) -> str:
     return f"{ratio:.2f}x (target <= {target:g}x: {'OK' if ratio <= target else 'MISSED'})"
 
 
-def timed_run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+def timed_run(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     return time.perf_counter() - t0, proc
@@ -83,24 +84,46 @@ def check(proc: subprocess.CompletedProcess, what: str, ok: tuple[int, ...] = (0
         raise SystemExit(f"{what} exited {proc.returncode}:\n{tail}")
 
 
-def make_project(base: Path, n_tasks: int, *, verifier: str = "script", prefix: str = "d/t",
-                 workspace: dict[str, str] | None = None) -> Path:
+def make_project(
+    base: Path, n_tasks: int, *, verifier: str = "script", prefix: str = "d/t", workspace: dict[str, str] | None = None
+) -> Path:
     """A project dir with pytest.ini (pins the rootdir), corpus/tasks and corpus/stashes/st."""
     base.mkdir(parents=True)
     (base / "pytest.ini").write_text("[pytest]\n")
     write_stash(base / "corpus" / "stashes")
     for i in range(n_tasks):
-        write_task(base / "corpus" / "tasks", f"{prefix}{i:04d}", verifier=verifier,
-                   verify=PASSING_VERIFY if verifier == "script" else None, workspace=workspace)
+        write_task(
+            base / "corpus" / "tasks",
+            f"{prefix}{i:04d}",
+            verifier=verifier,
+            verify=PASSING_VERIFY if verifier == "script" else None,
+            workspace=workspace,
+        )
     return base
 
 
 def bench_argv(work: Path, tag: str, *, agent: str, seeds: int, arms: str, extra: list[str] = ()) -> list[str]:
     return [
-        PY, "-m", "pytest", "corpus/tasks", "-q", "-p", "no:cacheprovider",
-        "--bench-agent", agent, "--bench-seeds", str(seeds), "--bench-arms", arms,
-        "--bench-store", str(work / f"store-{tag}"), "--bench-report", str(work / f"report-{tag}"),
-        "--bench-tmp", str(work / "cells"), *extra,
+        PY,
+        "-m",
+        "pytest",
+        "corpus/tasks",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--bench-agent",
+        agent,
+        "--bench-seeds",
+        str(seeds),
+        "--bench-arms",
+        arms,
+        "--bench-store",
+        str(work / f"store-{tag}"),
+        "--bench-report",
+        str(work / f"report-{tag}"),
+        "--bench-tmp",
+        str(work / "cells"),
+        *extra,
     ]
 
 
@@ -119,8 +142,7 @@ def floor_cell(workspace: Path, verify_sh: Path, tmp_root: Path) -> float:
     t0 = time.perf_counter()
     d = Path(tempfile.mkdtemp(prefix="floor-", dir=tmp_root))
     shutil.copytree(workspace, d / "workspace")
-    subprocess.run(["bash", str(verify_sh)], cwd=d / "workspace", stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(["bash", str(verify_sh)], cwd=d / "workspace", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     shutil.rmtree(d)
     return time.perf_counter() - t0
 
@@ -128,8 +150,9 @@ def floor_cell(workspace: Path, verify_sh: Path, tmp_root: Path) -> float:
 def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
     n_tasks = max(1, n_cells // seeds)
     n = n_tasks * seeds
-    print(f"\n== 1. {n} nop cells, script verifier, serial ({n_tasks} tasks x 1 arm x {seeds} seeds),"
-          f" {repeats} repeats")
+    print(
+        f"\n== 1. {n} nop cells, script verifier, serial ({n_tasks} tasks x 1 arm x {seeds} seeds), {repeats} repeats"
+    )
     proj = make_project(tmp / "p1", n_tasks)
     task_dir = proj / "corpus" / "tasks" / "d" / "t0000"
     floor_tmp = tmp / "floor"
@@ -144,8 +167,7 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
     for r in range(repeats):
         loads.append(loadavg())
         floors.extend(floor_cell(task_dir / "workspace", task_dir / "verify.sh", floor_tmp) for _ in range(n))
-        t_co, proc = timed_run(bench_argv(tmp, f"1co{r}", agent="nop", seeds=seeds, arms="noakm", extra=["--co"]),
-                               proj)
+        t_co, proc = timed_run(bench_argv(tmp, f"1co{r}", agent="nop", seeds=seeds, arms="noakm", extra=["--co"]), proj)
         check(proc, "pytest --co")
         startups.append(t_co)
         wall, proc = timed_run(bench_argv(tmp, f"1run{r}", agent="nop", seeds=seeds, arms="noakm"), proj)
@@ -160,22 +182,26 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
             parts[k].extend(s["timing_ms"][k] / 1000 for s in samples)
     f = med(floors)
     print(f"   load average per repeat: {'; '.join(loads)}")
-    print(f"   floor (mkdtemp + copytree + bash verify.sh + rmtree, in-process): median {ms(f)}"
-          f" over {len(floors)}")
-    print(f"   pytest start-up (--co of the same corpus): median {med(startups):.2f} s;"
-          f" full run wall: median {med(walls):.2f} s")
-    print(f"   per cell from samples (timing_ms.total, integer ms; excludes the run-dir delete and"
-          f" pytest's per-item work): median {ms(med(totals))} -> {verdict(med(totals) / f, 1.3)}")
-    print(f"      of which setup {ms(med(parts['setup']))}, agent {ms(med(parts['agent']))},"
-          f" verify {ms(med(parts['verify']))} (medians)")
-    print(f"   per cell from (wall - start-up) / {n}: median {ms(med(per_wall))}"
-          f" -> {verdict(med(per_wall) / f, 1.3)}")
+    print(f"   floor (mkdtemp + copytree + bash verify.sh + rmtree, in-process): median {ms(f)} over {len(floors)}")
+    print(
+        f"   pytest start-up (--co of the same corpus): median {med(startups):.2f} s;"
+        f" full run wall: median {med(walls):.2f} s"
+    )
+    print(
+        f"   per cell from samples (timing_ms.total, integer ms; excludes the run-dir delete and"
+        f" pytest's per-item work): median {ms(med(totals))} -> {verdict(med(totals) / f, 1.3)}"
+    )
+    print(
+        f"      of which setup {ms(med(parts['setup']))}, agent {ms(med(parts['agent']))},"
+        f" verify {ms(med(parts['verify']))} (medians)"
+    )
+    print(f"   per cell from (wall - start-up) / {n}: median {ms(med(per_wall))} -> {verdict(med(per_wall) / f, 1.3)}")
     attribution(task_dir, floor_tmp, n)
 
 
 def attribution(task_dir: Path, tmp_root: Path, n: int) -> None:
     """In-process medians of the pieces a cell repeats, to say where the time above the floor goes."""
-    from pytest_akmbench import procs
+    from pytest_akmbench.system import procs
 
     env = {"PATH": os.environ.get("PATH", os.defpath)}
     ws = Path(tempfile.mkdtemp(prefix="attr-", dir=tmp_root))
@@ -194,15 +220,20 @@ def attribution(task_dir: Path, tmp_root: Path, n: int) -> None:
     sweep = timing(lambda: procs.sweep("akmbench-bench-attribution/x"))
     kill_all = timing(tracker.kill_all)
     tracked = timing(lambda: tracker.run(argv, cwd=ws / "workspace", env=env, timeout_s=60))
-    plain = timing(lambda: subprocess.run(argv, cwd=ws / "workspace", env=env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+    plain = timing(
+        lambda: subprocess.run(
+            argv, cwd=ws / "workspace", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+    )
     tracker.kill_all()
     shutil.rmtree(ws)
     n_procs = sum(1 for p in os.listdir("/proc") if p.isdigit())
-    print(f"   attribution (in-process medians, {n_procs} processes on the machine): procs.sweep() {ms(sweep)},"
-          f" ProcessTracker.kill_all() with nothing tracked {ms(kill_all)} (a cell calls it 3 times: runner.run_cell"
-          f" after the agent and in its finally, plugin.bench_procs finalizer); ProcessTracker.run(bash verify.sh)"
-          f" {ms(tracked)} vs subprocess.run {ms(plain)}")
+    print(
+        f"   attribution (in-process medians, {n_procs} processes on the machine): procs.sweep() {ms(sweep)},"
+        f" ProcessTracker.kill_all() with nothing tracked {ms(kill_all)} (a cell calls it 3 times: runner.run_cell"
+        f" after the agent and in its finally, plugin.bench_procs finalizer); ProcessTracker.run(bash verify.sh)"
+        f" {ms(tracked)} vs subprocess.run {ms(plain)}"
+    )
 
 
 # ---------------------------------------------------------------- 2. pytest verifier vs bare pytest
@@ -210,8 +241,13 @@ def attribution(task_dir: Path, tmp_root: Path, n: int) -> None:
 
 def section_pytest_verifier(tmp: Path, repeats: int) -> None:
     print(f"\n== 2. one pytest-verifier cell vs bare pytest of the same test file, {repeats} repeats")
-    proj = make_project(tmp / "p2", 1, verifier="pytest", prefix="p/pytest-task",
-                        workspace={"README.md": "Task: write hello to out.txt\n", "out.txt": "hello\n"})
+    proj = make_project(
+        tmp / "p2",
+        1,
+        verifier="pytest",
+        prefix="p/pytest-task",
+        workspace={"README.md": "Task: write hello to out.txt\n", "out.txt": "hello\n"},
+    )
     task_dir = proj / "corpus" / "tasks" / "p" / "pytest-task0000"
     bare_env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     verifies: list[float] = []
@@ -225,8 +261,11 @@ def section_pytest_verifier(tmp: Path, repeats: int) -> None:
         scratch = tmp / f"bare{r}"
         shutil.copytree(task_dir / "workspace", scratch / "workspace")
         shutil.copytree(task_dir / "tests", scratch / "verify" / "tests")
-        t, proc = timed_run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(scratch / "verify" / "tests")],
-                            scratch / "workspace", env=bare_env)
+        t, proc = timed_run(
+            [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(scratch / "verify" / "tests")],
+            scratch / "workspace",
+            env=bare_env,
+        )
         check(proc, "bare pytest")
         bares.append(t)
         wall, proc = timed_run(bench_argv(tmp, f"2run{r}", agent="nop", seeds=1, arms="noakm"), proj)
@@ -241,10 +280,11 @@ def section_pytest_verifier(tmp: Path, repeats: int) -> None:
     print(f"   load average per repeat: {'; '.join(loads)}")
     print(f"   bare `python -m pytest -q -p no:cacheprovider tests/` (autoload off): median {ms(b)}")
     print(f"   cell timing_ms.verify: median {ms(med(verifies))} -> {verdict(med(verifies) / b, 1.1)}")
-    print(f"   cell timing_ms.total (end to end inside the cell): median {ms(med(totals))}"
-          f" -> {verdict(med(totals) / b, 1.1)}")
-    print(f"   (whole bench process for that one cell, incl. pytest start-up and report: median"
-          f" {med(walls):.2f} s)")
+    print(
+        f"   cell timing_ms.total (end to end inside the cell): median {ms(med(totals))}"
+        f" -> {verdict(med(totals) / b, 1.1)}"
+    )
+    print(f"   (whole bench process for that one cell, incl. pytest start-up and report: median {med(walls):.2f} s)")
 
 
 # ---------------------------------------------------------------- 3. collection of 10,000 cells
@@ -268,10 +308,10 @@ if OUT:
     def pytest_collection(session):
         result = yield
         t_checked = time.perf_counter()
-        from pytest_akmbench.nodes import CELL_KEY, STORED_KEY
+        from pytest_akmbench.plugin.nodes import CELL_KEY, STORED_KEY
         from pytest_akmbench.plugin import STATE_KEY
-        from pytest_akmbench.runner import cell_fingerprint
-        from pytest_akmbench.store import fingerprint_hash
+        from pytest_akmbench.cell.runner import cell_fingerprint
+        from pytest_akmbench.store.samples import fingerprint_hash
         items = [i for i in session.items if CELL_KEY in i.stash]
         info = {"items": len(items), "from_store": sum(STORED_KEY in i.stash for i in items),
                 "check_s": t_checked - T["collected"]}
@@ -302,15 +342,15 @@ if OUT:
 def section_collection(tmp: Path, repeats: int, real_fill: bool) -> None:
     n_tasks, seeds = 500, 10
     n = n_tasks * 2 * seeds
-    print(f"\n== 3. collection of {n} cells ({n_tasks} tasks x 2 arms x {seeds} seeds, nop agent),"
-          f" {repeats} repeats")
+    print(f"\n== 3. collection of {n} cells ({n_tasks} tasks x 2 arms x {seeds} seeds, nop agent), {repeats} repeats")
     proj = make_project(tmp / "p3", n_tasks)
     (proj / "conftest.py").write_text(PROBE_CONFTEST)
     plain = tmp / "p3plain"
     plain.mkdir()
     (plain / "pytest.ini").write_text("[pytest]\n")
     (plain / "test_param.py").write_text(
-        f"import pytest\n\n\n@pytest.mark.parametrize('i', range({n}))\ndef test_item(i):\n    pass\n")
+        f"import pytest\n\n\n@pytest.mark.parametrize('i', range({n}))\ndef test_item(i):\n    pass\n"
+    )
 
     def co(tag: str) -> float:
         t, proc = timed_run(bench_argv(tmp, tag, agent="nop", seeds=seeds, arms="noakm,akm", extra=["--co"]), proj)
@@ -333,15 +373,15 @@ def section_collection(tmp: Path, repeats: int, real_fill: bool) -> None:
     # Fill one store with a valid sample for every cell.
     t0 = time.perf_counter()
     if real_fill:
-        _, proc = timed_run(bench_argv(tmp, "3full", agent="nop", seeds=seeds, arms="noakm,akm",
-                                       extra=["--parallel", "2"]), proj)
+        _, proc = timed_run(
+            bench_argv(tmp, "3full", agent="nop", seeds=seeds, arms="noakm,akm", extra=["--parallel", "2"]), proj
+        )
         check(proc, "real fill run")
         how = "really ran every cell once with --parallel 2"
     else:
         # A real nop sample as the template, so records have a real size (~1.2 KB); the probe
         # stamps each with its cell and the fingerprint the plugin itself computes.
-        _, proc = timed_run(bench_argv(tmp, "3tmpl", agent="nop", seeds=1, arms="noakm",
-                                       extra=["-k", "t0000"]), proj)
+        _, proc = timed_run(bench_argv(tmp, "3tmpl", agent="nop", seeds=1, arms="noakm", extra=["-k", "t0000"]), proj)
         check(proc, "template run")
         template = tmp / "template.json"
         template.write_text(json.dumps(read_samples(tmp / "store-3tmpl")[0]))
@@ -377,19 +417,31 @@ def section_collection(tmp: Path, repeats: int, real_fill: bool) -> None:
     p = med(plain_co)
     print(f"   load average per repeat: {'; '.join(loads)}")
     print(f"   plain pytest --co -q of {n} parametrized items: median {p:.2f} s")
-    print(f"   bench pytest --co -q of {n} cells, empty store: median {med(bench_co):.2f} s"
-          f" -> {verdict(med(bench_co) / p, 1.5)}")
-    print(f"   bench pytest --co -q of {n} cells, full store:  median {med(bench_co_full):.2f} s"
-          f" (the done-check is skipped under --co: plugin.py pytest_collection)")
-    print(f"   done-check (after collection, in-process probe; includes reading samples.jsonl and"
-          f" hashing each cell's fingerprint):")
-    print(f"      empty store: median {ms(med(check_empty))}; full store ({min(hits)}..{max(hits)} of {n} cells"
-          f" found done): median {ms(med(check_full))}")
+    print(
+        f"   bench pytest --co -q of {n} cells, empty store: median {med(bench_co):.2f} s"
+        f" -> {verdict(med(bench_co) / p, 1.5)}"
+    )
+    print(
+        f"   bench pytest --co -q of {n} cells, full store:  median {med(bench_co_full):.2f} s"
+        f" (the done-check is skipped under --co: plugin.py pytest_collection)"
+    )
+    print(
+        "   done-check (after collection, in-process probe; includes reading samples.jsonl and"
+        " hashing each cell's fingerprint):"
+    )
+    print(
+        f"      empty store: median {ms(med(check_empty))}; full store ({min(hits)}..{max(hits)} of {n} cells"
+        f" found done): median {ms(med(check_full))}"
+    )
     added = med(check_full)
-    print(f"      done-check with the full store: {added:.2f} s (target <= 1 s: {'OK' if added <= 1 else 'MISSED'});"
-          f" over the empty-store check: +{ms(med(check_full) - med(check_empty))}")
-    print(f"   whole probe process (collect + check + report, no items run): empty store {med(wall_empty):.2f} s,"
-          f" full store {med(wall_full):.2f} s")
+    print(
+        f"      done-check with the full store: {added:.2f} s (target <= 1 s: {'OK' if added <= 1 else 'MISSED'});"
+        f" over the empty-store check: +{ms(med(check_full) - med(check_empty))}"
+    )
+    print(
+        f"   whole probe process (collect + check + report, no items run): empty store {med(wall_empty):.2f} s,"
+        f" full store {med(wall_full):.2f} s"
+    )
 
 
 # ---------------------------------------------------------------- 4. --parallel 4 vs pytest -n 4
@@ -417,7 +469,7 @@ def pytest_akmbench_agents():
     return [Sleepy()]
 '''
 
-PLAIN_SLEEP_TEST = '''
+PLAIN_SLEEP_TEST = """
 import json, time
 from pathlib import Path
 import pytest
@@ -428,18 +480,24 @@ DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
 @pytest.mark.parametrize("d", DURATIONS)
 def test_sleep(d):
     time.sleep(d)
-'''
+"""
 
 
 def section_parallel(tmp: Path, repeats: int, workers: int = 4) -> None:
     n_tasks, arms, seeds = 8, ("noakm", "akm"), 3
-    print(f"\n== 4. {n_tasks * len(arms) * seeds} sleeping cells ({n_tasks} tasks x {len(arms)} arms x {seeds} seeds)"
-          f" at --parallel {workers} vs pytest -n {workers}, {repeats} repeats")
+    print(
+        f"\n== 4. {n_tasks * len(arms) * seeds} sleeping cells ({n_tasks} tasks x {len(arms)} arms x {seeds} seeds)"
+        f" at --parallel {workers} vs pytest -n {workers}, {repeats} repeats"
+    )
     proj = make_project(tmp / "p4", n_tasks)
     ids = [f"d/t{i:04d}" for i in range(n_tasks)]
     # Drawn once, hash-free string seeds; the same list in collection order for both sides.
-    keyed = {f"{t}|{a}|{s}": random.Random(f"{t}|{a}|{s}").uniform(0.2, 1.0)
-             for t in ids for a in arms for s in range(1, seeds + 1)}
+    keyed = {
+        f"{t}|{a}|{s}": random.Random(f"{t}|{a}|{s}").uniform(0.2, 1.0)
+        for t in ids
+        for a in arms
+        for s in range(1, seeds + 1)
+    }
     ordered = list(keyed.values())
     (proj / "durations.json").write_text(json.dumps(keyed))
     (proj / "conftest.py").write_text(SLEEPY_CONFTEST)
@@ -461,8 +519,12 @@ def section_parallel(tmp: Path, repeats: int, workers: int = 4) -> None:
         t, proc = timed_run(plain_base + ["--dist", "worksteal"], plain)
         check(proc, "plain -n worksteal")
         steal.append(t)
-        t, proc = timed_run(bench_argv(tmp, f"4run{r}", agent="sleepy", seeds=seeds, arms=",".join(arms),
-                                       extra=["--parallel", str(workers)]), proj)
+        t, proc = timed_run(
+            bench_argv(
+                tmp, f"4run{r}", agent="sleepy", seeds=seeds, arms=",".join(arms), extra=["--parallel", str(workers)]
+            ),
+            proj,
+        )
         check(proc, "bench --parallel")
         n_samples = len(read_samples(tmp / f"store-4run{r}"))
         if n_samples != len(ordered):
@@ -470,8 +532,10 @@ def section_parallel(tmp: Path, repeats: int, workers: int = 4) -> None:
         bench.append(t)
     b = med(bench)
     print(f"   load average per repeat: {'; '.join(loads)}")
-    print(f"   serial sum of sleeps: {sum(ordered):.2f} s; ideal at {workers} workers >= {sum(ordered) / workers:.2f} s"
-          f" (longest single sleep {max(ordered):.2f} s)")
+    print(
+        f"   serial sum of sleeps: {sum(ordered):.2f} s; ideal at {workers} workers >= {sum(ordered) / workers:.2f} s"
+        f" (longest single sleep {max(ordered):.2f} s)"
+    )
     print(f"   plain pytest -n {workers} --dist load:      median {med(load_):.2f} s")
     print(f"   plain pytest -n {workers} --dist worksteal: median {med(steal):.2f} s")
     print(f"   bench --parallel {workers} (worksteal):     median {b:.2f} s")
@@ -488,14 +552,19 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10, help="seeds per task in section 1 (default 10)")
     ap.add_argument("--repeats", type=int, default=3, help="repeats of each measurement (default 3)")
     ap.add_argument("--sections", default="1,2,3,4", help="comma-separated sections to run (default all)")
-    ap.add_argument("--real-fill", action="store_true",
-                    help="section 3: fill the store by really running the 10,000 cells (--parallel 2)"
-                         " instead of writing synthetic samples")
+    ap.add_argument(
+        "--real-fill",
+        action="store_true",
+        help="section 3: fill the store by really running the 10,000 cells (--parallel 2)"
+        " instead of writing synthetic samples",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed) for inspection")
     args = ap.parse_args()
     sections = {s.strip() for s in args.sections.split(",")}
-    print(f"pytest-akmbench cells benchmark; python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
-          f" load average at start {loadavg()}")
+    print(
+        f"pytest-akmbench cells benchmark; python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
+        f" load average at start {loadavg()}"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="akmbench-cells-bench-"))
     t0 = time.perf_counter()
     try:

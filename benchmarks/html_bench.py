@@ -2,7 +2,7 @@
 
 Builds the envelope of report_bench.py (synthetic samples over 2,000 tasks, akm samples with
 trajectories, costs on some runs), then times ``html_report.render`` and the whole
-``report.write`` (which copies a 1 kB transcript per run from a store, then a second time when
+``report_files.write`` (which copies a 1 kB transcript per run from a store, then a second time when
 they are already there) and prints the sizes of the files. Asserts nothing.
 """
 
@@ -18,9 +18,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report_bench import make_samples, make_tasks  # noqa: E402
+from report_bench import make_samples, make_tasks
 
-from pytest_akmbench import html_report, report  # noqa: E402
+from pytest_akmbench.report import envelope as report
+from pytest_akmbench.report import files as report_files
+from pytest_akmbench.report import html as html_report
 
 
 def main() -> None:
@@ -33,9 +35,17 @@ def main() -> None:
     samples = make_samples(tasks, args.tasks * 3 * args.seeds)
     for i, s in enumerate(samples):
         s["cost_usd"] = 0.002 + (i % 7) * 0.0005 if i % 3 else None
-    inp = report.ReportInput(tasks=tasks, arms=("noakm", "synthetic", "akm"), seeds=args.seeds, slice="all",
-                             stashes_root=Path("/nonexistent"), samples=samples, model="local/m", agent="opencode",
-                             agent_version="1.18.33")
+    inp = report.ReportInput(
+        tasks=tasks,
+        arms=("noakm", "synthetic", "akm"),
+        seeds=args.seeds,
+        slice="all",
+        stashes_root=Path("/nonexistent"),
+        samples=samples,
+        model="local/m",
+        agent="opencode",
+        agent_version="1.18.33",
+    )
     env = report.build(inp, timestamp="2026-01-01T00:00:00.000Z")
     print(f"{len(samples):,} samples over {len(tasks):,} tasks x 3 arms")
     t0 = time.perf_counter()
@@ -43,14 +53,14 @@ def main() -> None:
     t1 = time.perf_counter()
     print(f"html_report.render(): {t1 - t0:6.2f} s  ({len(page.encode()) / 1e6:.2f} MB)")
     with tempfile.TemporaryDirectory() as tmp:
-        store = Path(tmp) / "store"  # a 1 kB transcript per run, for report.write to copy
+        store = Path(tmp) / "store"  # a 1 kB transcript per run, for report_files.write to copy
         for r in env["runs"]:
             path = store / r["transcript"]
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"{}\n" * 341)
-        for label in ("report.write()", "again, unchanged"):
+        for label in ("report_files.write()", "again, unchanged"):
             t2 = time.perf_counter()
-            paths = report.write(Path(tmp) / "report", env, store)
+            paths = report_files.write(Path(tmp) / "report", env, store)
             t3 = time.perf_counter()
             sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in paths)
             print(f"{label + ':':22}{t3 - t2:6.2f} s  ({sizes}; {len(env['runs']):,} transcripts copied)")

@@ -94,16 +94,18 @@ def main() -> int:
         print(f"SKIPPED: opencode binary not found at {OPENCODE} (install it as the README/.ci says)")
         return 0
     try:
-        from pytest_akmbench.opencode import locate_rg
+        from pytest_akmbench.agents.opencode.adapter import locate_rg
 
         locate_rg()
-    except Exception as err:  # noqa: BLE001 - ConfigError: rg missing
+    except Exception as err:
         print(f"SKIPPED: {err}")
         return 0
     arms = [a for a in args.arms.split(",") if a]
     n_tasks = max(1, -(-args.cells // len(arms)))
-    print(f"pytest-akmbench opencode overhead; python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
-          f" load average at start {loadavg()}")
+    print(
+        f"pytest-akmbench opencode overhead; python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
+        f" load average at start {loadavg()}"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="akmbench-opencode-bench-"))
     try:
         return run(tmp, n_tasks, arms)
@@ -129,10 +131,30 @@ def run(tmp: Path, n_tasks: int, arms: list[str]) -> int:
     wrapper.chmod(0o755)
     store, junit = tmp / "store", tmp / "junit.xml"
     argv = [
-        sys.executable, "-m", "pytest", "corpus/tasks", "-q", "-p", "no:cacheprovider",
-        "--bench-agent", "opencode", "--bench-model", "scripted/oracle", "--bench-arms", ",".join(arms),
-        "--bench-seeds", "1", "--bench-opencode", str(wrapper), "--bench-store", str(store),
-        "--bench-report", str(tmp / "report"), "--bench-tmp", str(tmp / "cells"), f"--junitxml={junit}",
+        sys.executable,
+        "-m",
+        "pytest",
+        "corpus/tasks",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--bench-agent",
+        "opencode",
+        "--bench-model",
+        "scripted/oracle",
+        "--bench-arms",
+        ",".join(arms),
+        "--bench-seeds",
+        "1",
+        "--bench-opencode",
+        str(wrapper),
+        "--bench-store",
+        str(store),
+        "--bench-report",
+        str(tmp / "report"),
+        "--bench-tmp",
+        str(tmp / "cells"),
+        f"--junitxml={junit}",
     ]
     if "akm" in arms:
         argv += ["--bench-akm", str(AKM)]
@@ -188,15 +210,27 @@ def run(tmp: Path, n_tasks: int, arms: list[str]) -> int:
                     events.append(json.loads(line)["timestamp"] / 1000)
                 except (ValueError, KeyError, TypeError):
                     pass
-        key = next((k for k in items if k[1] == f"{sample['arm']}-s{sample['seed']}"
-                    and k[0].endswith(sample["task_id"].replace("/", ".") + ".task.yaml")), None)
+        key = next(
+            (
+                k
+                for k in items
+                if k[1] == f"{sample['arm']}-s{sample['seed']}"
+                and k[0].endswith(sample["task_id"].replace("/", ".") + ".task.yaml")
+            ),
+            None,
+        )
         item = items.get(key) if key else None
         oc = e - s
         row = {
             "outcome": sample["outcome"],
-            "setup": tm["setup"] / 1000, "agent": tm["agent"] / 1000, "verify": tm["verify"] / 1000,
-            "total": tm["total"] / 1000, "opencode": oc, "adapter": tm["agent"] / 1000 - oc,
-            "pre_spawn": s - agent_start, "post_exit": agent_end - e,
+            "setup": tm["setup"] / 1000,
+            "agent": tm["agent"] / 1000,
+            "verify": tm["verify"] / 1000,
+            "total": tm["total"] / 1000,
+            "opencode": oc,
+            "adapter": tm["agent"] / 1000 - oc,
+            "pre_spawn": s - agent_start,
+            "post_exit": agent_end - e,
             "verify_extra": tm["verify"] / 1000 - bash_verify,
             "item": item if item is not None else tm["total"] / 1000,
             "item_extra": (item - tm["total"] / 1000) if item is not None else 0.0,
@@ -215,11 +249,12 @@ def run(tmp: Path, n_tasks: int, arms: list[str]) -> int:
     def m(key: str) -> str:
         return f"{med([r[key] for r in rows]) * 1000:8.1f} ms"
 
-    print(f"\n{len(samples)} opencode cells ({n_tasks} tasks x {','.join(arms)} x 1 seed, scripted/oracle), serial;"
-          f" outcomes {outcomes}; bench process wall {wall:.1f} s")
+    print(
+        f"\n{len(samples)} opencode cells ({n_tasks} tasks x {','.join(arms)} x 1 seed, scripted/oracle), serial;"
+        f" outcomes {outcomes}; bench process wall {wall:.1f} s"
+    )
     print(f"load average: before {load_before}, after {load_after}")
-    print(f"session-level, once per run: opencode --version {med(versions) * 1000:.0f} ms"
-          f" (x{len(versions)})")
+    print(f"session-level, once per run: opencode --version {med(versions) * 1000:.0f} ms (x{len(versions)})")
     print("\nper cell, medians:")
     print(f"  pytest item wall (junit: setup+call+teardown) {m('item')}")
     print(f"  cell total (timing_ms.total)                  {m('total')}")
@@ -231,14 +266,18 @@ def run(tmp: Path, n_tasks: int, arms: list[str]) -> int:
     print(f"      adapter = agent - opencode                {m('adapter')}")
     print(f"        before spawn (incl. wrapper start)      {m('pre_spawn')}")
     print(f"        after exit (incl. kill_all sweep)       {m('post_exit')}")
-    print(f"    verify (timing_ms.verify)                   {m('verify')}  (bare bash verify.sh"
-          f" {bash_verify * 1000:.1f} ms)")
+    print(
+        f"    verify (timing_ms.verify)                   {m('verify')}  (bare bash verify.sh"
+        f" {bash_verify * 1000:.1f} ms)"
+    )
     print(f"  total - agent - verify (brief's definition)   {m('brief')}  (= setup up to ms rounding)")
     print(f"  item wall - cell total                        {m('item_extra')}")
     print(f"  wrapper's own cost (bash + 2 builtins)        {wrapper_cost * 1000:8.1f} ms, counted in 'adapter'")
     share = med([r["share"] for r in rows])
-    print(f"\nharness = setup + adapter + (verify - bare verify) + (item - total): median {m('harness').strip()}"
-          f" = {share * 100:.1f}% of the cell's wall (target < 5%: {'OK' if share < 0.05 else 'MISSED'})")
+    print(
+        f"\nharness = setup + adapter + (verify - bare verify) + (item - total): median {m('harness').strip()}"
+        f" = {share * 100:.1f}% of the cell's wall (target < 5%: {'OK' if share < 0.05 else 'MISSED'})"
+    )
     no_wrap = med([(r["harness"] - wrapper_cost) / r["item"] for r in rows])
     print(f"  without the wrapper's own cost: {no_wrap * 100:.1f}%")
     return 0

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cells_bench import bench_argv, check, loadavg, make_project, med, ms, read_samples  # noqa: E402
-from pytest_akmbench import sandbox  # noqa: E402
-from pytest_akmbench.procs import ProcessTracker, become_subreaper  # noqa: E402
+from pytest_akmbench.system import sandbox  # noqa: E402
+from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
 
 PY = sys.executable
 TARGET_S = 0.050
@@ -41,8 +41,10 @@ TARGET_S = 0.050
 def added(label: str, boxed: float, plain: float) -> None:
     extra = boxed - plain
     ok = "OK" if extra <= TARGET_S else "MISSED"
-    print(f"   {label}: sandboxed {ms(boxed)}, unsandboxed {ms(plain)} -> added {ms(extra)}"
-          f" (target <= {ms(TARGET_S)}: {ok})")
+    print(
+        f"   {label}: sandboxed {ms(boxed)}, unsandboxed {ms(plain)} -> added {ms(extra)}"
+        f" (target <= {ms(TARGET_S)}: {ok})"
+    )
 
 
 def cell_dir(tmp: Path) -> Path:
@@ -54,8 +56,16 @@ def cell_dir(tmp: Path) -> Path:
 
 def section_spawn(tmp: Path, n: int) -> None:
     print(f"\n== 1. one tracked process per cell, {n} alternating pairs (load {loadavg()})")
-    out = subprocess.run([PY, "-c", "import time; from pytest_akmbench import sandbox; t = time.perf_counter();"
-                          " p = sandbox.probe(); print(time.perf_counter() - t, p)"], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            PY,
+            "-c",
+            "import time; from pytest_akmbench.system import sandbox; t = time.perf_counter();"
+            " p = sandbox.probe(); print(time.perf_counter() - t, p)",
+        ],
+        capture_output=True,
+        text=True,
+    )
     probe_s, _, problem = out.stdout.strip().partition(" ")
     print(f"   probe (once per process, fresh interpreter): {ms(float(probe_s))}; result: {problem}")
     if problem != "None":
@@ -84,8 +94,10 @@ def section_spawn(tmp: Path, n: int) -> None:
 def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
     n_tasks = max(1, n_cells // seeds)
     n = n_tasks * seeds
-    print(f"\n== 2. {n} oracle cells through pytest, serial ({n_tasks} tasks x 1 arm x {seeds} seeds),"
-          f" {repeats} repeats per mode, alternating")
+    print(
+        f"\n== 2. {n} oracle cells through pytest, serial ({n_tasks} tasks x 1 arm x {seeds} seeds),"
+        f" {repeats} repeats per mode, alternating"
+    )
     proj = make_project(tmp / "p2", n_tasks)
     totals: dict[str, list[float]] = {"bwrap": [], "none": []}
     agents: dict[str, list[float]] = {"bwrap": [], "none": []}
@@ -94,14 +106,25 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
     for r in range(repeats):
         loads.append(loadavg())
         t = time.perf_counter()
-        check(subprocess.run(bench_argv(tmp, f"co{r}", agent="oracle", seeds=seeds, arms="noakm", extra=["--co"]),
-                             cwd=proj, capture_output=True, text=True), "pytest --co")
+        check(
+            subprocess.run(
+                bench_argv(tmp, f"co{r}", agent="oracle", seeds=seeds, arms="noakm", extra=["--co"]),
+                cwd=proj,
+                capture_output=True,
+                text=True,
+            ),
+            "pytest --co",
+        )
         startup = time.perf_counter() - t
         for mode in ("bwrap", "none") if r % 2 else ("none", "bwrap"):
             tag = f"{mode}{r}"
             t = time.perf_counter()
-            proc = subprocess.run(bench_argv(tmp, tag, agent="oracle", seeds=seeds, arms="noakm",
-                                             extra=["--bench-sandbox", mode]), cwd=proj, capture_output=True, text=True)
+            proc = subprocess.run(
+                bench_argv(tmp, tag, agent="oracle", seeds=seeds, arms="noakm", extra=["--bench-sandbox", mode]),
+                cwd=proj,
+                capture_output=True,
+                text=True,
+            )
             wall = time.perf_counter() - t
             check(proc, f"pytest run --bench-sandbox {mode}")
             samples = read_samples(tmp / f"store-{tag}")
@@ -118,16 +141,21 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
 
 def section_opencode(tmp: Path, repeats: int) -> None:
     binary = ROOT / ".tools" / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
-    print(f"\n== 3. opencode --version in and out of a cell's sandbox, {repeats} alternating pairs"
-          f" (load {loadavg()})")
+    print(f"\n== 3. opencode --version in and out of a cell's sandbox, {repeats} alternating pairs (load {loadavg()})")
     if not binary.exists():
         print("   SKIPPED: opencode not installed (bash .ci/setup)")
         return
     run_dir = cell_dir(tmp)
     home = run_dir / "home"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-           "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CACHE_HOME": str(home / ".cache"),
-           "XDG_STATE_HOME": str(home / ".local/state"), "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }
     times: dict[str, list[float]] = {"bwrap": [], "none": []}
     for i in range(repeats):
         for mode in ("bwrap", "none") if i % 2 else ("none", "bwrap"):
@@ -135,8 +163,10 @@ def section_opencode(tmp: Path, repeats: int) -> None:
             box.expose_tools(binary)
             argv = box.wrap([str(binary), "--version"], run_dir / "workspace", env)
             t = time.perf_counter()
-            check(subprocess.run(argv, cwd=run_dir / "workspace", env=env, capture_output=True, text=True),
-                  f"opencode --version ({mode})")
+            check(
+                subprocess.run(argv, cwd=run_dir / "workspace", env=env, capture_output=True, text=True),
+                f"opencode --version ({mode})",
+            )
             times[mode].append(time.perf_counter() - t)
     added("opencode --version", med(times["bwrap"]), med(times["none"]))
 

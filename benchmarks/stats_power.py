@@ -41,24 +41,56 @@ NULL_MEAN = 0.4  # mean of Uniform(0.05, 0.75)
 
 def _worker(designs: list[tuple[int, int]], reps: int, workdir: Path) -> dict[str, Any]:
     """Run in a process whose pytest_akmbench is the version under test."""
-    from pytest_akmbench import compare, gates, report
-    from pytest_akmbench.corpus import Task
+    from pytest_akmbench.corpus.tasks import Task
+    from pytest_akmbench.report import compare, gates
+    from pytest_akmbench.report import envelope as report
 
     report._git = lambda args, cwd: "bench"  # no git subprocess per simulated report
 
     def build(outcomes: dict[str, list[list[bool]]], seeds: int) -> dict[str, Any]:
         m = len(next(iter(outcomes.values())))
-        tasks = [Task(id=f"d/t{i:03d}", title="t", domain="d", difficulty="easy", stash="st", verifier="script",
-                      task_dir=workdir / "none", yaml_text=f"id: d/t{i:03d}\n") for i in range(m)]
-        samples = [
-            {"task_id": t.id, "arm": arm, "seed": s + 1, "domain": "d", "outcome": "pass" if ok else "fail",
-             "reason": None, "tokens": None, "token_measurement": "missing", "wallclock_ms": 1000,
-             "verifier": {"kind": "script", "exit_code": 0}, "model": "m"}
-            for arm, table in outcomes.items() for t, row in zip(tasks, table) for s, ok in enumerate(row)
+        tasks = [
+            Task(
+                id=f"d/t{i:03d}",
+                title="t",
+                domain="d",
+                difficulty="easy",
+                stash="st",
+                verifier="script",
+                task_dir=workdir / "none",
+                yaml_text=f"id: d/t{i:03d}\n",
+            )
+            for i in range(m)
         ]
-        inp = report.ReportInput(tasks=tasks, arms=tuple(outcomes), seeds=seeds, slice="all",
-                                 stashes_root=workdir / "none", samples=samples, model="sim/m", agent="sim",
-                                 agent_version="1")
+        samples = [
+            {
+                "task_id": t.id,
+                "arm": arm,
+                "seed": s + 1,
+                "domain": "d",
+                "outcome": "pass" if ok else "fail",
+                "reason": None,
+                "tokens": None,
+                "token_measurement": "missing",
+                "wallclock_ms": 1000,
+                "verifier": {"kind": "script", "exit_code": 0},
+                "model": "m",
+            }
+            for arm, table in outcomes.items()
+            for t, row in zip(tasks, table)
+            for s, ok in enumerate(row)
+        ]
+        inp = report.ReportInput(
+            tasks=tasks,
+            arms=tuple(outcomes),
+            seeds=seeds,
+            slice="all",
+            stashes_root=workdir / "none",
+            samples=samples,
+            model="sim/m",
+            agent="sim",
+            agent_version="1",
+        )
         return report.build(inp, timestamp="2026-01-01T00:00:00.000Z")
 
     def gate(env: dict[str, Any], expr: str, base: dict[str, Any] | None = None) -> bool | None:
@@ -116,7 +148,9 @@ def _worker(designs: list[tuple[int, int]], reps: int, workdir: Path) -> dict[st
                 count("compare n vs n+2: improved", arm_result["beyond_noise"] and delta > 0)
             if rep % 2 == 0:  # easy tasks: with more seeds a task at 0.9 misses a perfect score more often
                 easy = [0.9] * m
-                result = compare.compare(build({"akm": draw(rng, easy, n)}, n), build({"akm": draw(rng, easy, n + 2)}, n + 2))
+                result = compare.compare(
+                    build({"akm": draw(rng, easy, n)}, n), build({"akm": draw(rng, easy, n + 2)}, n + 2)
+                )
                 arm_result = result["arms"]["akm"]
                 delta = arm_result["paired"]["delta"]
                 count("compare n vs n+2, tasks at 0.9: regressed", arm_result["beyond_noise"] and delta < 0)
@@ -140,7 +174,17 @@ def _worker(designs: list[tuple[int, int]], reps: int, workdir: Path) -> dict[st
 
 def _run(pythonpath: Path, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
-    cmd = [sys.executable, __file__, "--worker", "--designs", args.designs, "--reps", str(args.reps), "--workdir", str(workdir)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--designs",
+        args.designs,
+        "--reps",
+        str(args.reps),
+        "--workdir",
+        str(workdir),
+    ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=workdir)
     if out.returncode != 0:
         sys.exit(f"stats_power: worker failed:\n{out.stderr[-3000:]}")
@@ -148,11 +192,18 @@ def _run(pythonpath: Path, args: argparse.Namespace, workdir: Path) -> dict[str,
 
 
 TARGETS = {
-    "verdict size": "<= 0.05", "lift.low>0 size": "<= 0.025", "lift.significant size": "<= 0.025",
-    "no-regression size": "<= 0.05", "no-task-regression size": "<= 0.05",
-    "compare n vs n+2: regressed": "<= 0.025", "compare n vs n+2: improved": "<= 0.025",
-    "compare n vs n+2, tasks at 0.9: regressed": "<= 0.025", "compare n vs n+2, tasks at 0.9: improved": "<= 0.025",
-    "arm interval coverage": ">= 0.95", "delta interval covers 0": ">= 0.95", "delta interval covers +0.2": ">= 0.95",
+    "verdict size": "<= 0.05",
+    "lift.low>0 size": "<= 0.025",
+    "lift.significant size": "<= 0.025",
+    "no-regression size": "<= 0.05",
+    "no-task-regression size": "<= 0.05",
+    "compare n vs n+2: regressed": "<= 0.025",
+    "compare n vs n+2: improved": "<= 0.025",
+    "compare n vs n+2, tasks at 0.9: regressed": "<= 0.025",
+    "compare n vs n+2, tasks at 0.9: improved": "<= 0.025",
+    "arm interval coverage": ">= 0.95",
+    "delta interval covers 0": ">= 0.95",
+    "delta interval covers +0.2": ">= 0.95",
 }
 
 
@@ -198,7 +249,9 @@ def main() -> int:
         if args.before:
             src = tmp / "before"
             src.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "pytest_akmbench"], capture_output=True, check=True)
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", args.before, "pytest_akmbench"], capture_output=True, check=True
+            )
             subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
             (tmp / "work-before").mkdir()
             start = time.monotonic()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_akmbench.store import SampleStore, done_trials, fingerprint_hash, latest_valid  # noqa: E402
+from pytest_akmbench.store.samples import SampleStore, done_trials, fingerprint_hash, latest_valid
 
 N_RECORDS = 100_000
 N_TASKS = 2_000
@@ -89,12 +89,25 @@ def synthetic_records(n: int = N_RECORDS) -> list[dict]:
                         },
                         "cost_usd": round(rng.uniform(0.01, 3), 6),
                         "turns": rng.randint(1, 40),
-                        "tool_calls": {"bash": rng.randint(0, 30), "read": rng.randint(0, 20), "edit": rng.randint(0, 10),
-                                       "akm_search": rng.randint(0, 5), "akm_show": rng.randint(0, 5)},
-                        "akm": {"searches": rng.randint(0, 5), "assets_loaded": rng.randint(0, 8),
-                                "gold_ref_loaded": rng.random() < 0.5, "feedback_events": rng.randint(0, 3)},
-                        "verifier": {"kind": "pytest", "exit_code": int(outcome != "pass"), "duration_s": round(rng.uniform(0.1, 30), 3),
-                                     "stdout_tail": "".join(rng.choices("abcdefghij .\n", k=380))},
+                        "tool_calls": {
+                            "bash": rng.randint(0, 30),
+                            "read": rng.randint(0, 20),
+                            "edit": rng.randint(0, 10),
+                            "akm_search": rng.randint(0, 5),
+                            "akm_show": rng.randint(0, 5),
+                        },
+                        "akm": {
+                            "searches": rng.randint(0, 5),
+                            "assets_loaded": rng.randint(0, 8),
+                            "gold_ref_loaded": rng.random() < 0.5,
+                            "feedback_events": rng.randint(0, 3),
+                        },
+                        "verifier": {
+                            "kind": "pytest",
+                            "exit_code": int(outcome != "pass"),
+                            "duration_s": round(rng.uniform(0.1, 30), 3),
+                            "stdout_tail": "".join(rng.choices("abcdefghij .\n", k=380)),
+                        },
                         "budget": {"max_tokens": 500_000, "max_wall_s": 900, "max_turns": 40},
                         "transcript": f"transcripts/20250101T120000Z-{seed:04x}/task-{t:05d}_{arm}_{seed}-a{i:06d}.jsonl",
                         "error": None if outcome != "harness_error" else "agent process exited 137 (killed)",
@@ -130,8 +143,11 @@ def child_read(directory: Path) -> None:
     latest = latest_valid(records)
     t2 = time.perf_counter()
     done = done_trials(records, lambda r: r["fingerprint_hash"])
-    cells = [(f"domain-{t % 23:02d}/task-{t:05d}", arm, fingerprint_hash(_fingerprint(arm)))
-             for t in range(N_TASKS) for arm in ARMS][:N_CELLS_CHECK // 2]
+    cells = [
+        (f"domain-{t % 23:02d}/task-{t:05d}", arm, fingerprint_hash(_fingerprint(arm)))
+        for t in range(N_TASKS)
+        for arm in ARMS
+    ][: N_CELLS_CHECK // 2]
     cells += [(f"domain-00/missing-{k:05d}", "akm", "0" * 16) for k in range(N_CELLS_CHECK - len(cells))]
     wanted = range(1, 18)
     todo = sum(1 for cell in cells for s in wanted if s not in done.get(cell, ()))
@@ -150,8 +166,9 @@ def child_trace(directory: Path) -> None:
 
 
 def _child(mode: str, directory: Path) -> dict[str, str]:
-    out = subprocess.run([sys.executable, __file__, f"--{mode}", str(directory)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, f"--{mode}", str(directory)], check=True, capture_output=True, text=True
+    ).stdout
     return dict(kv.split("=", 1) for kv in out.split())
 
 
@@ -181,12 +198,12 @@ sample store benchmark (python {sys.version.split()[0]}, {os.cpu_count()} cpus, 
   records written            {len(records):>10,}   avg {size / len(records):,.0f} B/record, file {size / 2**20:,.1f} MiB
   append, fsync=False        {len(records) / append_s:>10,.0f} rec/s   ({append_s * 1e6 / len(records):.1f} us/record, {append_s:.2f} s total)
   append, fsync=True         {N_FSYNC / fsync_s:>10,.0f} rec/s   ({fsync_s * 1e3 / N_FSYNC:.3f} ms/record over {N_FSYNC:,})
-  read()                     {float(rd['read_s']):>10.3f} s     ({rd['records']} records, {rd['warnings']} warnings)
-  latest_valid()             {float(rd['index_s']):>10.3f} s     ({rd['latest']} trials)
+  read()                     {float(rd["read_s"]):>10.3f} s     ({rd["records"]} records, {rd["warnings"]} warnings)
+  latest_valid()             {float(rd["index_s"]):>10.3f} s     ({rd["latest"]} trials)
   read + index               {read_index:>10.3f} s     target < 5 s
-  peak RSS (read+index+done) {float(rd['rss_peak_mb']):>10.1f} MB    (interpreter baseline {float(rd['rss_base_mb']):.1f} MB), target < 500 MB
-  tracemalloc peak           {float(tr['tracemalloc_peak_mb']):>10.1f} MB    (read + latest_valid, Python allocations only)
-  done_trials + check        {float(rd['done_s']):>10.3f} s     ({N_CELLS_CHECK:,} cells x 17 seeds, {rd['todo']} trials to run), target <= 1 s
+  peak RSS (read+index+done) {float(rd["rss_peak_mb"]):>10.1f} MB    (interpreter baseline {float(rd["rss_base_mb"]):.1f} MB), target < 500 MB
+  tracemalloc peak           {float(tr["tracemalloc_peak_mb"]):>10.1f} MB    (read + latest_valid, Python allocations only)
+  done_trials + check        {float(rd["done_s"]):>10.3f} s     ({N_CELLS_CHECK:,} cells x 17 seeds, {rd["todo"]} trials to run), target <= 1 s
 """)
 
 

@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from .cli import main
+from .cli.main import main
 
 raise SystemExit(main())

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import akm
-from pytest_akmbench.corpus import load_corpus
-from pytest_akmbench.opencode import locate_opencode
+from pytest_akmbench.cell import akm
+from pytest_akmbench.corpus.tasks import load_corpus
+from tests.support import opencode as oc
 from tests.support import real_akm
 from tests.support.corpus import write_stash, write_task
 
@@ -30,8 +30,13 @@ def info(request: pytest.FixtureRequest) -> akm.AkmInfo:
 
 
 def bench(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def samples(store: Path) -> list[dict[str, Any]]:
@@ -42,20 +47,51 @@ class TestShippedCorpus:
     def test_every_task_keywords_find_its_gold(self, info: akm.AkmInfo, tmp_path: Path) -> None:
         """Soundness with akm: for every shipped task, akm indexes the stash and the prompt's quoted
         search lists the gold asset (a corpus whose akm arm cannot find its assets is unsound)."""
-        proc = bench(ROOT, "corpus", "--bench-soundness", "--bench-akm", str(info.path), "-n", "2",
-                     "--bench-tmp", str(tmp_path / "cells"), "--bench-store", str(tmp_path / "store"),
-                     "--bench-report", str(tmp_path / "report"))
+        proc = bench(
+            ROOT,
+            "corpus",
+            "--bench-soundness",
+            "--bench-akm",
+            str(info.path),
+            "-n",
+            "2",
+            "--bench-tmp",
+            str(tmp_path / "cells"),
+            "--bench-store",
+            str(tmp_path / "store"),
+            "--bench-report",
+            str(tmp_path / "report"),
+        )
         assert proc.returncode == 0, proc.stdout[-3000:]
         assert "24 passed" in proc.stdout
 
     def test_oracle_on_every_akm_cell(self, info: akm.AkmInfo, tmp_path: Path) -> None:
         """scripted/oracle on the akm arm of the whole shipped corpus: every cell passes, and akm's
         own log shows a search with hits that ranked the gold asset, and the gold asset shown."""
-        opencode = locate_opencode({"rootdir": str(ROOT)})
-        proc = bench(ROOT, "corpus", "--bench-model", "scripted/oracle", "--bench-akm", str(info.path),
-                     "--bench-opencode", str(opencode), "--bench-arms", "akm", "--bench-seeds", "1", "-n", "2",
-                     "--bench-tmp", str(tmp_path / "cells"), "--bench-store", str(tmp_path / "store"),
-                     "--bench-report", str(tmp_path / "report"), timeout=900)
+        opencode = oc.binary()
+        proc = bench(
+            ROOT,
+            "corpus",
+            "--bench-model",
+            "scripted/oracle",
+            "--bench-akm",
+            str(info.path),
+            "--bench-opencode",
+            str(opencode),
+            "--bench-arms",
+            "akm",
+            "--bench-seeds",
+            "1",
+            "-n",
+            "2",
+            "--bench-tmp",
+            str(tmp_path / "cells"),
+            "--bench-store",
+            str(tmp_path / "store"),
+            "--bench-report",
+            str(tmp_path / "report"),
+            timeout=900,
+        )
         assert proc.returncode == 0, proc.stdout[-3000:]
         tasks = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes").by_id()
         got = samples(tmp_path / "store")
@@ -83,10 +119,28 @@ class TestTreatmentLive:
         write_task(tasks, "alpha/t", stash="empty")
         root = write_stash(stashes, "empty")
         shutil.rmtree(root / "skills")
-        proc = bench(tmp_path, str(tasks), "--bench-corpus", str(tasks), "--bench-stashes", str(stashes),
-                     "--bench-akm", str(info.path), "--bench-agent", "oracle", "--bench-arms", "akm",
-                     "--bench-seeds", "1", "--bench-tmp", str(tmp_path / "cells"),
-                     "--bench-store", str(tmp_path / "store"), "--bench-report", str(tmp_path / "report"))
+        proc = bench(
+            tmp_path,
+            str(tasks),
+            "--bench-corpus",
+            str(tasks),
+            "--bench-stashes",
+            str(stashes),
+            "--bench-akm",
+            str(info.path),
+            "--bench-agent",
+            "oracle",
+            "--bench-arms",
+            "akm",
+            "--bench-seeds",
+            "1",
+            "--bench-tmp",
+            str(tmp_path / "cells"),
+            "--bench-store",
+            str(tmp_path / "store"),
+            "--bench-report",
+            str(tmp_path / "report"),
+        )
         assert proc.returncode == 1, proc.stdout
         (s,) = samples(tmp_path / "store")
         assert s["outcome"] == "harness_error" and "found no asset" in s["reason"]
@@ -98,9 +152,22 @@ class TestTreatmentLive:
         broken.mkdir()
         shutil.copy(info.path, broken / "akm")
         (broken / "akm.js").write_text("")  # the script's runtime (bun) is not there
-        proc = bench(ROOT, "corpus", "--bench-akm", str(broken / "akm"), "--bench-model", "scripted/oracle",
-                     "--bench-tasks", "tidectl/drain-cell", "--bench-store", str(tmp_path / "store"),
-                     "--bench-tmp", str(tmp_path / "cells"), "--bench-report", str(tmp_path / "report"))
+        proc = bench(
+            ROOT,
+            "corpus",
+            "--bench-akm",
+            str(broken / "akm"),
+            "--bench-model",
+            "scripted/oracle",
+            "--bench-tasks",
+            "tidectl/drain-cell",
+            "--bench-store",
+            str(tmp_path / "store"),
+            "--bench-tmp",
+            str(tmp_path / "cells"),
+            "--bench-report",
+            str(tmp_path / "report"),
+        )
         assert proc.returncode == 4, proc.stdout + proc.stderr
         assert "akm --version` failed" in proc.stderr and "Traceback" not in proc.stderr
         assert not (tmp_path / "store").exists()

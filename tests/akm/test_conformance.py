@@ -1,7 +1,7 @@
 """What the harness relies on, checked against every real akm at hand (0.7.0 and 0.9.0 in CI).
 
 Each test states one behaviour the akm arm depends on; where the two lines of akm differ, the
-test says how, and the harness's code for that difference (``pytest_akmbench.akm``) is used
+test says how, and the harness's code for that difference (``pytest_akmbench.cell.akm``) is used
 to read the answer, so a change in akm's behaviour fails here rather than in a report.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import akm
+from pytest_akmbench.cell import akm
 from tests.support import real_akm
 
 STASH = real_akm.ROOT / "corpus" / "stashes" / "logline"
@@ -33,8 +33,15 @@ class Akm:
         self.cwd = tmp
 
     def __call__(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-        proc = subprocess.run([str(self.info.path), *args], env=env or self.env, cwd=self.cwd, capture_output=True,
-                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [str(self.info.path), *args],
+            env=env or self.env,
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         return proc.returncode, proc.stdout + proc.stderr
 
     def ref(self, ref: str) -> str:

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.akm: refs, outputs and logs of both akm lines, version probing.
+"""Tests for pytest_akmbench.cell.akm: refs, outputs and logs of both akm lines, version probing.
 
 Output shapes here are copied from real akm 0.7.0 and 0.9.0 (tests/akm checks them live).
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm
+from pytest_akmbench.cell import akm
 from pytest_akmbench.errors import ConfigError
 
 
@@ -18,11 +18,18 @@ class TestRefs:
     @pytest.mark.parametrize(
         ("ref", "key"),
         [
-            ("skill:deploy", ("skill", "deploy")), ("skills/deploy", ("skill", "deploy")),
-            ("knowledge:guide.md", ("knowledge", "guide")), ("knowledge/guide", ("knowledge", "guide")),
-            ("origin//skill:x", ("skill", "x")), ("stash//skills/x#usage", ("skill", "x")),
-            ("memories/m1", ("memory", "m1")), ("widgets/w", ("widget", "w")),
-            ("plain", None), ("", None), (None, None), ("skill:", None),
+            ("skill:deploy", ("skill", "deploy")),
+            ("skills/deploy", ("skill", "deploy")),
+            ("knowledge:guide.md", ("knowledge", "guide")),
+            ("knowledge/guide", ("knowledge", "guide")),
+            ("origin//skill:x", ("skill", "x")),
+            ("stash//skills/x#usage", ("skill", "x")),
+            ("memories/m1", ("memory", "m1")),
+            ("widgets/w", ("widget", "w")),
+            ("plain", None),
+            ("", None),
+            (None, None),
+            ("skill:", None),
         ],
     )
     def test_ref_key_reads_both_syntaxes(self, ref: str | None, key: tuple[str, str] | None) -> None:
@@ -65,24 +72,48 @@ class TestOutputs:
 
     def test_index_report(self) -> None:
         """Entries and search mode from `akm index` output; unknown when it printed no JSON."""
-        out = json.dumps({"totalEntries": 8, "verification": {"semanticSearchEnabled": False, "semanticStatus": "disabled"}})
+        out = json.dumps(
+            {"totalEntries": 8, "verification": {"semanticSearchEnabled": False, "semanticStatus": "disabled"}}
+        )
         assert akm.index_report("Embedding generation failed\n" + out) == {
-            "entries": 8, "search_mode": "keyword", "semantic_status": "disabled"}
-        assert akm.index_report(json.dumps({"totalEntries": 3, "verification": {"semanticSearchEnabled": True}}))[
-            "search_mode"] == "semantic"
+            "entries": 8,
+            "search_mode": "keyword",
+            "semantic_status": "disabled",
+        }
+        assert (
+            akm.index_report(json.dumps({"totalEntries": 3, "verification": {"semanticSearchEnabled": True}}))[
+                "search_mode"
+            ]
+            == "semantic"
+        )
         assert akm.index_report("crash") == {"entries": None, "search_mode": None, "semantic_status": None}
 
 
 class TestEvents:
     def test_normalise_both_lines(self) -> None:
         """0.7 events-file lines and 0.9 log entries give the same normalised events; others are dropped."""
-        v07 = {"schemaVersion": 1, "ts": "2026-11-30T21:10:01.607Z", "eventType": "search",
-               "metadata": {"query": "logline", "hitCount": 2, "resultRefs": ["skill:logline", "knowledge:a"]}}
-        assert akm.normalise_event(v07) == {"kind": "search", "ref": None, "query": "logline",
-                                            "results": ["skill:logline", "knowledge:a"], "hit_count": 2,
-                                            "signal": None, "t_ms": 1796073001607}
-        v09 = {"id": 7, "eventType": "feedback", "ref": "stash//skills/logline", "ts": "2026-11-30T21:10:35.943Z",
-               "metadata": {"signal": "positive"}}
+        v07 = {
+            "schemaVersion": 1,
+            "ts": "2026-11-30T21:10:01.607Z",
+            "eventType": "search",
+            "metadata": {"query": "logline", "hitCount": 2, "resultRefs": ["skill:logline", "knowledge:a"]},
+        }
+        assert akm.normalise_event(v07) == {
+            "kind": "search",
+            "ref": None,
+            "query": "logline",
+            "results": ["skill:logline", "knowledge:a"],
+            "hit_count": 2,
+            "signal": None,
+            "t_ms": 1796073001607,
+        }
+        v09 = {
+            "id": 7,
+            "eventType": "feedback",
+            "ref": "stash//skills/logline",
+            "ts": "2026-11-30T21:10:35.943Z",
+            "metadata": {"signal": "positive"},
+        }
         assert akm.normalise_event(v09)["signal"] == "positive"  # type: ignore[index]
         assert akm.normalise_event({"eventType": "select", "ref": "skills/x"}) is None
         assert akm.normalise_event("garbage") is None
@@ -90,9 +121,15 @@ class TestEvents:
 
     def test_parse_log_and_file(self, tmp_path: Path) -> None:
         """0.9's `akm log` JSON and 0.7's events file (torn lines skipped, missing file empty)."""
-        log = json.dumps({"totalCount": 2, "events": [
-            {"eventType": "show", "ref": "skills/x", "ts": "2026-11-30T21:10:35.283Z", "metadata": {}},
-            {"eventType": "select", "ref": "skills/x", "ts": "2026-11-30T21:10:35.302Z"}]})
+        log = json.dumps(
+            {
+                "totalCount": 2,
+                "events": [
+                    {"eventType": "show", "ref": "skills/x", "ts": "2026-11-30T21:10:35.283Z", "metadata": {}},
+                    {"eventType": "select", "ref": "skills/x", "ts": "2026-11-30T21:10:35.302Z"},
+                ],
+            }
+        )
         assert [e["kind"] for e in akm.parse_log(log) or []] == ["show"]
         assert akm.parse_log("Error: no stash") is None and akm.parse_log('{"ok": false}') is None
         path = tmp_path / "events.jsonl"
@@ -115,7 +152,7 @@ class TestDetect:
 
     def test_missing_or_not_executable(self, tmp_path: Path) -> None:
         """One-line errors that say how to install akm."""
-        with pytest.raises(ConfigError, match="not found or not executable.*akm-cli"):
+        with pytest.raises(ConfigError, match=r"not found or not executable.*akm-cli"):
             akm.detect(tmp_path / "nope")
         (tmp_path / "plain").write_text("x")
         with pytest.raises(ConfigError, match="not executable"):
@@ -129,8 +166,11 @@ class TestDetect:
 
     def test_unknown_version_runs_as_the_nearest_line_with_a_warning(self, tmp_path: Path) -> None:
         """An akm of another version is used as the nearest supported line, and says so."""
-        fake = self.exe(tmp_path / "akm", 'if [ "$1" = --version ]; then echo 0.10.2; exit 0; fi\n'
-                        'mkdir -p "$XDG_CONFIG_HOME/akm"; echo "{}" > "$XDG_CONFIG_HOME/akm/config.json"\n')
+        fake = self.exe(
+            tmp_path / "akm",
+            'if [ "$1" = --version ]; then echo 0.10.2; exit 0; fi\n'
+            'mkdir -p "$XDG_CONFIG_HOME/akm"; echo "{}" > "$XDG_CONFIG_HOME/akm/config.json"\n',
+        )
         info = akm.detect(fake)
         assert info.version == "0.10.2" and info.line == "0.9"
         assert info.warning is not None and "0.10.2 is not a supported version" in info.warning
@@ -139,7 +179,7 @@ class TestDetect:
     def test_locate(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """The given path first, else akm on PATH, else an error naming how to install it."""
         monkeypatch.setenv("PATH", str(tmp_path))
-        with pytest.raises(ConfigError, match="none is on PATH.*akm-cli"):
+        with pytest.raises(ConfigError, match=r"none is on PATH.*akm-cli"):
             akm.locate(None)
         exe = self.exe(tmp_path / "akm", "exit 0\n")
         assert akm.locate(None) == exe and akm.locate("/else/akm") == Path("/else/akm")

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.compare: refusals, noise verdicts, CLI exit codes."""
+"""Tests for pytest_akmbench.report.compare: refusals, noise verdicts, CLI exit codes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import report
-from pytest_akmbench.compare import compare, main, render_markdown
+from pytest_akmbench.report import envelope as report
+from pytest_akmbench.report.compare import compare, main, render_markdown
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 
@@ -99,7 +99,9 @@ class TestVerdicts:
         assert list(result["arms"]) == ["noakm", "akm"]
         assert result["lift"]["base"] == pytest.approx(2 / 3) and result["lift"]["change"] == pytest.approx(-1 / 3)
         only_akm = compare(base, envelope([3, 3]))
-        assert list(only_akm["arms"]) == ["akm"] and any("noakm ran only in the base" in w for w in only_akm["warnings"])
+        assert list(only_akm["arms"]) == ["akm"] and any(
+            "noakm ran only in the base" in w for w in only_akm["warnings"]
+        )
 
     def test_reference_envelope_zeroed_arm(self) -> None:
         """A reference-style zeroed arm (count 0) is treated as not run."""
@@ -125,7 +127,9 @@ class TestCli:
         assert capsys.readouterr().out.startswith("# akm-bench compare — `local/m`")
         assert main([a, b]) == 1
         captured = capsys.readouterr()
-        assert "refused (corpus_mismatch)" in captured.out and captured.err.startswith("compare: refused (corpus_mismatch)")
+        assert "refused (corpus_mismatch)" in captured.out and captured.err.startswith(
+            "compare: refused (corpus_mismatch)"
+        )
         assert main([a, b, "--allow-corpus-mismatch", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["ok"] is True
         assert main([a, str(tmp_path / "missing.json")]) == 2

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.config import clamp_parallel, load_run_config, parse_arms, resolve
+from pytest_akmbench.corpus.config import clamp_parallel, load_run_config, parse_arms, resolve
 from pytest_akmbench.errors import ConfigError
 
 
@@ -21,7 +21,9 @@ class TestRunConfig:
     def test_valid(self, tmp_path: Path) -> None:
         """A config with the reference's fields and ours loads."""
         cfg = load_run_config(
-            write_config(tmp_path, name="quick", tasks=["a/b"], arms=["noakm", "akm"], seeds=2, agent="oracle", akm="bin/akm")
+            write_config(
+                tmp_path, name="quick", tasks=["a/b"], arms=["noakm", "akm"], seeds=2, agent="oracle", akm="bin/akm"
+            )
         )
         assert cfg.name == "quick"
         assert cfg.resolve_path("akm") == tmp_path / "bin" / "akm"
@@ -30,7 +32,7 @@ class TestRunConfig:
         "fields, fragment",
         [
             ({"seedz": 3}, "unknown field 'seedz'"),
-            ({"seeds": "3"}, "seeds: expected int, got \"3\""),
+            ({"seeds": "3"}, 'seeds: expected int, got "3"'),
             ({"seeds": 0}, "seeds: must be a positive integer"),
             ({"forceParallel": 1}, "forceParallel: expected bool"),
             ({"arms": ["akm", "akm"]}, "arms: arm 'akm' is listed twice"),
@@ -62,11 +64,14 @@ class TestRunConfig:
         with pytest.raises(ConfigError, match=r"invalid JSON at line 2 column"):
             load_run_config(path)
 
-    @pytest.mark.parametrize("fields", [
-        {"providers": {}, "providersRef": "p.json"},
-        {"opencodeConfig": {}, "opencodeConfigRef": "o.json"},
-        {"providersRef": "p.json", "opencodeConfigRef": "o.json"},
-    ])
+    @pytest.mark.parametrize(
+        "fields",
+        [
+            {"providers": {}, "providersRef": "p.json"},
+            {"opencodeConfig": {}, "opencodeConfigRef": "o.json"},
+            {"providersRef": "p.json", "opencodeConfigRef": "o.json"},
+        ],
+    )
     def test_one_source_of_providers(self, tmp_path: Path, fields: dict) -> None:
         """Two provider sources in one config are refused, naming both fields."""
         with pytest.raises(ConfigError, match=r"give one source of providers, not 2") as err:
@@ -80,8 +85,13 @@ class TestPrecedence:
     def settings(self, tmp_path: Path, cli: dict, ini: dict, **cfg: object):
         config = load_run_config(write_config(tmp_path, **cfg)) if cfg else None
         return resolve(
-            rootdir=tmp_path, cwd=tmp_path, cli=cli, ini=ini, config=config,
-            tasks_root=tmp_path / "t", stashes_root=tmp_path / "s",
+            rootdir=tmp_path,
+            cwd=tmp_path,
+            cli=cli,
+            ini=ini,
+            config=config,
+            tasks_root=tmp_path / "t",
+            stashes_root=tmp_path / "s",
         )
 
     def test_order(self, tmp_path: Path) -> None:
@@ -120,6 +130,47 @@ class TestParallel:
     def test_force(self) -> None:
         """Forcing silences the warning but not the clamp."""
         assert clamp_parallel(20, force=True) == (8, None)
+
+    def test_below_one_and_the_warning_text(self) -> None:
+        """0 and negatives run one at a time; the warning names the value, the limit and the way out."""
+        assert clamp_parallel(0, force=False) == (1, None) and clamp_parallel(-3, force=True) == (1, None)
+        assert clamp_parallel(5, force=False) == (
+            5,
+            "--parallel 5 exceeds 4; high concurrency may overwhelm local "
+            "providers. Pass --bench-force-parallel to suppress this warning.",
+        )
+
+
+class TestPathExpansion:
+    """Paths in a run config: ${VAR}, $VAR and ~ expanded, then relative to the config's directory."""
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            ("${BENCH_T_DIR}/akm", "/opt/bench/akm"),
+            ("$BENCH_T_DIR/bin/akm", "/opt/bench/bin/akm"),
+            ("${BENCH_T_SUB}/akm", "CFG/tools/akm"),
+            ("$BENCH_T_SUB-x/akm", "CFG/tools-x/akm"),
+            ("${BENCH_T_UNSET}/akm", "/akm"),
+            ("pre$BENCH_T_UNSET/akm", "CFG/pre/akm"),
+            ("~/akm", "HOME/akm"),
+            ("bin/akm", "CFG/bin/akm"),
+            ("/abs/akm", "/abs/akm"),
+            ("$1/akm", "CFG/$1/akm"),
+        ],
+    )
+    def test_expansion(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raw: str, expected: str) -> None:
+        monkeypatch.setenv("BENCH_T_DIR", "/opt/bench")
+        monkeypatch.setenv("BENCH_T_SUB", "tools")
+        monkeypatch.delenv("BENCH_T_UNSET", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        cfg = load_run_config(write_config(tmp_path, akm=raw))
+        want = expected.replace("CFG", str(tmp_path)).replace("HOME", str(tmp_path / "home"))
+        assert cfg.resolve_path("akm") == Path(want)
+
+    def test_absent_or_empty_path_is_none(self, tmp_path: Path) -> None:
+        assert load_run_config(write_config(tmp_path)).resolve_path("akm") is None
+        assert load_run_config(write_config(tmp_path, akm="")).resolve_path("akm") is None
 
 
 def test_parse_arms_from_text() -> None:

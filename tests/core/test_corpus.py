@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus import (
+from pytest_akmbench.corpus.tasks import (
     Corpus,
     Task,
     find_task_files,
@@ -22,7 +22,7 @@ from tests.support.corpus import standard_corpus, write_stash, write_task
 
 
 class TestSliceRule:
-    """Reference §3.4: first byte of SHA-1(id) even -> train, odd -> eval."""
+    """docs/corpus.md, "Slices": first byte of SHA-1(id) even -> train, odd -> eval."""
 
     @pytest.mark.parametrize(
         "task_id, first_byte, expected",
@@ -47,7 +47,7 @@ class TestSliceRule:
 
 
 class TestHashes:
-    """taskCorpusHash and fixtureContentHash byte-for-byte as reference §3.5-3.6."""
+    """taskCorpusHash and fixtureContentHash byte-for-byte as docs/corpus.md, "Hashes"."""
 
     def test_task_corpus_hash_vector(self, tmp_path: Path) -> None:
         """SHA-256 over sorted `id NUL yaml NUL`; vector from `printf ... | sha256sum`."""
@@ -58,8 +58,14 @@ class TestHashes:
             (d / "task.yaml").write_text(f"id: {task_id}\n")
             tasks.append(
                 Task(
-                    id=task_id, title="t", domain="d", difficulty="easy", stash="s", verifier="script",
-                    task_dir=d, yaml_text=f"id: {task_id}\n",
+                    id=task_id,
+                    title="t",
+                    domain="d",
+                    difficulty="easy",
+                    stash="s",
+                    verifier="script",
+                    task_dir=d,
+                    yaml_text=f"id: {task_id}\n",
                 )
             )
         assert task_corpus_hash(tasks) == "7a333fb1cf60784a46e2f862f9aade384a48503487397f771422678a8080dc1d"
@@ -164,7 +170,7 @@ class TestValidation:
 
 
 class TestSelectors:
-    """Run-config `tasks` selectors (reference §1.4)."""
+    """Run-config `tasks` selectors (docs/corpus.md, "Selectors")."""
 
     @pytest.fixture
     def corpus(self, tmp_path: Path) -> Corpus:
@@ -193,7 +199,8 @@ class TestSelectors:
     def test_list_keeps_order(self, corpus: Corpus) -> None:
         """A list selects those ids in the list's order."""
         assert [t.id for t in select(corpus, ["beta/regex-task", "alpha/script-task"])[0]] == [
-            "beta/regex-task", "alpha/script-task",
+            "beta/regex-task",
+            "alpha/script-task",
         ]
 
     @pytest.mark.parametrize(
@@ -241,13 +248,15 @@ class TestWorkspaceLayers:
         (tasks / "base" / "workspace" / "task.yaml").write_text("not: a task\n")
         corpus = load_corpus(tasks, stashes).by_id()
         assert sorted(corpus) == ["alpha/pytest-task", "alpha/script-task", "beta/regex-task"]
-        assert corpus["alpha/script-task"].layers == (tasks / "base" / "workspace",
-                                                      tasks / "base" / "domains" / "alpha" / "workspace")
+        assert corpus["alpha/script-task"].layers == (
+            tasks / "base" / "workspace",
+            tasks / "base" / "domains" / "alpha" / "workspace",
+        )
         assert corpus["beta/regex-task"].layers == (tasks / "base" / "workspace",)
 
     def test_copy_order_later_layers_win(self, tmp_path: Path) -> None:
         """base, then the domain's layer, then the task's own workspace; .gitkeep files skipped."""
-        from pytest_akmbench.runner import copy_workspace
+        from pytest_akmbench.cell.rundir import copy_workspace
 
         tasks, stashes = self.layered(tmp_path)
         corpus = load_corpus(tasks, stashes).by_id()
@@ -260,7 +269,7 @@ class TestWorkspaceLayers:
 
     def test_layers_are_in_the_task_hash(self, tmp_path: Path) -> None:
         """Editing a shared layer changes the content hash of the tasks that use it, and only theirs."""
-        from pytest_akmbench.runner import task_hash
+        from pytest_akmbench.cell.rundir import task_hash
 
         tasks, stashes = self.layered(tmp_path)
         before = {t.id: task_hash(t) for t in load_corpus(tasks, stashes).tasks}

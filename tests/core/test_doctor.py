@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.cli import main
-from pytest_akmbench.scripted import ScriptedModel
+from pytest_akmbench.agents.opencode.scripted import ScriptedModel
+from pytest_akmbench.cli.main import main
 
 
 def model_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -20,10 +20,22 @@ def model_line(capsys: pytest.CaptureFixture[str]) -> str:
 def opencode_json(tmp_path: Path):
     def write(base_url: str) -> Path:
         path = tmp_path / "opencode.json"
-        path.write_text(json.dumps({"model": "local/m", "provider": {"local": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": base_url, "apiKey": "{env:DOCTOR_TEST_KEY}"}, "models": {"m": {}}}}}))
+        path.write_text(
+            json.dumps(
+                {
+                    "model": "local/m",
+                    "provider": {
+                        "local": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "options": {"baseURL": base_url, "apiKey": "{env:DOCTOR_TEST_KEY}"},
+                            "models": {"m": {}},
+                        }
+                    },
+                }
+            )
+        )
         return path
+
     return write
 
 

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.gates: parsing and evaluation of --bench-gate expressions."""
+"""Tests for pytest_akmbench.report.gates: parsing and evaluation of --bench-gate expressions."""
 
 from __future__ import annotations
 
@@ -7,27 +7,50 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import gates
+from pytest_akmbench.report import envelope as report
+from pytest_akmbench.report import gates
 from tests.core.test_compare import envelope
+from tests.core.test_metrics import make_task, sample
+from tests.core.test_report import TS, inp
 
 
 class TestParse:
-    @pytest.mark.parametrize("expr", ["akm.pass_rate>=0.6", " lift >= 0.1 ", "lift.low>0", "harness_errors<=0",
-                                      "synthetic_lift.p<0.05", "noakm.pass_rate.high<1", "no-regression:base.json", "cells_missing==0",
-                                      "lift.significant", "synthetic_lift.significant", "no-task-regression:base.json"])
-    def test_valid(self, expr: str) -> None:
-        """Known metrics, operators and the no-regression form parse."""
-        gates.parse(expr)
+    @pytest.mark.parametrize(
+        ("expr", "spec"),
+        [
+            ("akm.pass_rate>=0.6", {"kind": "threshold", "metric": "akm.pass_rate", "op": ">=", "value": 0.6}),
+            (" lift >= 0.1 ", {"kind": "threshold", "metric": "lift", "op": ">=", "value": 0.1}),
+            ("lift.low>0", {"kind": "threshold", "metric": "lift.low", "op": ">", "value": 0.0}),
+            ("harness_errors<=0", {"kind": "threshold", "metric": "harness_errors", "op": "<=", "value": 0.0}),
+            ("synthetic_lift.p<5e-2", {"kind": "threshold", "metric": "synthetic_lift.p", "op": "<", "value": 0.05}),
+            (
+                "noakm.pass_rate.high<1",
+                {"kind": "threshold", "metric": "noakm.pass_rate.high", "op": "<", "value": 1.0},
+            ),
+            ("cells_missing==0", {"kind": "threshold", "metric": "cells_missing", "op": "==", "value": 0.0}),
+            ("akm.pass_rate>=-.5", {"kind": "threshold", "metric": "akm.pass_rate", "op": ">=", "value": -0.5}),
+            ("no-regression: base.json", {"kind": "no-regression", "path": "base.json"}),
+            ("no-task-regression:base.json", {"kind": "no-task-regression", "path": "base.json"}),
+            ("lift.significant", {"kind": "significant", "metric": "lift.significant"}),
+            ("synthetic_lift.significant", {"kind": "significant", "metric": "synthetic_lift.significant"}),
+        ],
+    )
+    def test_valid(self, expr: str, spec: dict) -> None:
+        """Known metrics, operators and the regression forms parse into what the gate will check."""
+        assert gates.parse(expr) == spec
 
-    @pytest.mark.parametrize(("expr", "fragment"), [
-        ("akm.pass_rate", "expected METRIC OP NUMBER"),
-        ("akm.pass_rate>=high", "expected METRIC OP NUMBER"),
-        ("akm.speed>1", "unknown metric 'akm.speed'"),
-        ("no-regression:", "needs a report path"),
-        ("no-task-regression: ", "no-task-regression needs a report path"),
-        ("lift.significant>0", "unknown metric 'lift.significant'"),
-        ("lift=>0", "expected METRIC OP NUMBER"),
-    ])
+    @pytest.mark.parametrize(
+        ("expr", "fragment"),
+        [
+            ("akm.pass_rate", "expected METRIC OP NUMBER"),
+            ("akm.pass_rate>=high", "expected METRIC OP NUMBER"),
+            ("akm.speed>1", "unknown metric 'akm.speed'"),
+            ("no-regression:", "needs a report path"),
+            ("no-task-regression: ", "no-task-regression needs a report path"),
+            ("lift.significant>0", "unknown metric 'lift.significant'"),
+            ("lift=>0", "expected METRIC OP NUMBER"),
+        ],
+    )
     def test_invalid(self, expr: str, fragment: str) -> None:
         """Bad expressions raise ValueError with one line naming the gate."""
         with pytest.raises(ValueError, match=fragment) as err:
@@ -39,8 +62,18 @@ class TestEvaluate:
     def test_thresholds(self, tmp_path: Path) -> None:
         """Observed values decide; an arm not run fails its gate."""
         env = envelope([3] * 10, [0] * 8 + [3] * 2)
-        results = gates.evaluate(env, ["akm.pass_rate>=0.6", "lift>=0.1", "lift.low>0", "harness_errors<=0",
-                                       "noakm.pass_rate>=0.5", "synthetic.pass_rate>=0"], tmp_path)
+        results = gates.evaluate(
+            env,
+            [
+                "akm.pass_rate>=0.6",
+                "lift>=0.1",
+                "lift.low>0",
+                "harness_errors<=0",
+                "noakm.pass_rate>=0.5",
+                "synthetic.pass_rate>=0",
+            ],
+            tmp_path,
+        )
         assert [r["ok"] for r in results] == [True, True, True, True, False, False]
         assert results[1]["observed"] == pytest.approx(0.8)
         assert results[5]["observed"] is None and "not available" in results[5]["message"]
@@ -86,3 +119,188 @@ class TestSignificanceGates:
         assert dropped["ok"] is False and "akm:d/t00 -1.00" in dropped["message"]
         same = gates.evaluate(envelope([9, 10], seeds=10), ["no-task-regression:base.json"], tmp_path)[0]
         assert same["ok"] is True and same["message"].startswith("no arm or task regressed beyond noise")
+
+
+def with_harness_errors(errors: int) -> dict:
+    """10 tasks × 3 seeds, akm passes all, noakm passes 1 of 3; seed 3 of the first ``errors``
+    akm tasks is a harness error instead."""
+    tasks = [make_task(f"d/t{i:02d}") for i in range(10)]
+    samples = []
+    for i, t in enumerate(tasks):
+        for s in (1, 2, 3):
+            samples.append(sample(t.id, "akm", s, "harness_error" if s == 3 and i < errors else "pass"))
+            samples.append(sample(t.id, "noakm", s, "pass" if s == 1 else "fail"))
+    return report.build(inp(tasks, samples), timestamp=TS)
+
+
+class TestThresholdSemantics:
+    """What a user writes is what is checked: operators at the boundary, the right bound, real counts."""
+
+    @pytest.mark.parametrize(("op", "ok"), [(">=", True), (">", False), ("<=", True), ("<", False), ("==", True)])
+    def test_operators_at_the_boundary(self, tmp_path: Path, op: str, ok: bool) -> None:
+        """akm passes everything: pass_rate is exactly 1, so >= 1 and <= 1 hold, > 1 and < 1 fail."""
+        (result,) = gates.evaluate(envelope([3] * 10), [f"akm.pass_rate{op}1"], tmp_path)
+        assert result["observed"] == 1.0 and result["ok"] is ok
+        assert result["message"] == f"akm.pass_rate = 1, {'holds' if ok else 'fails'} {op} 1"
+
+    def test_operators_off_the_boundary(self, tmp_path: Path) -> None:
+        """pass rate 0.8 (8 of 10 tasks): each operator against 0.7 and 0.9."""
+        env = envelope([3] * 8 + [0] * 2)
+        got = [
+            r["ok"]
+            for r in gates.evaluate(
+                env, [f"akm.pass_rate{op}{v}" for op in (">=", ">", "<=", "<", "==") for v in (0.7, 0.9)], tmp_path
+            )
+        ]
+        assert got == [True, False, True, False, False, True, False, True, False, False]
+
+    def test_lift_bounds_are_the_interval_bounds(self, tmp_path: Path) -> None:
+        """lift.low is the lower end of the paired interval and lift.high the upper end, so
+        lift.low > 0 holds for a clear lift while lift.high < 1 holds only if the upper end is below 1."""
+        env = envelope([3] * 10, [0] * 6 + [3] * 4)
+        paired = env["aggregate"]["delta"]["paired"]
+        assert paired["low"] < paired["delta"] < paired["high"]
+        low, high, point = gates.evaluate(env, ["lift.low>0", "lift.high>=0.9", "lift>0.55"], tmp_path)
+        assert low["observed"] == paired["low"] and low["ok"] is True
+        assert high["observed"] == paired["high"] and high["ok"] is True
+        assert point["observed"] == pytest.approx(0.6) and point["ok"] is True
+        (below,) = gates.evaluate(env, [f"lift.high<={paired['low'] + 0.01}"], tmp_path)
+        assert below["ok"] is False
+
+    def test_harness_errors_are_counted(self, tmp_path: Path) -> None:
+        """Two harness-error runs: harness_errors<=0 fails and shows 2; the arm gate sees them too."""
+        env = with_harness_errors(2)
+        total, arm, none = gates.evaluate(
+            env, ["harness_errors<=0", "akm.harness_errors==2", "noakm.harness_errors==0"], tmp_path
+        )
+        assert total["ok"] is False and total["observed"] == 2 and "harness_errors = 2, fails" in total["message"]
+        assert arm["ok"] is True and none["ok"] is True
+        (clean,) = gates.evaluate(with_harness_errors(0), ["harness_errors<=0"], tmp_path)
+        assert clean["ok"] is True and clean["observed"] == 0
+
+    def test_too_many_harness_errors_refuse_the_interval_gate(self, tmp_path: Path) -> None:
+        """4 of 30 akm runs are harness errors (over 10%): lift.low refuses with the counts."""
+        (result,) = gates.evaluate(with_harness_errors(4), ["lift.low>0"], tmp_path)
+        assert result["ok"] is False and "4 of 30 akm runs are harness errors" in result["message"]
+
+
+def rich_envelope() -> dict:
+    """Three arms over 8 tasks × 3 seeds, with tokens, budget overruns, harness errors, flaky tasks and
+    akm trajectories, so every gate metric has a value of its own."""
+    from tests.core.test_metrics import traj
+
+    tasks = [make_task(f"d/t{i:02d}", gold_ref="skill:gold") for i in range(8)]
+    samples = []
+    for i, t in enumerate(tasks):
+        for s in (1, 2, 3):
+            akm_outcome = "harness_error" if (i, s) == (0, 3) else "fail" if (i == 1 and s == 2) else "pass"
+            samples.append(
+                sample(
+                    t.id,
+                    "akm",
+                    s,
+                    akm_outcome,
+                    tokens=1000 + 10 * i + s,
+                    wallclock_ms=900 + i,
+                    trajectory=traj(
+                        searches=[1 if i % 2 else 3],
+                        shown=["skill:gold"] if i < 6 else [],
+                        feedback="positive" if i < 3 else None,
+                        before=i < 5,
+                    ),
+                )
+            )
+            samples.append(
+                sample(
+                    t.id,
+                    "noakm",
+                    s,
+                    "budget_exceeded" if (i, s) == (2, 1) else "pass" if i < 2 + s % 2 else "fail",
+                    tokens=800 + i,
+                    wallclock_ms=700,
+                )
+            )
+            samples.append(
+                sample(t.id, "synthetic", s, "pass" if (i + s) % 3 else "fail", tokens=900, wallclock_ms=800)
+            )
+    return report.build(inp(tasks, samples, arms=("noakm", "synthetic", "akm")), timestamp=TS)
+
+
+AGG = lambda arm, *keys: lambda env: gates._dig(env, "aggregate", arm, *keys)  # noqa: E731
+METRICS = [
+    *[
+        (f"{arm}.{name}", AGG(arm, *path))
+        for arm in ("noakm", "synthetic", "akm")
+        for name, path in (
+            ("pass_rate", ("pass_rate",)),
+            ("pass_rate.low", ("pass_rate_ci", "low")),
+            ("pass_rate.high", ("pass_rate_ci", "high")),
+            ("pass_at_1", ("pass_at_1",)),
+            ("tokens_per_pass", ("tokens_per_pass",)),
+            ("tokens_per_run", ("tokens_per_run",)),
+            ("wallclock_ms", ("wallclock_ms",)),
+            ("harness_errors", ("harness_error_count",)),
+            ("budget_exceeded", ("budget_exceeded_count",)),
+            ("flaky_tasks", ("flaky_tasks",)),
+        )
+    ],
+    ("lift", lambda env: env["aggregate"]["delta"]["pass_rate"]),
+    ("lift.low", lambda env: env["aggregate"]["delta"]["paired"]["low"]),
+    ("lift.high", lambda env: env["aggregate"]["delta"]["paired"]["high"]),
+    ("lift.p", lambda env: env["aggregate"]["delta"]["paired"]["p_value_holm"]),
+    ("synthetic_lift", lambda env: env["aggregate"]["akm_over_synthetic_lift"]),
+    ("synthetic_lift.low", lambda env: env["aggregate"]["akm_over_synthetic_paired"]["low"]),
+    ("synthetic_lift.high", lambda env: env["aggregate"]["akm_over_synthetic_paired"]["high"]),
+    ("synthetic_lift.p", lambda env: env["aggregate"]["akm_over_synthetic_paired"]["p_value_holm"]),
+    ("harness_errors", lambda env: sum(r["outcome"] == "harness_error" for r in env["runs"])),
+    ("budget_exceeded", lambda env: sum(r["outcome"] == "budget_exceeded" for r in env["runs"])),
+    ("negative_transfer_count", lambda env: env["negative_transfer_count"]),
+    ("flaky_tasks", lambda env: len(env["flaky_tasks"])),
+    ("cells_partial", lambda env: sum(a["partial"] for a in env["floor_coverage"]["by_arm"].values())),
+    ("cells_missing", lambda env: sum(a["missing"] for a in env["floor_coverage"]["by_arm"].values())),
+    ("token_coverage", lambda env: env["token_measurement"]["coverage"]),
+    ("correct_asset_loaded", lambda env: env["trajectory"]["akm"]["correct_asset_loaded"]),
+    ("feedback_recorded", lambda env: env["trajectory"]["akm"]["feedback_recorded"]),
+    ("searched_before_acting", lambda env: env["trajectory"]["akm"]["searched_before_acting"]),
+]
+
+
+@pytest.fixture(scope="module")
+def env() -> dict:
+    return rich_envelope()
+
+
+class TestEveryMetric:
+    """Each documented gate metric reads the figure the report prints for it (docs/report.md)."""
+
+    @pytest.mark.parametrize(("metric", "where"), METRICS, ids=[m for m, _ in METRICS])
+    def test_observed_is_the_reported_figure(self, env: dict, metric: str, where, tmp_path: Path) -> None:
+        expected = where(env)
+        assert isinstance(expected, (int, float)), f"{metric}: the test envelope has no value for it"
+        (result,) = gates.evaluate(env, [f"{metric}>=-1e9"], tmp_path)
+        assert result["observed"] == expected and result["ok"] is True, result
+        (below,) = gates.evaluate(env, [f"{metric}<{expected}"], tmp_path)
+        assert below["ok"] is False
+
+    def test_the_figures_differ(self, env: dict) -> None:
+        """The envelope tells metrics apart: a gate reading the wrong figure would be noticed."""
+        values = [where(env) for _, where in METRICS]
+        assert len({round(v, 9) for v in values if isinstance(v, float) and 0 < v < 1}) >= 12
+
+    def test_an_arm_that_did_not_run(self, tmp_path: Path) -> None:
+        """Every metric of an arm not run, and lift without noakm, fails as not available."""
+        env = envelope([3] * 6)  # akm only
+        results = gates.evaluate(
+            env,
+            [
+                "noakm.pass_rate>=0",
+                "synthetic.tokens_per_run<=1e9",
+                "lift>=-1",
+                "lift.low>=-1",
+                "synthetic_lift.p<=1",
+                "lift.significant",
+            ],
+            tmp_path,
+        )
+        assert [r["ok"] for r in results] == [False] * 6
+        assert all(r["observed"] is None and "not available" in r["message"] for r in results)

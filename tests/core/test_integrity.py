@@ -1,21 +1,36 @@
-"""The report invariant (pytest_akmbench.integrity) and report completeness, without pytest runs."""
+"""The report invariant (pytest_akmbench.store.integrity) and report completeness, without pytest runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pytest_akmbench.agents import NopAgent
-from pytest_akmbench.corpus import load_corpus
-from pytest_akmbench.integrity import check
-from pytest_akmbench.resume import report_input
-from pytest_akmbench.runner import RunContext
+from pytest_akmbench.cell.runner import RunContext
+from pytest_akmbench.corpus.tasks import load_corpus
+from pytest_akmbench.report.resume import report_input
+from pytest_akmbench.store.integrity import check
 from tests.support.corpus import standard_corpus
 
 
-def sample(task: str = "d/t", arm: str = "akm", seed: int = 1, run: str = "r1", at: str = "t1", outcome: str = "pass",
-           **extra: object) -> dict:
-    return {"task_id": task, "arm": arm, "seed": seed, "run_id": run, "started_at": at, "fingerprint_hash": "f",
-            "outcome": outcome, **extra}
+def sample(
+    task: str = "d/t",
+    arm: str = "akm",
+    seed: int = 1,
+    run: str = "r1",
+    at: str = "t1",
+    outcome: str = "pass",
+    **extra: object,
+) -> dict:
+    return {
+        "task_id": task,
+        "arm": arm,
+        "seed": seed,
+        "run_id": run,
+        "started_at": at,
+        "fingerprint_hash": "f",
+        "outcome": outcome,
+        **extra,
+    }
 
 
 class TestCheck:
@@ -27,8 +42,10 @@ class TestCheck:
         """A sample the terminal counted that the store never got (a failed append)."""
         mine = sample()
         problems = check(chosen=[mine], received=[mine], stored_by_run=[])
-        assert problems == ["report mismatch: 1 samples this run produced are not in the store (d/t::akm-s1); "
-                            "they are in this report only, and a resumed run will run them again"]
+        assert problems == [
+            "report mismatch: 1 samples this run produced are not in the store (d/t::akm-s1); "
+            "they are in this report only, and a resumed run will run them again"
+        ]
 
     def test_newer_sample_from_another_writer(self) -> None:
         mine, theirs = sample(), sample(run="other", at="t2", outcome="fail")
@@ -59,8 +76,17 @@ def test_empty_report_is_never_complete(tmp_path: Path) -> None:
     """No selected cell means no evidence: complete is false, however little went wrong."""
     tasks_root, stashes = standard_corpus(tmp_path)
     tasks = list(load_corpus(tasks_root, stashes).tasks)
-    ctx = RunContext(run_id="r", tmp_root=tmp_path, stashes_root=stashes, agent=NopAgent(), model=None,
-                     budget_tokens=1, budget_wall_ms=1, budget_turns=None, verify_timeout_s=1)
+    ctx = RunContext(
+        run_id="r",
+        tmp_root=tmp_path,
+        stashes_root=stashes,
+        agent=NopAgent(),
+        model=None,
+        budget_tokens=1,
+        budget_wall_ms=1,
+        budget_turns=None,
+        verify_timeout_s=1,
+    )
     kw = dict(tasks=tasks, arms=("akm",), seeds=1, slice_label="all", ctx=ctx, store_dir=tmp_path / "store", floor=1)
     assert report_input(cells=[], **kw).complete is False
     assert report_input(cells=[(tasks[0].id, "akm", 1)], **kw).complete is False  # selected, but no sample

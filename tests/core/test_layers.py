@@ -1,15 +1,64 @@
+"""The layers of the package: the core never imports pytest, imports flow one way, no cycles, no
+private names across modules (docs/architecture.md)."""
+
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import pytest_akmbench
+
 CORE = [
-    "agents", "cli", "compare", "config", "corpus", "doctor", "errors", "events", "gates", "lifecycle",
-    "lift", "metrics", "opencode", "procs", "prompts", "providers", "report", "resume", "runner", "scripted",
-    "significance", "stats", "store", "summary", "trajectory", "validate", "verifiers", "claims", "integrity",
-    "interrupts", "preflight", "scrub", "akm", "shell", "sandbox", "snoop",
+    "agents",
+    "agents.base",
+    "agents.opencode.adapter",
+    "agents.opencode.events",
+    "agents.opencode.providers",
+    "agents.opencode.scripted",
+    "agents.opencode.snoop",
+    "cell.akm",
+    "cell.prompts",
+    "cell.rundir",
+    "cell.runner",
+    "cell.shell",
+    "cell.trajectory",
+    "cell.checks",
+    "cell.verifiers",
+    "cli.doctor",
+    "cli.validate",
+    "cli.main",
+    "corpus.config",
+    "corpus.tasks",
+    "errors",
+    "records",
+    "report.compare",
+    "report.envelope",
+    "report.gates",
+    "report.lift",
+    "report.files",
+    "report.fmt",
+    "report.html",
+    "report.markdown",
+    "report.sections",
+    "report.verdict",
+    "report.metrics",
+    "report.resume",
+    "report.significance",
+    "report.stats",
+    "report.svg",
+    "store.claims",
+    "store.integrity",
+    "store.preflight",
+    "store.samples",
+    "store.scrub",
+    "system.interrupts",
+    "system.lifecycle",
+    "system.procs",
+    "system.sandbox",
 ]
 
 
@@ -19,3 +68,136 @@ def test_core_module_does_not_import_pytest(module: str) -> None:
     code = f"import sys, pytest_akmbench.{module}; print('pytest' in sys.modules or '_pytest' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# Imports flow one way: each package may import only from packages of a lower rank (or its own).
+# docs/architecture.md draws the same picture.
+RANKS = {
+    "errors": 0,
+    "records": 0,
+    "system": 1,
+    "corpus": 2,
+    "store": 2,
+    "agents": 3,
+    "cell": 4,
+    "agents.opencode": 5,
+    "report": 5,
+    "plugin": 6,
+    "cli": 6,
+    "__main__": 6,
+}
+PACKAGE = Path(pytest_akmbench.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _unit(module: str) -> str:
+    """The package (or top-level module) a module belongs to, for its rank."""
+    rest = module.removeprefix("pytest_akmbench").lstrip(".")
+    best = ""
+    for unit in RANKS:
+        if (rest == unit or rest.startswith(unit + ".")) and len(unit) > len(best):
+            best = unit
+    return best
+
+
+def _imports(module: str) -> list[tuple[str, str, bool]]:
+    """(imported module, imported name, at run time) for every import of the package in ``module``.
+
+    Function-level imports count: they hide a cycle, they do not remove it. Imports under
+    ``if TYPE_CHECKING:`` only count for the direction of the layers, not for cycles.
+    """
+    path = MODULES[module]
+    tree = ast.parse(path.read_text())
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            typing_only.update(id(sub) for stmt in node.body for sub in ast.walk(stmt))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if not base.startswith("pytest_akmbench"):
+                continue
+            for alias in node.names:
+                target = f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                found.append((target, alias.name if target == base else "", id(node) not in typing_only))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("pytest_akmbench"):
+                    found.append((alias.name, "", id(node) not in typing_only))
+    return found
+
+
+def test_the_layer_map_covers_every_module() -> None:
+    """A new package gets a rank here (and a line in docs/architecture.md) before it is used."""
+    assert [m for m in MODULES if m != "pytest_akmbench" and not _unit(m)] == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_flow_down(module: str) -> None:
+    """A package imports only from its own package or from packages below it."""
+    if module == "pytest_akmbench":
+        return
+    rank = RANKS[_unit(module)]
+    upward = [
+        target for target, _, _ in _imports(module) if target != "pytest_akmbench" and RANKS[_unit(target)] > rank
+    ]
+    assert upward == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_name_crosses_a_module(module: str) -> None:
+    """``_name`` is private to its module: no ``from x import _name``, no ``x._name``."""
+    imported = {name for _, name, _ in _imports(module) if name.startswith("_") and not name.startswith("__")}
+    tree = ast.parse(MODULES[module].read_text())
+    modules_bound = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("pytest_akmbench"))
+        for alias in node.names
+    }
+    reached = {
+        f"{node.value.id}.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in modules_bound
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    }
+    assert sorted(imported | reached) == []
+
+
+def test_no_import_cycle() -> None:
+    """The modules' run-time imports form a DAG (function-level imports included)."""
+    graph = {m: {t for t, _, runtime in _imports(m) if runtime and t != m} for m in MODULES}
+    done: set[str] = set()
+    cycles = []
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            cycles.append(" -> ".join(path[path.index(module) :] + [module]))
+            return
+        if module in done:
+            return
+        for target in sorted(graph.get(module, ())):
+            visit(target, path + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    assert cycles == []

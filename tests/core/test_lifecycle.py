@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import lifecycle
+from pytest_akmbench.system import lifecycle
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from pytest_akmbench import lifecycle
+from pytest_akmbench.system import lifecycle
 lifecycle.claim_run(Path(sys.argv[1]), sys.argv[2], controller=True)
 print("ready", flush=True)
 time.sleep(60)
@@ -38,7 +38,9 @@ def live_run(tmp_path: Path):
 class TestClean:
     """clean removes stale run dirs, never a live run's, never the store."""
 
-    def test_stale_live_and_recent(self, tmp_path: Path, live_run: subprocess.Popen[str], capsys: pytest.CaptureFixture[str]) -> None:
+    def test_stale_live_and_recent(
+        self, tmp_path: Path, live_run: subprocess.Popen[str], capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Old dead runs go; a live run (even an old one) and a recent dead run stay."""
         (tmp_path / "stale" / "cell-1" / "workspace").mkdir(parents=True)
         (tmp_path / "stale" / ".alive").touch()
@@ -69,8 +71,12 @@ class TestKill:
 
     def test_sigterm_then_sigkill(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """The first kill sends SIGTERM (ignored here), the second SIGKILL."""
-        stubborn = HOLDER.replace("time.sleep(60)", "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)")
-        proc = subprocess.Popen([sys.executable, "-c", stubborn, str(tmp_path), "run1"], stdout=subprocess.PIPE, text=True)
+        # SIGTERM is ignored before the holder claims the run and says "ready": otherwise a kill
+        # arriving between "ready" and the ignore would end it (a race under load).
+        stubborn = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" + HOLDER
+        proc = subprocess.Popen(
+            [sys.executable, "-c", stubborn, str(tmp_path), "run1"], stdout=subprocess.PIPE, text=True
+        )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         try:
             lifecycle.kill(tmp_path, everything=True)
@@ -88,7 +94,7 @@ class TestKill:
 PROJECT_HOLDER = """
 import sys, time
 from pathlib import Path
-from pytest_akmbench import lifecycle
+from pytest_akmbench.system import lifecycle
 lifecycle.claim_run(Path(sys.argv[1]), sys.argv[2], controller=True, project=Path(sys.argv[3]))
 print("ready", flush=True)
 time.sleep(60)
@@ -99,8 +105,11 @@ class TestKillOnlyThisProject:
     """Item 14: the tmp root is shared by every project of a user; kill stops only the current one's."""
 
     def hold(self, tmp_path: Path, run: str, project: Path) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-c", PROJECT_HOLDER, str(tmp_path / "cells"), run, str(project)],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PROJECT_HOLDER, str(tmp_path / "cells"), run, str(project)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         return proc
 

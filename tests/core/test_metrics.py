@@ -1,15 +1,15 @@
-"""Tests for pytest_akmbench.metrics: golden numbers worked out by hand in each test."""
+"""Tests for pytest_akmbench.report.metrics: golden numbers worked out by hand in each test."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from pytest_akmbench import metrics
-from pytest_akmbench.corpus import Task
+from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.report import metrics
 
 Z = 1.959963984540054
 
@@ -24,21 +24,52 @@ def wilson(c: int, n: int) -> tuple[float, float]:
 
 def make_task(task_id: str, **kw: Any) -> Task:
     """A Task that needs nothing on disk."""
-    return Task(id=task_id, title=task_id, domain=task_id.split("/")[0], difficulty="easy", stash="st",
-                verifier="script", task_dir=Path("/nonexistent") / task_id, yaml_text=f"id: {task_id}\n", **kw)
+    return Task(
+        id=task_id,
+        title=task_id,
+        domain=task_id.split("/")[0],
+        difficulty="easy",
+        stash="st",
+        verifier="script",
+        task_dir=Path("/nonexistent") / task_id,
+        yaml_text=f"id: {task_id}\n",
+        **kw,
+    )
 
 
-def sample(task_id: str, arm: str, seed: int, outcome: str, *, tokens: int | None = None,
-           wallclock_ms: int = 1000, trajectory: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+def sample(
+    task_id: str,
+    arm: str,
+    seed: int,
+    outcome: str,
+    *,
+    tokens: int | None = None,
+    wallclock_ms: int = 1000,
+    trajectory: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """A sample with the keys runner.run_cell produces (the ones reports read)."""
     s: dict[str, Any] = {
-        "task_id": task_id, "arm": arm, "seed": seed, "domain": task_id.split("/")[0], "outcome": outcome,
-        "reason": "boom" if outcome == "harness_error" else None, "budget": None, "budget_tag": None,
-        "tokens": None if tokens is None else {"input": tokens - 10, "output": 10, "reasoning": 0, "cache_read": 0,
-                                               "cache_write": 0, "total": tokens},
-        "token_measurement": "missing" if tokens is None else "measured", "cost_usd": None, "turns": None,
-        "tool_calls": None, "wallclock_ms": wallclock_ms, "verifier": {"kind": "script", "exit_code": 0},
-        "model": "m", "prompt_version": "akm-v1", "fingerprint_hash": f"fp-{arm}",
+        "task_id": task_id,
+        "arm": arm,
+        "seed": seed,
+        "domain": task_id.split("/")[0],
+        "outcome": outcome,
+        "reason": "boom" if outcome == "harness_error" else None,
+        "budget": None,
+        "budget_tag": None,
+        "tokens": None
+        if tokens is None
+        else {"input": tokens - 10, "output": 10, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total": tokens},
+        "token_measurement": "missing" if tokens is None else "measured",
+        "cost_usd": None,
+        "turns": None,
+        "tool_calls": None,
+        "wallclock_ms": wallclock_ms,
+        "verifier": {"kind": "script", "exit_code": 0},
+        "model": "m",
+        "prompt_version": "akm-v1",
+        "fingerprint_hash": f"fp-{arm}",
     }
     if trajectory is not None:
         s["trajectory"] = trajectory
@@ -46,31 +77,51 @@ def sample(task_id: str, arm: str, seed: int, outcome: str, *, tokens: int | Non
     return s
 
 
-def traj(*, searches: list[int | None] = (), shown: list[str] = (), feedback: str | None = None,
-         gold: str | None = "skill:gold", before: bool | None = True, irrelevant: list[str] | None = None,
-         t_search: int | None = None) -> dict[str, Any]:
+def traj(
+    *,
+    searches: list[int | None] = (),
+    shown: list[str] = (),
+    feedback: str | None = None,
+    gold: str | None = "skill:gold",
+    before: bool | None = True,
+    irrelevant: list[str] | None = None,
+    t_search: int | None = None,
+) -> dict[str, Any]:
     """A trajectory dict shaped like trajectory.analyse_cell's output."""
     actions: list[dict[str, Any]] = [{"kind": "search", "query": "q", "results": [], "gold_rank": r} for r in searches]
     actions += [{"kind": "show", "ref": r, "ok": True} for r in shown]
     if feedback:
         actions.append({"kind": "feedback", "ref": "skill:gold", "polarity": feedback, "ok": True})
     return {
-        "source": "transcript", "akm_events": False, "actions": actions, "actions_truncated": False,
-        "search_count": len(searches), "show_count": len(shown), "feedback_count": int(bool(feedback)),
-        "positive_feedback_count": int(feedback == "positive"), "negative_feedback_count": int(feedback == "negative"),
-        "gold_ranks": list(searches), "assets_loaded": list(shown),
+        "source": "transcript",
+        "akm_events": False,
+        "actions": actions,
+        "actions_truncated": False,
+        "search_count": len(searches),
+        "show_count": len(shown),
+        "feedback_count": int(bool(feedback)),
+        "positive_feedback_count": int(feedback == "positive"),
+        "negative_feedback_count": int(feedback == "negative"),
+        "gold_ranks": list(searches),
+        "assets_loaded": list(shown),
         "correct_asset_loaded": None if gold is None else gold in shown,
-        "feedback_recorded": bool(feedback), "feedback_polarity": feedback, "searched_before_acting": before,
-        "workspace_writes": 1, "irrelevant_assets_loaded": irrelevant if irrelevant is not None else [r for r in shown if r != gold],
-        "time_to_first_search_ms": t_search, "time_to_first_correct_asset_ms": None,
-        "asset_bytes_loaded": 10 * len(shown), "context_bytes_loaded": 20 * len(shown), "warnings": [],
+        "feedback_recorded": bool(feedback),
+        "feedback_polarity": feedback,
+        "searched_before_acting": before,
+        "workspace_writes": 1,
+        "irrelevant_assets_loaded": irrelevant if irrelevant is not None else [r for r in shown if r != gold],
+        "time_to_first_search_ms": t_search,
+        "time_to_first_correct_asset_ms": None,
+        "asset_bytes_loaded": 10 * len(shown),
+        "context_bytes_loaded": 20 * len(shown),
+        "warnings": [],
     }
 
 
 class TestPerTask:
     """One task under one arm."""
 
-    RUNS = [
+    RUNS: ClassVar = [
         sample("a/t", "akm", 1, "pass", tokens=100),
         sample("a/t", "akm", 2, "fail", tokens=50),
         sample("a/t", "akm", 3, "pass", tokens=300),
@@ -141,16 +192,29 @@ class TestAggregate:
     """Corpus aggregate and the paired delta."""
 
     def test_macro_rate_and_cluster_interval(self) -> None:
-        """Macro mean over tasks; the interval is Wilson at the design-effect sample size with t(m − 1)."""
-        a = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "pass"), (3, "fail"))]
-        b = [sample("a/y", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "fail"), (4, "harness_error"))]
-        agg = metrics.aggregate([metrics.per_task(a), metrics.per_task(b), None])
+        """Macro mean over tasks, not the pooled rate; the interval is Wilson at the design-effect
+        sample size with t(m − 1). Task x passes 2 of 3, task y 1 of 4 valid runs (plus a harness
+        error), task z has only harness errors: it counts as a task the arm ran, not one with valid runs."""
+        x = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "pass"), (3, "fail"))]
+        y = [
+            sample("a/y", "akm", s, o)
+            for s, o in ((1, "pass"), (2, "fail"), (3, "fail"), (4, "fail"), (5, "harness_error"))
+        ]
+        z = [sample("a/z", "akm", s, "harness_error") for s in (1, 2)]
+        agg = metrics.aggregate([metrics.per_task(x), metrics.per_task(y), metrics.per_task(z), None])
         assert agg is not None
-        assert agg["pass_rate"] == pytest.approx((2 / 3 + 1 / 3) / 2)
-        assert (agg["tasks"], agg["runs"], agg["valid_runs"], agg["passes"], agg["harness_error_count"]) == (2, 7, 6, 3, 1)
-        # Rates 2/3 and 1/3: p = 1/2, s² = 1/18, v = s²/2 = 1/36, n_eff = p(1-p)/v = 9 > 6 runs, so n_eff = 6;
-        # t(0.975, 1 df) = 12.706 (printed tables).
-        t, n, p = 12.706204736174694, 6, 0.5
+        assert agg["pass_rate"] == pytest.approx((2 / 3 + 1 / 4) / 2)  # 11/24; pooled would be 3/7
+        assert (
+            agg["tasks"],
+            agg["tasks_with_valid_runs"],
+            agg["runs"],
+            agg["valid_runs"],
+            agg["passes"],
+            agg["harness_error_count"],
+        ) == (3, 2, 10, 7, 3, 3)
+        # Rates 2/3 and 1/4: p = 11/24, s² = (5/12)²/2 = 25/288, v = s²/2 = 25/576,
+        # n_eff = p(1-p)/v = (143/576)/(25/576) = 5.72 < 7 runs; t(0.975, 1 df) = 12.706 (printed tables).
+        t, n, p = 12.706204736174694, 5.72, 11 / 24
         centre = (p + t * t / (2 * n)) / (1 + t * t / n)
         half = t / (1 + t * t / n) * math.sqrt(p * (1 - p) / n + t * t / (4 * n * n))
         assert agg["pass_rate_ci"]["low"] == pytest.approx(centre - half)
@@ -195,7 +259,14 @@ class TestAkmSections:
 
     def runs(self) -> list[dict[str, Any]]:
         return [
-            sample("a/t", "akm", 1, "pass", tokens=100, trajectory=traj(searches=[2], shown=["skill:gold"], feedback="positive", t_search=400)),
+            sample(
+                "a/t",
+                "akm",
+                1,
+                "pass",
+                tokens=100,
+                trajectory=traj(searches=[2], shown=["skill:gold"], feedback="positive", t_search=400),
+            ),
             sample("a/t", "akm", 2, "fail", trajectory=traj(searches=[None, 7], shown=["skill:other"], before=False)),
             sample("a/t", "akm", 3, "fail", trajectory=traj()),
             sample("a/t", "akm", 4, "pass"),  # e.g. the oracle agent: no trajectory
@@ -226,18 +297,26 @@ class TestAkmSections:
         # sorted [2, 7, inf]: p50 index ceil(1.5)-1 = 1 -> 7; p90 index ceil(2.7)-1 = 2 -> missing
         assert sb["gold_rank_p50"] == 7 and sb["gold_rank_p90"] == "missing"
         assert sb["gold_at_rank_1"] == 0 and sb["gold_missing"] == pytest.approx(1 / 3)
-        assert sb["pass_rate_by_rank"] == [{"rank": "2", "pass_rate": 1.0, "run_count": 1},
-                                           {"rank": "7", "pass_rate": 0.0, "run_count": 1}]
+        assert sb["pass_rate_by_rank"] == [
+            {"rank": "2", "pass_rate": 1.0, "run_count": 1},
+            {"rank": "7", "pass_rate": 0.0, "run_count": 1},
+        ]
 
     def test_harness_errors_stay_out_of_akm_figures(self) -> None:
         """An errored run that searched, showed and gave feedback changes none of the akm figures."""
-        errored = sample("a/t", "akm", 5, "harness_error",
-                         trajectory=traj(searches=[1], shown=["skill:bad"], feedback="positive"))
+        errored = sample(
+            "a/t", "akm", 5, "harness_error", trajectory=traj(searches=[1], shown=["skill:bad"], feedback="positive")
+        )
         runs = self.runs()
         with_error = runs + [errored]
-        assert metrics.trajectory_aggregate(with_error)["feedback_recorded"] == metrics.trajectory_aggregate(runs)["feedback_recorded"]
+        assert (
+            metrics.trajectory_aggregate(with_error)["feedback_recorded"]
+            == metrics.trajectory_aggregate(runs)["feedback_recorded"]
+        )
         assert metrics.trajectory_aggregate(with_error)["counts"]["harness_error_runs"] == 1
-        assert metrics.search_bridge(with_error, {"a/t": "skill:gold"}) == metrics.search_bridge(runs, {"a/t": "skill:gold"})
+        assert metrics.search_bridge(with_error, {"a/t": "skill:gold"}) == metrics.search_bridge(
+            runs, {"a/t": "skill:gold"}
+        )
         assert metrics.asset_regression_candidates([errored], {"a/t"}) == []
         ov = metrics.akm_overhead(with_error)["aggregate"]
         assert ov["mean_feedback_count"] == metrics.akm_overhead(runs)["aggregate"]["mean_feedback_count"]
@@ -253,8 +332,20 @@ class TestAkmSections:
         pa = metrics.per_asset(self.runs())
         assert pa["total_akm_runs"] == 4
         assert pa["rows"] == [
-            {"asset_ref": "skill:gold", "load_count": 1, "load_count_passing": 1, "load_count_failing": 0, "load_pass_rate": 1.0},
-            {"asset_ref": "skill:other", "load_count": 1, "load_count_passing": 0, "load_count_failing": 1, "load_pass_rate": 0.0},
+            {
+                "asset_ref": "skill:gold",
+                "load_count": 1,
+                "load_count_passing": 1,
+                "load_count_failing": 0,
+                "load_pass_rate": 1.0,
+            },
+            {
+                "asset_ref": "skill:other",
+                "load_count": 1,
+                "load_count_passing": 0,
+                "load_count_failing": 1,
+                "load_pass_rate": 0.0,
+            },
         ]
 
     def test_overhead(self) -> None:

@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, Limits
-from pytest_akmbench.corpus import Task
+from pytest_akmbench.agents.opencode.adapter import OpencodeAgent, choose_model, locate_opencode
+from pytest_akmbench.cell.rundir import hide_akm
+from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.opencode import OpencodeAgent, choose_model, locate_opencode
-from pytest_akmbench.runner import hide_akm
-from pytest_akmbench.procs import ProcessTracker
+from pytest_akmbench.system.procs import ProcessTracker
 
-TASK = Task(id="d/t", title="T", domain="d", difficulty="easy", stash="s", verifier="script", task_dir=Path("/x"),
-            yaml_text="")
+TASK = Task(
+    id="d/t", title="T", domain="d", difficulty="easy", stash="s", verifier="script", task_dir=Path("/x"), yaml_text=""
+)
 
 
 def exe(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:
@@ -28,9 +29,21 @@ def exe(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:
 
 def providers_file(tmp_path: Path) -> Path:
     path = tmp_path / "p.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "defaultModel": "local/m", "providers": {"local": {
-        "npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:1/v1",
-                                                        "apiKey": "{env:LOCAL_KEY}"}, "models": {"m": {}}}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 1,
+                "defaultModel": "local/m",
+                "providers": {
+                    "local": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "options": {"baseURL": "http://127.0.0.1:1/v1", "apiKey": "{env:LOCAL_KEY}"},
+                        "models": {"m": {}},
+                    }
+                },
+            }
+        )
+    )
     return path
 
 
@@ -61,7 +74,7 @@ def test_hide_akm(tmp_path):
     user = exe(tmp_path / "user" / "akm").parent
     system = exe(tmp_path / "sys" / "akm").parent
     exe(system / "sh")
-    plain = (tmp_path / "plain")
+    plain = tmp_path / "plain"
     plain.mkdir()
     ours = run_dir / "opencode" / "bin"
     ours.mkdir(parents=True)
@@ -81,7 +94,9 @@ def test_config_and_env(tmp_path, monkeypatch):
     config = agent._config("local/m", None, 5)
     # The key goes into the private config file, not into the environment every tool command sees.
     assert config["provider"]["local"]["options"]["apiKey"] == "value"
-    assert agent._config("local/m", None, 5, resolve=False)["provider"]["local"]["options"]["apiKey"] == "{env:LOCAL_KEY}"
+    assert (
+        agent._config("local/m", None, 5, resolve=False)["provider"]["local"]["options"]["apiKey"] == "{env:LOCAL_KEY}"
+    )
     assert config["snapshot"] is False and config["share"] == "disabled" and config["$schema"]
     scripted = OpencodeAgent()
     scripted.choice = choose_model("scripted/hang", {})
@@ -90,11 +105,28 @@ def test_config_and_env(tmp_path, monkeypatch):
     assert config["provider"]["scripted"]["models"]["hang"]["tool_call"] is True
 
     def request(arm: str) -> AgentRequest:
-        env = {"HOME": str(run_dir / "home"), "PATH": "/usr/bin:/bin", "AKM_STASH_DIR": "/s", "AKM_X": "1",
-               "OPENCODE_CONFIG_CONTENT": "{}", "UNRELATED": "kept"}
-        return AgentRequest(task=TASK, arm=arm, seed=1, workspace=run_dir / "workspace", run_dir=run_dir, env=env,
-                            prompt="p", prompt_version="v", limits=Limits(wall_s=5), transcript=run_dir / "t",
-                            procs=ProcessTracker("x"), stash_dir=Path("/stash") if arm == "akm" else None)
+        env = {
+            "HOME": str(run_dir / "home"),
+            "PATH": "/usr/bin:/bin",
+            "AKM_STASH_DIR": "/s",
+            "AKM_X": "1",
+            "OPENCODE_CONFIG_CONTENT": "{}",
+            "UNRELATED": "kept",
+        }
+        return AgentRequest(
+            task=TASK,
+            arm=arm,
+            seed=1,
+            workspace=run_dir / "workspace",
+            run_dir=run_dir,
+            env=env,
+            prompt="p",
+            prompt_version="v",
+            limits=Limits(wall_s=5),
+            transcript=run_dir / "t",
+            procs=ProcessTracker("x"),
+            stash_dir=Path("/stash") if arm == "akm" else None,
+        )
 
     cfg_dir = run_dir / "opencode"
     cfg_dir.mkdir()

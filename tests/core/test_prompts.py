@@ -6,13 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus import Task
+from pytest_akmbench.cell.prompts import PROMPT_VERSION, build_prompt
+from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.prompts import PROMPT_VERSION, build_prompt
 
-TASK = Task(id="shipyard/lint-command", title="Give CI the strict\n lint command", domain="shipyard",
-            difficulty="easy", stash="shipyard", verifier="script", task_dir=Path("/x"), yaml_text="",
-            akm_keywords="shipyard lint manifest")
+TASK = Task(
+    id="shipyard/lint-command",
+    title="Give CI the strict\n lint command",
+    domain="shipyard",
+    difficulty="easy",
+    stash="shipyard",
+    verifier="script",
+    task_dir=Path("/x"),
+    yaml_text="",
+    akm_keywords="shipyard lint manifest",
+)
 WS = Path("/runs/r1/workspace")
 
 
@@ -38,7 +46,7 @@ def test_akm_prompt_ref_example_follows_the_installed_akm():
     """The example ref is in the syntax the installed akm accepts: skill:name (0.7), skills/name (0.9)."""
     from dataclasses import replace
 
-    from pytest_akmbench.akm import AkmInfo
+    from pytest_akmbench.cell.akm import AkmInfo
 
     info = AkmInfo(path=Path("/x/akm"), version="0.7.0", line="0.7", sha256="0", config="{}")
     assert "`skill:name`" in build_prompt(TASK, "akm", WS, info)[0]
@@ -47,7 +55,7 @@ def test_akm_prompt_ref_example_follows_the_installed_akm():
 
 
 def test_synthetic_asks_for_own_notes_first():
-    text, version = build_prompt(TASK, "synthetic", WS)
+    text, _ = build_prompt(TASK, "synthetic", WS)
     assert "scratchpad" in text and "akm" not in text.lower() and str(WS) in text
     assert len({build_prompt(TASK, a, WS)[1] for a in ("noakm", "akm", "synthetic")}) == 3
     assert "{" not in text

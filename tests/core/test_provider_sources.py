@@ -5,27 +5,40 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from pytest_akmbench.config import config_options, load_run_config, run_config_problems
+from pytest_akmbench.agents.opencode.adapter import choose_model
+from pytest_akmbench.agents.opencode.providers import (
+    OPENCODE_CONFIG,
+    discover_providers,
+    load_opencode_config,
+    validate_opencode_config,
+)
+from pytest_akmbench.cli.validate import validate
+from pytest_akmbench.corpus.config import config_options, load_run_config, run_config_problems
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.opencode import choose_model
-from pytest_akmbench.providers import OPENCODE_CONFIG, discover_providers, load_opencode_config, validate_opencode_config
-from pytest_akmbench.validate import validate
 
 SECRET = "sk-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
 
 
 def entry(**options: object) -> dict:
-    return {"npm": "@ai-sdk/openai-compatible", "name": "Local",
-            "options": {"baseURL": "http://127.0.0.1:1234/v1", **options},
-            "models": {"qwen3": {"name": "Qwen", "limit": {"context": 32768, "output": 8192}}}}
+    return {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Local",
+        "options": {"baseURL": "http://127.0.0.1:1234/v1", **options},
+        "models": {"qwen3": {"name": "Qwen", "limit": {"context": 32768, "output": 8192}}},
+    }
 
 
 def opencode_json(**extra: object) -> dict:
-    return {"$schema": "https://opencode.ai/config.json", "provider": {"local": entry(apiKey="{env:LOCAL_KEY}")},
-            "model": "local/qwen3", **extra}
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"local": entry(apiKey="{env:LOCAL_KEY}")},
+        "model": "local/qwen3",
+        **extra,
+    }
 
 
 def write(path: Path, data: object) -> Path:
@@ -35,11 +48,23 @@ def write(path: Path, data: object) -> Path:
 
 
 STANDALONE = {
-    "$schema": "../schemas/bench-run-config.schema.json", "schemaVersion": 1, "track": "utility",
-    "name": "qwen-9b", "description": "standalone akm-bench config", "opencodeConfigRef": "opencode.json",
-    "model": "local/qwen3", "tasks": "all", "arms": ["noakm", "akm"], "seeds": 5, "budgetTokens": 30000,
-    "budgetWallMs": 600000, "phase2Enabled": True, "phase2ReflectTimeoutMs": 180000,
-    "phase2ReflectRetryTimeoutMs": 120000, "phase2SkipReflectOnAllNegative": True, "parallel": 4,
+    "$schema": "../schemas/bench-run-config.schema.json",
+    "schemaVersion": 1,
+    "track": "utility",
+    "name": "qwen-9b",
+    "description": "standalone akm-bench config",
+    "opencodeConfigRef": "opencode.json",
+    "model": "local/qwen3",
+    "tasks": "all",
+    "arms": ["noakm", "akm"],
+    "seeds": 5,
+    "budgetTokens": 30000,
+    "budgetWallMs": 600000,
+    "phase2Enabled": True,
+    "phase2ReflectTimeoutMs": 180000,
+    "phase2ReflectRetryTimeoutMs": 120000,
+    "phase2SkipReflectOnAllNegative": True,
+    "parallel": 4,
     "forceParallel": False,
 }
 
@@ -79,13 +104,16 @@ class TestStandaloneRunConfig:
             load_run_config(path)
         assert err.value.usage
 
-    @pytest.mark.parametrize("fields, fragment", [
-        ({"track": "attribute"}, "track: must be one of utility, evolve"),
-        ({"phase2Enabled": "yes"}, "phase2Enabled: expected bool"),
-        ({"phase2ReflectTimeoutMs": 0}, "phase2ReflectTimeoutMs: must be a positive integer"),
-        ({"model": "local/a", "defaultModel": "local/b"}, "model and defaultModel: both name the run's model"),
-        ({"opencodeConfig": []}, "opencodeConfig: expected object"),
-    ])
+    @pytest.mark.parametrize(
+        "fields, fragment",
+        [
+            ({"track": "attribute"}, "track: must be one of utility, evolve"),
+            ({"phase2Enabled": "yes"}, "phase2Enabled: expected bool"),
+            ({"phase2ReflectTimeoutMs": 0}, "phase2ReflectTimeoutMs: must be a positive integer"),
+            ({"model": "local/a", "defaultModel": "local/b"}, "model and defaultModel: both name the run's model"),
+            ({"opencodeConfig": []}, "opencodeConfig: expected object"),
+        ],
+    )
     def test_bad_values(self, tmp_path: Path, fields: dict, fragment: str) -> None:
         path = write(tmp_path / "run.json", {"schemaVersion": 1, **fields})
         with pytest.raises(ConfigError, match=fragment):
@@ -93,16 +121,28 @@ class TestStandaloneRunConfig:
 
 
 class TestEveryProblem:
-    BAD = {"schemaVersion": 1, "seedz": 3, "arms": ["akm", "ctrl"], "budgetTokens": -1, "colour": "blue",
-           "providers": {}, "opencodeConfigRef": "o.json"}
+    BAD: ClassVar = {
+        "schemaVersion": 1,
+        "seedz": 3,
+        "arms": ["akm", "ctrl"],
+        "budgetTokens": -1,
+        "colour": "blue",
+        "providers": {},
+        "opencodeConfigRef": "o.json",
+    }
 
     def test_validate_lists_every_problem(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """Five problems in one file: validate prints five error lines, not the first."""
         path = write(tmp_path / "run.json", self.BAD)
         assert validate(tmp_path / "none", tmp_path / "none", [path]) == 1
         errors = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"error: {path}")]
-        for fragment in ("'seedz'", "'colour'", "unknown arm 'ctrl'", "budgetTokens: must be a positive",
-                         "providers and opencodeConfigRef"):
+        for fragment in (
+            "'seedz'",
+            "'colour'",
+            "unknown arm 'ctrl'",
+            "budgetTokens: must be a positive",
+            "providers and opencodeConfigRef",
+        ):
             assert sum(fragment in line for line in errors) == 1, (fragment, errors)
         assert len(errors) == 5
 
@@ -131,16 +171,21 @@ class TestOpencodeConfig:
         assert found.providers == data["provider"] and found.default_model == "local/qwen3"
         assert found.ignored == ("instructions", "mcp", "permission", "plugin")
 
-    @pytest.mark.parametrize("mutate, fragment", [
-        (lambda d: d["provider"]["local"]["options"].update(apiKey="literal-key"), "apiKey: must be an env-ref"),
-        (lambda d: d["provider"]["local"]["options"].update(apiKey=SECRET), "apiKey: must be an env-ref"),
-        (lambda d: d["provider"]["local"]["options"].update(headers={"Authorization": "Bearer x"}),
-         "credential header"),
-        (lambda d: d.update(small_model=SECRET), "credential heuristic"),
-        (lambda d: d.update(provider=[]), "provider: must be an object"),
-        (lambda d: d["provider"].update(scripted={}), "reserved"),
-        (lambda d: d.update(model=3), "model: must be a model id string"),
-    ])
+    @pytest.mark.parametrize(
+        "mutate, fragment",
+        [
+            (lambda d: d["provider"]["local"]["options"].update(apiKey="literal-key"), "apiKey: must be an env-ref"),
+            (lambda d: d["provider"]["local"]["options"].update(apiKey=SECRET), "apiKey: must be an env-ref"),
+            (
+                lambda d: d["provider"]["local"]["options"].update(headers={"Authorization": "Bearer x"}),
+                "credential header",
+            ),
+            (lambda d: d.update(small_model=SECRET), "credential heuristic"),
+            (lambda d: d.update(provider=[]), "provider: must be an object"),
+            (lambda d: d["provider"].update(scripted={}), "reserved"),
+            (lambda d: d.update(model=3), "model: must be a model id string"),
+        ],
+    )
     def test_credential_and_shape_rules(self, mutate, fragment: str) -> None:
         data = opencode_json()
         mutate(data)
@@ -154,8 +199,9 @@ class TestPrecedence:
     def test_sources_in_order(self, tmp_path: Path) -> None:
         """Command line, then BENCH_OPENCODE_CONFIG (either shape), then the run config."""
         oc = write(tmp_path / "oc.json", opencode_json(model="local/from-oc"))
-        pf = write(tmp_path / "pf.json", {"schemaVersion": 1, "defaultModel": "local/from-pf",
-                                          "providers": {"local": entry()}})
+        pf = write(
+            tmp_path / "pf.json", {"schemaVersion": 1, "defaultModel": "local/from-pf", "providers": {"local": entry()}}
+        )
         env = {"BENCH_OPENCODE_CONFIG": str(oc)}
         inline = {"config_opencode": opencode_json(model="local/inline"), "config_path": tmp_path / "run.json"}
         assert discover_providers(explicit=pf, env=env, **inline).default_model == "local/from-pf"
@@ -167,8 +213,9 @@ class TestPrecedence:
     def test_wrong_shape_for_the_option_says_which_option(self, tmp_path: Path) -> None:
         oc = write(tmp_path / "oc.json", opencode_json())
         pf = write(tmp_path / "pf.json", {"schemaVersion": 1, "providers": {"local": entry()}})
-        with pytest.raises(ConfigError, match="is an opencode config, not a providers file; pass it with "
-                                              "--bench-opencode-config"):
+        with pytest.raises(
+            ConfigError, match="is an opencode config, not a providers file; pass it with --bench-opencode-config"
+        ):
             discover_providers(explicit=oc, env={})
         with pytest.raises(ConfigError, match="pass it with --bench-providers"):
             discover_providers(explicit_opencode=pf, env={})

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.providers import (
+from pytest_akmbench.agents.opencode.providers import (
     check_env_vars,
     check_model,
     describe,
@@ -18,14 +16,18 @@ from pytest_akmbench.providers import (
     resolve_model,
     validate_providers,
 )
+from pytest_akmbench.errors import ConfigError
 
 SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
 
 
 def local_entry(**options) -> dict:
-    return {"npm": "@ai-sdk/openai-compatible", "name": "Local",
-            "options": {"baseURL": "http://127.0.0.1:1234/v1", **options},
-            "models": {"qwen/qwen3.5-9b": {"name": "q", "limit": {"context": 32768, "output": 8192}}}}
+    return {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Local",
+        "options": {"baseURL": "http://127.0.0.1:1234/v1", **options},
+        "models": {"qwen/qwen3.5-9b": {"name": "q", "limit": {"context": 32768, "output": 8192}}},
+    }
 
 
 def write(path: Path, data) -> Path:
@@ -55,7 +57,7 @@ def test_forbidden_keys(key):
 
 
 def test_unknown_top_level_key_is_an_error():
-    with pytest.raises(ConfigError, match="f.json: extra: unknown top-level key"):
+    with pytest.raises(ConfigError, match=r"f.json: extra: unknown top-level key"):
         validate_providers(good(extra=1), "f.json")
 
 
@@ -73,7 +75,7 @@ def test_bad_providers(providers):
     data["providers"] = providers
     if providers is None:
         del data["providers"]
-    with pytest.raises(ConfigError, match="f.json: providers"):
+    with pytest.raises(ConfigError, match=r"f.json: providers"):
         validate_providers(data, "f.json")
 
 
@@ -118,7 +120,7 @@ def test_missing_and_invalid_files(tmp_path):
 def test_discovery_order(tmp_path):
     a = write(tmp_path / "a.json", good(defaultModel="local/a"))
     b = write(tmp_path / "b.json", good(defaultModel="local/b"))
-    c = write(tmp_path / "c.json", good(defaultModel="local/c"))
+    write(tmp_path / "c.json", good(defaultModel="local/c"))
     xdg = tmp_path / "xdg"
     (xdg / "akm").mkdir(parents=True)
     write(xdg / "akm" / "bench-providers.json", good(defaultModel="local/xdg"))
@@ -126,8 +128,9 @@ def test_discovery_order(tmp_path):
     cfg = tmp_path / "configs" / "run.json"
     cfg.parent.mkdir()
     inline = {"local": local_entry()}
-    kw = dict(config_providers=inline, config_default_model="local/inline", config_providers_ref="../c.json",
-              config_path=cfg)
+    kw = dict(
+        config_providers=inline, config_default_model="local/inline", config_providers_ref="../c.json", config_path=cfg
+    )
     assert discover_providers(explicit=a, env=env, **kw).default_model == "local/a"
     assert discover_providers(env=env, **kw).default_model == "local/b"
     env.pop("BENCH_OPENCODE_CONFIG")
@@ -142,8 +145,11 @@ def test_discovery_order(tmp_path):
 
 
 def test_discovery_missing_sources_are_usage_errors(tmp_path):
-    for kw in ({"explicit": tmp_path / "x.json"}, {"env": {"BENCH_OPENCODE_CONFIG": "rel/x.json"}},
-               {"config_providers_ref": "x.json", "config_path": tmp_path / "run.json"}):
+    for kw in (
+        {"explicit": tmp_path / "x.json"},
+        {"env": {"BENCH_OPENCODE_CONFIG": "rel/x.json"}},
+        {"config_providers_ref": "x.json", "config_path": tmp_path / "run.json"},
+    ):
         kw.setdefault("env", {})
         with pytest.raises(ConfigError, match="not found") as err:
             discover_providers(cwd=tmp_path, **kw)
@@ -151,7 +157,7 @@ def test_discovery_missing_sources_are_usage_errors(tmp_path):
 
 
 def test_inline_providers_are_scanned():
-    with pytest.raises(ConfigError, match="run.json: providers: providers.local.options.apiKey"):
+    with pytest.raises(ConfigError, match=r"run.json: providers: providers.local.options.apiKey"):
         discover_providers(env={}, config_providers={"local": local_entry(apiKey="literal")}, config_path="run.json")
 
 
@@ -159,7 +165,9 @@ def test_model_precedence(tmp_path):
     pf = validate_providers(good(defaultModel="local/p"), "f.json")
     env = {"BENCH_OPENCODE_MODEL": "local/env"}
     assert resolve_model(cli_model="local/cli", env=env, config_default_model="local/cfg", providers=pf) == (
-        "local/cli", "--bench-model")
+        "local/cli",
+        "--bench-model",
+    )
     assert resolve_model(env=env, config_default_model="local/cfg", providers=pf)[0] == "local/env"
     assert resolve_model(env={}, config_default_model="local/cfg", providers=pf)[0] == "local/cfg"
     assert resolve_model(env={}, providers=pf) == ("local/p", "f.json defaultModel")
@@ -178,7 +186,7 @@ def test_check_model():
     assert choice.provider_key == "local" and choice.provider_entry["name"] == "Local"
     assert check_model("anthropic/claude-sonnet-4", "cli", pf).provider_entry is None
     assert check_model("openai/gpt-5", "cli", None).provider_key == "openai"
-    with pytest.raises(ConfigError, match="provider 'lmstudio', which is not in f.json") as err:
+    with pytest.raises(ConfigError, match=r"provider 'lmstudio', which is not in f.json") as err:
         check_model("lmstudio/x", "cli", pf)
     assert not err.value.usage
     with pytest.raises(ConfigError, match="no providers file was found") as err:
@@ -202,7 +210,7 @@ def test_env_vars_must_resolve_and_never_leak(tmp_path):
 
 def test_choose_scripted_without_providers(tmp_path):
     """A scripted model needs no providers; otherwise the model comes from the providers file."""
-    from pytest_akmbench.opencode import choose_model
+    from pytest_akmbench.agents.opencode.adapter import choose_model
 
     choice = choose_model("scripted/oracle", {}, env={"HOME": str(tmp_path)})
     assert choice.scripted and describe(choice)["providers_source"] is None
@@ -211,8 +219,31 @@ def test_choose_scripted_without_providers(tmp_path):
     assert choice.model == "local/qwen/qwen3.5-9b" and choice.model_source.endswith("p.json defaultModel")
 
 
+def tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under root with its bytes and mtime: what "only read" must leave as it was."""
+    return {
+        str(f.relative_to(root)): (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(root.rglob("*")) if f.is_file()
+    }
+
+
 def test_user_default_file_is_only_read(tmp_path):
-    xdg = tmp_path / "xdg"
-    discover_providers(env={"XDG_CONFIG_HOME": str(xdg)})
-    assert not xdg.exists()
-    assert not os.path.exists(tmp_path / "home")
+    """The user's default providers file is used when nothing else applies, and left exactly as it was;
+    when there is none, nothing is created in its place (no directory, no file)."""
+    home, xdg = tmp_path / "home", tmp_path / "xdg"
+    home.mkdir()
+    assert discover_providers(env={"HOME": str(home)}, cwd=tmp_path) is None
+    assert discover_providers(env={"XDG_CONFIG_HOME": str(xdg), "HOME": str(home)}, cwd=tmp_path) is None
+    assert not xdg.exists() and list(home.iterdir()) == []
+    default = write(
+        (home / ".config" / "akm").mkdir(parents=True) or home / ".config" / "akm" / "bench-providers.json",
+        good(defaultModel="local/from-home"),
+    )
+    before = tree(home)
+    found = discover_providers(env={"HOME": str(home)}, cwd=tmp_path)
+    assert found is not None and found.source == str(default) and found.default_model == "local/from-home"
+    assert tree(home) == before
+    # XDG_CONFIG_HOME, when set, is where the default lives: the file under HOME is then not read.
+    assert discover_providers(env={"XDG_CONFIG_HOME": str(xdg), "HOME": str(home)}, cwd=tmp_path) is None
+    # Any explicit source wins over the default.
+    inline = discover_providers(env={"HOME": str(home)}, cwd=tmp_path, config_providers={"local": local_entry()})
+    assert inline is not None and inline.source == "run config: providers"

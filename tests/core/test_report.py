@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.report: the envelope and the markdown summary."""
+"""Tests for pytest_akmbench.report.envelope: the envelope and the markdown summary."""
 
 from __future__ import annotations
 
@@ -8,32 +8,81 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import report
+from pytest_akmbench.report import envelope as report
+from pytest_akmbench.report import files as report_files
+from pytest_akmbench.report.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample, traj, wilson
 
 TS = "2026-01-01T00:00:00.000Z"
 REFERENCE_KEYS = [
-    "schemaVersion", "track", "branch", "commit", "timestamp", "agent", "corpus", "aggregate", "trajectory",
-    "failure_modes", "token_measurement", "tasks", "negative_transfer_count", "negative_transfer_severity",
-    "top_regressed_tasks", "domain_level_deltas", "asset_regression_candidates", "corpus_coverage", "warnings",
-    "searchBridge", "runs", "baseline_by_task_id", "perAsset", "akm_overhead",
+    "schemaVersion",
+    "track",
+    "branch",
+    "commit",
+    "timestamp",
+    "agent",
+    "corpus",
+    "aggregate",
+    "trajectory",
+    "failure_modes",
+    "token_measurement",
+    "tasks",
+    "negative_transfer_count",
+    "negative_transfer_severity",
+    "top_regressed_tasks",
+    "domain_level_deltas",
+    "asset_regression_candidates",
+    "corpus_coverage",
+    "warnings",
+    "searchBridge",
+    "runs",
+    "baseline_by_task_id",
+    "perAsset",
+    "akm_overhead",
 ]
 
 
-def inp(tasks: list[Any], samples: list[dict[str, Any]], arms: tuple[str, ...] = ("noakm", "akm"), **kw: Any) -> report.ReportInput:
-    return report.ReportInput(tasks=tasks, arms=arms, seeds=kw.pop("seeds", 3), slice="all", stashes_root=Path("/nonexistent"),
-                              samples=samples, model="local/m", agent="opencode", agent_version="1.18.33", **kw)
+def inp(
+    tasks: list[Any], samples: list[dict[str, Any]], arms: tuple[str, ...] = ("noakm", "akm"), **kw: Any
+) -> report.ReportInput:
+    return report.ReportInput(
+        tasks=tasks,
+        arms=arms,
+        seeds=kw.pop("seeds", 3),
+        slice="all",
+        stashes_root=Path("/nonexistent"),
+        samples=samples,
+        model="local/m",
+        agent="opencode",
+        agent_version="1.18.33",
+        **kw,
+    )
 
 
 def lift_corpus(n_tasks: int = 10) -> tuple[list[Any], list[dict[str, Any]]]:
     """akm passes every task 3/3; noakm passes only the first two tasks."""
-    tasks = [make_task(f"d{i % 2}/t{i:02d}", gold_ref="skill:gold", memory_ability="procedural_lookup" if i < 4 else None,
-                       task_family="fam-a" if i % 2 else "fam-b") for i in range(n_tasks)]
+    tasks = [
+        make_task(
+            f"d{i % 2}/t{i:02d}",
+            gold_ref="skill:gold",
+            memory_ability="procedural_lookup" if i < 4 else None,
+            task_family="fam-a" if i % 2 else "fam-b",
+        )
+        for i in range(n_tasks)
+    ]
     samples = []
     for i, t in enumerate(tasks):
         for seed in (1, 2, 3):
-            samples.append(sample(t.id, "akm", seed, "pass", tokens=1000,
-                                  trajectory=traj(searches=[1], shown=["skill:gold"], feedback="positive")))
+            samples.append(
+                sample(
+                    t.id,
+                    "akm",
+                    seed,
+                    "pass",
+                    tokens=1000,
+                    trajectory=traj(searches=[1], shown=["skill:gold"], feedback="positive"),
+                )
+            )
             samples.append(sample(t.id, "noakm", seed, "pass" if i < 2 else "fail", tokens=800))
     return tasks, samples
 
@@ -46,8 +95,13 @@ class TestEnvelope:
         keys = [k for k in env if k in REFERENCE_KEYS]
         assert keys == REFERENCE_KEYS
         assert "workflow" not in env
-        assert list(env)[list(env).index("akm_overhead"):] == [
-            "akm_overhead", "flaky_tasks", "floor_coverage", "provenance", "verdict"]
+        assert list(env)[list(env).index("akm_overhead") :] == [
+            "akm_overhead",
+            "flaky_tasks",
+            "floor_coverage",
+            "provenance",
+            "verdict",
+        ]
         assert list(env).index("complete") == 5
         json.dumps(env)  # plain builtins only
 
@@ -67,7 +121,9 @@ class TestEnvelope:
         t0 = env["tasks"][0]
         assert t0["akm"]["pass_rate_ci"]["low"] == pytest.approx(wilson(3, 3)[0])
         assert env["verdict"].startswith("akm lifts pass rate by +0.80 [")
-        assert env["verdict"].endswith("(paired permutation p=0.0078), 10 paired tasks; valid runs akm 30/30, noakm 30/30")
+        assert env["verdict"].endswith(
+            "(paired permutation p=0.0078), 10 paired tasks; valid runs akm 30/30, noakm 30/30"
+        )
         assert agg["akm"]["pass_at_1"] == 1.0 and agg["noakm"]["pass_at_1"] == pytest.approx(0.2)
 
     def test_arm_not_run_is_null(self) -> None:
@@ -83,8 +139,11 @@ class TestEnvelope:
     def test_harness_errors_and_budget(self) -> None:
         """harness_error leaves the denominator, budget_exceeded stays; both counted per task."""
         task = make_task("a/t")
-        samples = [sample("a/t", "akm", 1, "pass"), sample("a/t", "akm", 2, "harness_error"),
-                   sample("a/t", "akm", 3, "budget_exceeded", budget_tag="hung")]
+        samples = [
+            sample("a/t", "akm", 1, "pass"),
+            sample("a/t", "akm", 2, "harness_error"),
+            sample("a/t", "akm", 3, "budget_exceeded", budget_tag="hung"),
+        ]
         env = report.build(inp([task], samples, arms=("akm",)), timestamp=TS)
         row = env["tasks"][0]["akm"]
         assert row["pass_rate"] == 0.5 and row["harness_error_count"] == 1 and row["budget_exceeded_count"] == 1
@@ -95,31 +154,49 @@ class TestEnvelope:
         """Cells: covered (3 valid), partial (2 valid + 1 error), missing (only errors), missing (no run)."""
         tasks = [make_task(f"a/t{i}") for i in range(4)]
         samples = [sample("a/t0", "akm", s, "pass") for s in (1, 2, 3)]
-        samples += [sample("a/t1", "akm", 1, "pass"), sample("a/t1", "akm", 2, "fail"), sample("a/t1", "akm", 3, "harness_error")]
+        samples += [
+            sample("a/t1", "akm", 1, "pass"),
+            sample("a/t1", "akm", 2, "fail"),
+            sample("a/t1", "akm", 3, "harness_error"),
+        ]
         samples += [sample("a/t2", "akm", 1, "harness_error")]
         env = report.build(inp(tasks, samples, arms=("akm",), floor=3), timestamp=TS)
         fc = env["floor_coverage"]
         assert fc["by_arm"]["akm"] == {"cells": 4, "covered": 1, "partial": 1, "missing": 2}
         assert [(n["task_id"], n["status"], n["samples_needed"]) for n in fc["needs_deepening"]] == [
-            ("a/t1", "partial", 1), ("a/t2", "missing", 3), ("a/t3", "missing", 3)]
+            ("a/t1", "partial", 1),
+            ("a/t2", "missing", 3),
+            ("a/t3", "missing", 3),
+        ]
 
     def test_flaky_tasks(self) -> None:
         """A task that both passes and fails with stdev > 0.2 is listed."""
         samples = [sample("a/t", "akm", 1, "pass"), sample("a/t", "akm", 2, "fail"), sample("a/t", "akm", 3, "pass")]
         env = report.build(inp([make_task("a/t")], samples, arms=("akm",)), timestamp=TS)
-        assert env["flaky_tasks"] == [{"task_id": "a/t", "arm": "akm", "pass_rate": 2 / 3, "passes": 2, "valid_count": 3,
-                                       "pass_rate_stdev": pytest.approx(3 ** -0.5)}]
+        assert env["flaky_tasks"] == [
+            {
+                "task_id": "a/t",
+                "arm": "akm",
+                "pass_rate": 2 / 3,
+                "passes": 2,
+                "valid_count": 3,
+                "pass_rate_stdev": pytest.approx(3**-0.5),
+            }
+        ]
 
     def test_negative_transfer_and_assets(self) -> None:
         """noakm 1.0 vs akm 0.0 on one task: regressed, severity 1, its loaded asset is a candidate."""
         task = make_task("x/t", gold_ref="skill:gold")
         samples = [sample("x/t", "noakm", s, "pass") for s in (1, 2, 3)]
-        samples += [sample("x/t", "akm", s, "fail", trajectory=traj(searches=[4], shown=["skill:bad"])) for s in (1, 2, 3)]
+        samples += [
+            sample("x/t", "akm", s, "fail", trajectory=traj(searches=[4], shown=["skill:bad"])) for s in (1, 2, 3)
+        ]
         env = report.build(inp([task], samples), timestamp=TS)
         assert env["negative_transfer_count"] == 1 and env["negative_transfer_severity"] == 1.0
         assert env["top_regressed_tasks"][0]["task_id"] == "x/t"
         assert env["asset_regression_candidates"] == [
-            {"asset_ref": "skill:bad", "regressed_task_count": 1, "regressed_task_ids": ["x/t"], "total_load_count": 3}]
+            {"asset_ref": "skill:bad", "regressed_task_count": 1, "regressed_task_ids": ["x/t"], "total_load_count": 3}
+        ]
         assert env["failure_modes"] == {"by_label": {"loaded_wrong": 3}, "by_task": {"x/t": {"loaded_wrong": 3}}}
         assert env["domain_level_deltas"][0]["regression_count"] == 1
 
@@ -148,7 +225,9 @@ class TestEnvelope:
     def test_samples_without_trajectory(self) -> None:
         """Oracle-style samples: trajectory figures are null, a warning says why."""
         task = make_task("a/t", gold_ref="skill:gold")
-        env = report.build(inp([task], [sample("a/t", "akm", s, "pass") for s in (1, 2, 3)], arms=("akm",)), timestamp=TS)
+        env = report.build(
+            inp([task], [sample("a/t", "akm", s, "pass") for s in (1, 2, 3)], arms=("akm",)), timestamp=TS
+        )
         assert env["trajectory"]["akm"]["correct_asset_loaded"] is None
         assert env["searchBridge"]["runs_observed"] == 0 and env["perAsset"]["rows"] == []
         assert env["akm_overhead"]["aggregate"]["mean_search_count"] is None
@@ -165,7 +244,11 @@ class TestEnvelope:
     def test_synthetic_arm(self) -> None:
         """With the synthetic arm: its aggregate, the lift and a paired comparison."""
         task = make_task("a/t")
-        samples = [sample("a/t", "akm", 1, "pass"), sample("a/t", "synthetic", 1, "fail"), sample("a/t", "noakm", 1, "fail")]
+        samples = [
+            sample("a/t", "akm", 1, "pass"),
+            sample("a/t", "synthetic", 1, "fail"),
+            sample("a/t", "noakm", 1, "fail"),
+        ]
         env = report.build(inp([task], samples, arms=("noakm", "akm", "synthetic"), seeds=1), timestamp=TS)
         assert env["aggregate"]["akm_over_synthetic_lift"] == 1.0
         assert env["aggregate"]["akm_over_synthetic_paired"]["tasks"] == 1
@@ -174,7 +257,9 @@ class TestEnvelope:
     def test_provenance(self) -> None:
         """Versions passed in and fingerprints seen."""
         tasks, samples = lift_corpus(2)
-        env = report.build(inp(tasks, samples, provenance={"opencode_version": "1.18.33", "akm_version": "0.7.0"}), timestamp=TS)
+        env = report.build(
+            inp(tasks, samples, provenance={"opencode_version": "1.18.33", "akm_version": "0.7.0"}), timestamp=TS
+        )
         prov = env["provenance"]
         assert prov["opencode_version"] == "1.18.33" and prov["akm_version"] == "0.7.0"
         assert prov["fingerprints"] == ["fp-akm", "fp-noakm"] and prov["python"]
@@ -182,7 +267,9 @@ class TestEnvelope:
     def test_gates_in_envelope(self) -> None:
         """Gate results are part of the envelope."""
         tasks, samples = lift_corpus()
-        env = report.build(inp(tasks, samples, gates=("lift.low>0", "akm.pass_rate>=0.99", "noakm.pass_rate>0.5")), timestamp=TS)
+        env = report.build(
+            inp(tasks, samples, gates=("lift.low>0", "akm.pass_rate>=0.99", "noakm.pass_rate>0.5")), timestamp=TS
+        )
         assert [g["ok"] for g in env["gates"]] == [True, True, False]
 
 
@@ -191,27 +278,44 @@ class TestMarkdown:
         """Verdict first, intervals in the tables, sections in order, baseline columns."""
         tasks, samples = lift_corpus()
         env = report.build(inp(tasks, samples, baseline={"d0/t00": 0.5}, gates=("noakm.pass_rate>0.5",)), timestamp=TS)
-        md = report.render_markdown(env)
+        md = render_markdown(env)
         lines = md.splitlines()
         assert lines[0] == "# akm-bench utility — local/m"
         assert lines[5].startswith("**Verdict:** akm lifts pass rate by +0.80 [")
         assert lines[6].startswith("**Gates:** 0 passed, 1 failed: `noakm.pass_rate>0.5`")
-        order = ["## Aggregate", "## Gates", "## Trajectory (akm)", "## Per-task pass rates", "## Coverage vs reporting floor",
-                 "## Corpus coverage", "## Negative transfer", "## Search → outcome bridge", "## AKM overhead",
-                 "## Token measurement", "## Provenance"]
+        order = [
+            "## Aggregate",
+            "## Gates",
+            "## Trajectory (akm)",
+            "## Per-task pass rates",
+            "## Coverage vs reporting floor",
+            "## Corpus coverage",
+            "## Negative transfer",
+            "## Search → outcome bridge",
+            "## AKM overhead",
+            "## Token measurement",
+            "## Provenance",
+        ]
         positions = [md.index(h) for h in order]
         assert positions == sorted(positions)
-        per_task = md[md.index("## Per-task pass rates"):]
+        per_task = md[md.index("## Per-task pass rates") :]
         header = per_task.splitlines()[2]
-        assert [c.strip() for c in header.strip("|").split("|")] == ["task", "noakm", "akm", "delta", "baseline", "vs base"]
+        assert [c.strip() for c in header.strip("|").split("|")] == [
+            "task",
+            "noakm",
+            "akm",
+            "delta",
+            "baseline",
+            "vs base",
+        ]
         row = next(line for line in per_task.splitlines() if line.startswith("| d0/t00"))
         assert "1.00 [0.44, 1.00]" in row and "+0.50" in row
 
     def test_deterministic(self) -> None:
         """Same input, same bytes."""
         tasks, samples = lift_corpus()
-        a = report.render_markdown(report.build(inp(tasks, samples), timestamp=TS))
-        b = report.render_markdown(report.build(inp(tasks, list(reversed(samples))), timestamp=TS))
+        a = render_markdown(report.build(inp(tasks, samples), timestamp=TS))
+        b = render_markdown(report.build(inp(tasks, list(reversed(samples))), timestamp=TS))
         assert a == b
 
     def test_no_difference_verdict(self) -> None:
@@ -220,15 +324,19 @@ class TestMarkdown:
         samples = [dict(s, outcome="pass") for s in samples]
         env = report.build(inp(tasks, samples), timestamp=TS)
         # With 4 tasks no sign vector is rare enough (p >= 2/2^4), so the interval is every possible lift.
-        assert env["verdict"] == ("no significant difference between akm and noakm (0.00 [-1.00, +1.00], paired permutation p=1), "
-                                  "4 paired tasks; valid runs akm 12/12, noakm 12/12")
+        assert env["verdict"] == (
+            "no significant difference between akm and noakm (0.00 [-1.00, +1.00], paired permutation p=1), "
+            "4 paired tasks; valid runs akm 12/12, noakm 12/12"
+        )
 
     def test_incomplete_and_empty(self) -> None:
         """An incomplete run says so; no valid run at all says so."""
         task = make_task("a/t")
-        env = report.build(inp([task], [sample("a/t", "akm", 1, "harness_error")], arms=("akm",), complete=False), timestamp=TS)
+        env = report.build(
+            inp([task], [sample("a/t", "akm", 1, "harness_error")], arms=("akm",), complete=False), timestamp=TS
+        )
         assert env["verdict"] == "incomplete run — no valid runs: no arm produced a pass or fail outcome"
-        assert "**incomplete run**" in report.render_markdown(env)
+        assert "**incomplete run**" in render_markdown(env)
 
     def test_write_and_step_summary(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """report.json and summary.md are written; the summary is appended to $GITHUB_STEP_SUMMARY."""
@@ -237,7 +345,7 @@ class TestMarkdown:
         monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
         tasks, samples = lift_corpus(2)
         env = report.build(inp(tasks, samples), timestamp=TS)
-        json_path, md_path, _ = report.write(tmp_path / "out", env)
+        json_path, md_path, _ = report_files.write(tmp_path / "out", env)
         assert json.loads(json_path.read_text())["verdict"] == env["verdict"]
         assert step.read_text() == "before\n" + md_path.read_text() + "\n"
 
@@ -245,8 +353,12 @@ class TestMarkdown:
 def _bench(n_tasks: int, seeds: int, outcome: Any) -> tuple[list[Any], list[dict[str, Any]]]:
     """Tasks × arms × seeds with ``outcome(task_index, arm, seed)``."""
     tasks = [make_task(f"d/t{i:02d}") for i in range(n_tasks)]
-    samples = [sample(t.id, arm, s, outcome(i, arm, s)) for i, t in enumerate(tasks)
-               for arm in ("noakm", "akm", "synthetic") for s in range(1, seeds + 1)]
+    samples = [
+        sample(t.id, arm, s, outcome(i, arm, s))
+        for i, t in enumerate(tasks)
+        for arm in ("noakm", "akm", "synthetic")
+        for s in range(1, seeds + 1)
+    ]
     return tasks, samples
 
 
@@ -257,15 +369,26 @@ class TestVerdictClaims:
         """6 tasks × 1 seed: significant (p = 2/2^6), but every cell is below the floor of 3."""
         tasks, samples = _bench(6, 1, lambda i, arm, s: "pass" if arm == "akm" else "fail")
         env = report.build(inp(tasks, [x for x in samples if x["arm"] != "synthetic"], seeds=1), timestamp=TS)
-        assert env["verdict"].startswith("provisional: 12 of 12 cells below the floor of 3 — akm lifts pass rate by +1.00 [")
+        assert env["verdict"].startswith(
+            "provisional: 12 of 12 cells below the floor of 3 — akm lifts pass rate by +1.00 ["
+        )
         assert "p=0.031" in env["verdict"] and "6 paired tasks; valid runs akm 6/6, noakm 6/6" in env["verdict"]
 
     def test_unreliable_when_harness_errors_dominate(self) -> None:
         """68 of 85 akm runs are harness errors: no lift is claimed, the share and the valid runs are stated,
         and so is how far an artefact could move the delta; the lift gates refuse."""
-        tasks, samples = _bench(17, 5, lambda i, arm, s: "pass" if s == 1 else "harness_error" if arm == "akm" else "fail")
-        env = report.build(inp(tasks, [x for x in samples if x["arm"] != "synthetic"], seeds=5,
-                               gates=("lift.low>0", "lift.significant", "lift>0")), timestamp=TS)
+        tasks, samples = _bench(
+            17, 5, lambda i, arm, s: "pass" if s == 1 else "harness_error" if arm == "akm" else "fail"
+        )
+        env = report.build(
+            inp(
+                tasks,
+                [x for x in samples if x["arm"] != "synthetic"],
+                seeds=5,
+                gates=("lift.low>0", "lift.significant", "lift>0"),
+            ),
+            timestamp=TS,
+        )
         v = env["verdict"]
         assert "unreliable: 68 of 85 akm runs are harness errors (over the 10% limit), no verdict on akm vs noakm" in v
         assert "akm lifts" not in v and "valid runs akm 17/85, noakm 85/85" in v
@@ -275,8 +398,17 @@ class TestVerdictClaims:
 
     def test_artefact_risk_stated_when_errors_differ(self) -> None:
         """3 akm harness errors, none in noakm: the claim stands, with the artefact bounds."""
-        tasks, samples = _bench(17, 5, lambda i, arm, s: ("harness_error" if arm == "akm" and s == 5 and i < 3
-                                                          else "pass" if s <= (3 if arm == "akm" else 2) else "fail"))
+        tasks, samples = _bench(
+            17,
+            5,
+            lambda i, arm, s: (
+                "harness_error"
+                if arm == "akm" and s == 5 and i < 3
+                else "pass"
+                if s <= (3 if arm == "akm" else 2)
+                else "fail"
+            ),
+        )
         env = report.build(inp(tasks, [x for x in samples if x["arm"] != "synthetic"], seeds=5), timestamp=TS)
         paired = env["aggregate"]["delta"]["paired"]
         assert paired["reliable"] is True and paired["artefact_bounds"] is not None
@@ -292,16 +424,23 @@ class TestVerdictClaims:
         assert "; akm lifts pass rate over synthetic by +0.83" in env["verdict"]
         syn = env["aggregate"]["akm_over_synthetic_paired"]
         assert syn["holm_family"] == 2 and syn["p_value_holm"] >= syn["p_value"]
-        only = report.build(inp(tasks, [x for x in samples if x["arm"] != "noakm"], arms=("akm", "synthetic")), timestamp=TS)
+        only = report.build(
+            inp(tasks, [x for x in samples if x["arm"] != "noakm"], arms=("akm", "synthetic")), timestamp=TS
+        )
         assert only["verdict"].startswith("akm lifts pass rate over synthetic by +0.83")
 
     def test_delta_and_interval_on_the_same_paired_tasks(self) -> None:
         """akm ran x (fails) and y (passes); noakm only y (passes). The delta is over y alone (0.00, not
         0.50 − 1.00), and the report says one task was left unpaired."""
         tasks = [make_task("a/x"), make_task("a/y")]
-        samples = ([sample("a/x", "akm", s, "fail") for s in (1, 2, 3)] + [sample("a/y", "akm", s, "pass") for s in (1, 2, 3)]
-                   + [sample("a/y", "noakm", s, "pass") for s in (1, 2, 3)])
+        samples = (
+            [sample("a/x", "akm", s, "fail") for s in (1, 2, 3)]
+            + [sample("a/y", "akm", s, "pass") for s in (1, 2, 3)]
+            + [sample("a/y", "noakm", s, "pass") for s in (1, 2, 3)]
+        )
         env = report.build(inp(tasks, samples), timestamp=TS)
-        assert env["aggregate"]["delta"]["pass_rate"] == 0.0 and env["aggregate"]["delta"]["paired"]["tasks_unpaired"] == 1
+        assert (
+            env["aggregate"]["delta"]["pass_rate"] == 0.0 and env["aggregate"]["delta"]["paired"]["tasks_unpaired"] == 1
+        )
         assert "1 paired task (1 unpaired)" in env["verdict"]
-        assert "| **delta** | 0.00        | [-1.00, +1.00]" in report.render_markdown(env)
+        assert "| **delta** | 0.00        | [-1.00, +1.00]" in render_markdown(env)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm
 from pytest_akmbench.agents import AgentRequest, AgentResult, NopAgent, OracleAgent
-from pytest_akmbench.corpus import Task, load_corpus
-from pytest_akmbench.procs import ProcessTracker, become_subreaper
-from pytest_akmbench.runner import Cell, RunContext, run_cell
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.runner import Cell, RunContext, run_cell
+from pytest_akmbench.corpus.tasks import Task, load_corpus
+from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
 from tests.support import real_akm
 from tests.support.corpus import standard_corpus, write_stash, write_task
 
@@ -64,8 +64,15 @@ def corpus(tmp_path: Path) -> dict[str, Task]:
 
 def context(tmp_path: Path, agent: object, **kw: object) -> RunContext:
     defaults = dict(
-        run_id="test-run", tmp_root=tmp_path / "runs", stashes_root=tmp_path / "corpus" / "stashes", agent=agent,
-        model=None, budget_tokens=1000, budget_wall_ms=20000, budget_turns=None, verify_timeout_s=30.0,
+        run_id="test-run",
+        tmp_root=tmp_path / "runs",
+        stashes_root=tmp_path / "corpus" / "stashes",
+        agent=agent,
+        model=None,
+        budget_tokens=1000,
+        budget_wall_ms=20000,
+        budget_turns=None,
+        verify_timeout_s=30.0,
     )
     defaults.update(kw)
     return RunContext(**defaults)  # type: ignore[arg-type]
@@ -129,7 +136,9 @@ class TestOutcomes:
     def test_wall_budget_of_the_task_is_honoured(self, tmp_path: Path) -> None:
         """A solution running past the task's own wallMs is budget_exceeded, hung."""
         write_stash(tmp_path / "corpus" / "stashes")
-        write_task(tmp_path / "corpus" / "tasks", "a/slow", solve="sleep 60\n", extra={"budget": {"tokens": 10, "wallMs": 500}})
+        write_task(
+            tmp_path / "corpus" / "tasks", "a/slow", solve="sleep 60\n", extra={"budget": {"tokens": 10, "wallMs": 500}}
+        )
         task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").tasks[0]
         started = time.monotonic()
         sample = run_cell(Cell(task, "noakm", 1), context(tmp_path, OracleAgent()), tracker())
@@ -141,7 +150,9 @@ class TestOutcomes:
 class TestIsolation:
     """Arms differ only in what they intend to; nothing leaks between cells or to the user."""
 
-    def test_control_arm_sees_no_akm(self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_control_arm_sees_no_akm(
+        self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """noakm gets no stash, no AKM_* variable and an akm on PATH that refuses to run."""
         monkeypatch.setenv("AKM_STASH_DIR", "/users/own/stash")
         spy = EnvSpy()
@@ -195,9 +206,37 @@ class TestIsolation:
         assert os.path.commonpath([req.run_dir, tmp_path / "runs"]) == str(tmp_path / "runs")
 
     def test_workspace_is_a_copy(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
-        """The oracle writes into the copy; the corpus's workspace stays untouched."""
-        run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
-        assert not (corpus["alpha/script-task"].workspace / "out.txt").exists()
+        """The oracle writes out.txt into the copy (the verifier finds it there: pass); the
+        corpus's workspace stays untouched."""
+        workspace = corpus["alpha/script-task"].workspace
+        before = sorted(p.name for p in workspace.iterdir())
+        sample = run_cell(Cell(corpus["alpha/script-task"], "noakm", 1), context(tmp_path, OracleAgent()), tracker())
+        assert sample["outcome"] == "pass", sample
+        assert sorted(p.name for p in workspace.iterdir()) == before == ["README.md"]
+
+    def test_verifier_sees_no_akm_variable(
+        self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The akm arm's agent gets AKM_STASH_DIR, the verifier gets no AKM_* at all (it judges the
+        workspace, never the stash): a verify.sh that fails on any AKM_ variable passes."""
+        monkeypatch.setenv("AKM_CONFIG_DIR", "/users/own/akm")
+        write_task(
+            tmp_path / "corpus" / "tasks",
+            "alpha/env-check",
+            verify='if env | grep "^AKM_"; then exit 1; fi\ngrep -qx hello out.txt\n',
+        )
+        task = load_corpus(tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes").by_id()["alpha/env-check"]
+        seen: list[str] = []
+
+        class Solver(EnvSpy):
+            def run(self, request: AgentRequest) -> AgentResult:
+                seen.extend(k for k in request.env if k.startswith("AKM_"))
+                (request.workspace / "out.txt").write_text("hello\n")
+                return AgentResult(exit_code=0)
+
+        sample = run_cell(Cell(task, "akm", 1), context(tmp_path, Solver()), tracker())
+        assert "AKM_STASH_DIR" in seen
+        assert sample["outcome"] == "pass", sample["reason"]
 
 
 class TestNoSurvivors:
@@ -233,23 +272,31 @@ class TestRealAkm:
     def test_each_cell_searches_an_index_akm_uses(self, tmp_path: Path, info: akm.AkmInfo) -> None:
         """An akm cell's agent, searching as the prompt says, gets the asset; the control arm finds no akm."""
         stashes = tmp_path / "corpus" / "stashes"
-        write_stash(stashes, assets={"knowledge/lower-case.md": "---\ndescription: Greeting style\n"
-                                     "tags: [greeting, style]\n---\nlower case\n"})
+        write_stash(
+            stashes,
+            assets={
+                "knowledge/lower-case.md": "---\ndescription: Greeting style\n"
+                "tags: [greeting, style]\n---\nlower case\n"
+            },
+        )
         write_task(tmp_path / "corpus" / "tasks", "alpha/t")
         task = load_corpus(tmp_path / "corpus" / "tasks", stashes).tasks[0]
         outputs: list[tuple[int, str]] = []
 
         class Searcher(EnvSpy):
             def run(self, request: AgentRequest) -> AgentResult:
-                code, out, _ = request.procs.run(["akm", "search", "greeting style"], cwd=request.workspace,
-                                                 env=request.env, timeout_s=60)
+                code, out, _ = request.procs.run(
+                    ["akm", "search", "greeting style"], cwd=request.workspace, env=request.env, timeout_s=60
+                )
                 outputs.append((code, out))
                 return AgentResult()
 
         ctx = context(tmp_path, Searcher(), akm=info)
         akm_sample = run_cell(Cell(task, "akm", 1), ctx, tracker())
         noakm_sample = run_cell(Cell(task, "noakm", 1), ctx, tracker())
-        assert outputs[0][0] == 0 and akm.search_refs(outputs[0][1]) == [akm.format_ref("knowledge:lower-case", info.line)]
+        assert outputs[0][0] == 0 and akm.search_refs(outputs[0][1]) == [
+            akm.format_ref("knowledge:lower-case", info.line)
+        ]
         assert outputs[1][0] == 127
         setup = akm_sample["akm_setup"]
         assert setup["version"] == info.version and setup["index"]["entries"] == 2
@@ -282,10 +329,26 @@ class TestRealAkm:
             def run(self, request: AgentRequest) -> AgentResult:
                 assert request.stash_dir is not None
                 shutil.rmtree(request.stash_dir)
-                request.transcript.write_text(json.dumps({"type": "tool_use", "timestamp": 1, "part": {
-                    "type": "tool", "tool": "bash", "state": {
-                        "status": "completed", "input": {"command": "akm search howto"}, "output": "",
-                        "metadata": {"exit": 78}, "time": {"start": 1, "end": 2}}}}) + "\n")
+                request.transcript.write_text(
+                    json.dumps(
+                        {
+                            "type": "tool_use",
+                            "timestamp": 1,
+                            "part": {
+                                "type": "tool",
+                                "tool": "bash",
+                                "state": {
+                                    "status": "completed",
+                                    "input": {"command": "akm search howto"},
+                                    "output": "",
+                                    "metadata": {"exit": 78},
+                                    "time": {"start": 1, "end": 2},
+                                },
+                            },
+                        }
+                    )
+                    + "\n"
+                )
                 result = super().run(request)
                 result.transcript_written = True
                 return result

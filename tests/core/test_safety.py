@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.config import MAX_SEEDS, resolve
-from pytest_akmbench.corpus import load_corpus, load_lenient
+from pytest_akmbench.agents.opencode.providers import validate_providers
+from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
+from pytest_akmbench.corpus.config import MAX_SEEDS, resolve
+from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.providers import validate_providers
-from pytest_akmbench.resume import StoredSamples
-from pytest_akmbench.runner import SAMPLE_SCHEMA
-from pytest_akmbench.store import fingerprint_hash
+from pytest_akmbench.report.resume import StoredSamples
+from pytest_akmbench.store.samples import fingerprint_hash
 from tests.support.corpus import write_stash, write_task
 
 EVIL = "(a+)+$"
@@ -39,9 +39,9 @@ class TestRegexVerifierTimeout:
         code = f"""
 import json, sys, time
 from pathlib import Path
-from pytest_akmbench.corpus import load_corpus
-from pytest_akmbench.procs import ProcessTracker
-from pytest_akmbench.verifiers import verify
+from pytest_akmbench.corpus.tasks import load_corpus
+from pytest_akmbench.system.procs import ProcessTracker
+from pytest_akmbench.cell.verifiers import verify
 task = load_corpus(Path({str(tasks)!r}), Path({str(stashes)!r})).by_id()["d/evil"]
 procs = ProcessTracker("regex-timeout-test")
 started = time.monotonic()
@@ -60,8 +60,8 @@ print(json.dumps({{"passed": v.passed, "timed_out": v.timed_out, "error": v.erro
 
     def test_regex_still_matches_and_fails_normally(self, tmp_path: Path) -> None:
         """Ordinary patterns give the same verdicts as before, text with any characters included."""
-        from pytest_akmbench.procs import ProcessTracker
-        from pytest_akmbench.verifiers import verify
+        from pytest_akmbench.cell.verifiers import verify
+        from pytest_akmbench.system.procs import ProcessTracker
 
         tasks, stashes = tmp_path / "tasks", tmp_path / "stashes"
         write_stash(stashes)
@@ -135,9 +135,16 @@ class TestCredentials:
     """Item 13: any sk- string anywhere (headers included) and literal auth headers are refused."""
 
     def entry(self, **options) -> dict:
-        return {"schemaVersion": 1, "providers": {"local": {
-            "npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:1/v1", **options},
-            "models": {"m": {"name": "m"}}}}}
+        return {
+            "schemaVersion": 1,
+            "providers": {
+                "local": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "options": {"baseURL": "http://127.0.0.1:1/v1", **options},
+                    "models": {"m": {"name": "m"}},
+                }
+            },
+        }
 
     def test_short_sk_key_in_a_header_is_refused(self) -> None:
         data = self.entry(headers={"Authorization": "Bearer sk-test-SECRET123"})
@@ -161,22 +168,29 @@ class TestAbsurdMatrices:
     """Item 13: --bench-seeds has an upper bound; a huge matrix is a one-line error, not 3 GB of items."""
 
     def settings(self, tmp_path: Path, seeds: object):
-        return resolve(rootdir=tmp_path, cwd=tmp_path, config=None, cli={"seeds": seeds}, ini={},
-                       tasks_root=tmp_path, stashes_root=tmp_path)
+        return resolve(
+            rootdir=tmp_path,
+            cwd=tmp_path,
+            config=None,
+            cli={"seeds": seeds},
+            ini={},
+            tasks_root=tmp_path,
+            stashes_root=tmp_path,
+        )
 
     def test_seeds_beyond_the_limit(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=rf"^--bench-seeds: .*at most {MAX_SEEDS}"):
             self.settings(tmp_path, str(10**8))
 
     def test_seeds_beyond_the_limit_in_a_run_config(self, tmp_path: Path) -> None:
-        from pytest_akmbench.config import load_run_config
+        from pytest_akmbench.corpus.config import load_run_config
 
         (tmp_path / "run.json").write_text(json.dumps({"schemaVersion": 1, "seeds": MAX_SEEDS + 1}))
         with pytest.raises(ConfigError, match=r"run\.json: seeds: .*at most"):
             load_run_config(tmp_path / "run.json")
 
     def test_matrix_beyond_the_limit(self) -> None:
-        from pytest_akmbench.config import MAX_CELLS, check_matrix
+        from pytest_akmbench.corpus.config import MAX_CELLS, check_matrix
 
         check_matrix(MAX_CELLS // 2, 2, 1)
         with pytest.raises(ConfigError, match=r"cells is more than"):
@@ -191,8 +205,15 @@ class TestUnknownSchema:
 
     def record(self, schema: object) -> dict:
         fp = {"model": "m"}
-        return {"schema": schema, "task_id": "d/t", "arm": "akm", "seed": 1, "outcome": "pass",
-                "fingerprint": fp, "fingerprint_hash": fingerprint_hash(fp)}
+        return {
+            "schema": schema,
+            "task_id": "d/t",
+            "arm": "akm",
+            "seed": 1,
+            "outcome": "pass",
+            "fingerprint": fp,
+            "fingerprint_hash": fingerprint_hash(fp),
+        }
 
     @pytest.mark.parametrize("schema", [SAMPLE_SCHEMA + 1, None, "1"])
     def test_unknown_schema_is_not_done(self, schema: object) -> None:

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm, sandbox, snoop
 from pytest_akmbench.agents import NopAgent, OracleAgent
-from pytest_akmbench.corpus import load_corpus
+from pytest_akmbench.agents.opencode import snoop
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.runner import Cell, RunContext, fingerprint, run_cell
+from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.procs import MARKER, ProcessTracker, become_subreaper
-from pytest_akmbench.runner import Cell, RunContext, fingerprint, run_cell
+from pytest_akmbench.system import sandbox
+from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
 from tests.support import real_akm
 from tests.support.bwrap import require_bwrap
 from tests.support.corpus import write_stash, write_task
@@ -48,8 +50,9 @@ def env_for(run_dir: Path, path: str = ENV_PATH) -> dict[str, str]:
 def run_in(box: sandbox.Sandbox, script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     cwd = box.run_dir / "workspace"
     env = env or env_for(box.run_dir)
-    return subprocess.run(box.wrap(["/bin/bash", "-c", script], cwd, env), cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        box.wrap(["/bin/bash", "-c", script], cwd, env), cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def readable(box: sandbox.Sandbox, path: Path) -> bool:
@@ -98,13 +101,19 @@ def test_cell_sees_only_itself(cell: Path, mode: str) -> None:
     if mode == "bwrap":
         require_bwrap()
     box = sandbox.for_cell(mode, cell)
-    secrets = [cell.parent.parent / "corpus" / "solve.sh", cell.parent / "cell-other" / "workspace" / "notes.txt",
-               ROOT / "README.md", ROOT / "corpus" / "tasks" / "tidectl" / "drain-cell" / "solution" / "solve.sh"]
+    secrets = [
+        cell.parent.parent / "corpus" / "solve.sh",
+        cell.parent / "cell-other" / "workspace" / "notes.txt",
+        ROOT / "README.md",
+        ROOT / "corpus" / "tasks" / "tidectl" / "drain-cell" / "solution" / "solve.sh",
+    ]
     assert [readable(box, s) for s in secrets] == [mode == "none"] * len(secrets)
     # ... and through /proc/<pid>/root of any process it can see
-    proc = run_in(box, f"for p in /proc/[0-9]*; do head -c1 \"$p/root{secrets[0]}\" 2>/dev/null && exit 0; done; exit 1")
+    proc = run_in(box, f'for p in /proc/[0-9]*; do head -c1 "$p/root{secrets[0]}" 2>/dev/null && exit 0; done; exit 1')
     assert (proc.returncode == 0) == (mode == "none")
-    done = run_in(box, "echo made > made.txt && echo $HOME && python3 -c 'import json, sys; print(sys.version_info[0])'")
+    done = run_in(
+        box, "echo made > made.txt && echo $HOME && python3 -c 'import json, sys; print(sys.version_info[0])'"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(cell / "home"), "3"]
     assert (cell / "workspace" / "made.txt").read_text() == "made\n"
@@ -170,7 +179,7 @@ def test_tool_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert interp.is_relative_to(sandbox.tool_paths(cli)[1])
     tool_dir = tmp_path / "tools" / "akm" / "0.9.0"
     tool_dir.mkdir(parents=True)
-    (tool_dir / "akm").write_text("#!/bin/sh\nexec \"$(dirname \"$0\")/bun\" \"$@\"\n")
+    (tool_dir / "akm").write_text('#!/bin/sh\nexec "$(dirname "$0")/bun" "$@"\n')
     assert sandbox.tool_paths(tool_dir / "akm")[0] == tool_dir
     binary = tmp_path / "rg"
     binary.write_bytes(b"\x7fELF")
@@ -230,11 +239,13 @@ def wait_for(check, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped
 
 
 def background_script(tag: str) -> str:
-    return (f"nohup sleep 600.{tag}1 >/dev/null 2>&1 &\n"
-            f"setsid sleep 600.{tag}2 >/dev/null 2>&1 </dev/null &\n"
-            f"(env -i setsid sleep 600.{tag}3 >/dev/null 2>&1 </dev/null &)\n"
-            f"(setsid bash -c 'sleep 600.{tag}4 & sleep 600.{tag}5' >/dev/null 2>&1 </dev/null &)\n"
-            f"sleep 600.{tag}6\n")
+    return (
+        f"nohup sleep 600.{tag}1 >/dev/null 2>&1 &\n"
+        f"setsid sleep 600.{tag}2 >/dev/null 2>&1 </dev/null &\n"
+        f"(env -i setsid sleep 600.{tag}3 >/dev/null 2>&1 </dev/null &)\n"
+        f"(setsid bash -c 'sleep 600.{tag}4 & sleep 600.{tag}5' >/dev/null 2>&1 </dev/null &)\n"
+        f"sleep 600.{tag}6\n"
+    )
 
 
 def test_kill_all_leaves_nothing_and_marks_every_process(cell: Path) -> None:
@@ -275,8 +286,9 @@ def test_run_timeout_kills_the_tree(cell: Path) -> None:
     tag = f"8{uuid.uuid4().int % 10**8:08d}"
     procs = ProcessTracker(f"test-sandbox/{tag}", grace_s=1)
     with sandbox.for_cell("bwrap", cell).applied(procs):
-        code, _, timed_out = procs.run(["bash", "-c", background_script(tag)], cwd=cell / "workspace",
-                                       env=env_for(cell), timeout_s=2)
+        code, _, timed_out = procs.run(
+            ["bash", "-c", background_script(tag)], cwd=cell / "workspace", env=env_for(cell), timeout_s=2
+        )
     assert timed_out and code is None
     procs.kill_all()
     assert wait_for(lambda: not host_procs_with(f"600.{tag}"), 3)
@@ -288,7 +300,7 @@ def test_the_sandbox_dies_with_a_crashed_harness(cell: Path) -> None:
     tag = f"9{uuid.uuid4().int % 10**8:08d}"
     code = (
         "import sys, time\nfrom pathlib import Path\n"
-        "from pytest_akmbench import sandbox\nfrom pytest_akmbench.procs import ProcessTracker\n"
+        "from pytest_akmbench.system import sandbox\nfrom pytest_akmbench.system.procs import ProcessTracker\n"
         f"cell = Path({str(cell)!r})\nprocs = ProcessTracker('test-sandbox/{tag}')\n"
         "with sandbox.for_cell('bwrap', cell).applied(procs):\n"
         f"    procs.spawn(['bash', '-c', {background_script(tag)!r}], cwd=cell / 'workspace', "
@@ -313,15 +325,28 @@ def test_oracle_cell_runs_sandboxed_and_records_it(tmp_path: Path) -> None:
     require_bwrap()
     tasks, stashes = tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes"
     verify = tasks / "demo" / "peek" / "verify.sh"
-    write_task(tasks, "demo/peek", solve=f"(head -c1 '{verify}' >/dev/null 2>&1 && echo READ || echo DENIED) > peek.txt\n"
-                                         "echo hello > out.txt\n")
+    write_task(
+        tasks,
+        "demo/peek",
+        solve=f"(head -c1 '{verify}' >/dev/null 2>&1 && echo READ || echo DENIED) > peek.txt\necho hello > out.txt\n",
+    )
     write_stash(stashes, "st")
     task = load_corpus(tasks, stashes).tasks[0]
     results = {}
     for mode in ("bwrap", "none"):
-        ctx = RunContext(run_id=f"r-{mode}", tmp_root=tmp_path / "cells", stashes_root=stashes, agent=OracleAgent(),
-                         model=None, budget_tokens=1000, budget_wall_ms=20000, budget_turns=None, verify_timeout_s=30,
-                         keep_runs=True, sandbox=mode)
+        ctx = RunContext(
+            run_id=f"r-{mode}",
+            tmp_root=tmp_path / "cells",
+            stashes_root=stashes,
+            agent=OracleAgent(),
+            model=None,
+            budget_tokens=1000,
+            budget_wall_ms=20000,
+            budget_turns=None,
+            verify_timeout_s=30,
+            keep_runs=True,
+            sandbox=mode,
+        )
         sample = run_cell(Cell(task, "noakm", 1), ctx, ProcessTracker(f"test-sandbox/{uuid.uuid4().hex}"))
         assert sample["outcome"] == "pass", sample
         assert sample["fingerprint"].get("sandbox") == (None if mode == "none" else "bwrap")
@@ -335,8 +360,17 @@ def test_fingerprint_without_sandbox_is_unchanged(tmp_path: Path) -> None:
     write_task(tasks, "demo/a")
     write_stash(stashes, "st")
     task = load_corpus(tasks, stashes).tasks[0]
-    base = dict(run_id="r", tmp_root=tmp_path, stashes_root=stashes, agent=NopAgent(), model=None, budget_tokens=1,
-                budget_wall_ms=1, budget_turns=None, verify_timeout_s=1)
+    base = dict(
+        run_id="r",
+        tmp_root=tmp_path,
+        stashes_root=stashes,
+        agent=NopAgent(),
+        model=None,
+        budget_tokens=1,
+        budget_wall_ms=1,
+        budget_turns=None,
+        verify_timeout_s=1,
+    )
     plain = fingerprint(task, "noakm", RunContext(**base), "1")  # type: ignore[arg-type]
     assert "sandbox" not in plain
     boxed = fingerprint(task, "noakm", RunContext(**base, sandbox="bwrap"), "1")  # type: ignore[arg-type]

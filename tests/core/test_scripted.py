@@ -11,8 +11,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from pytest_akmbench.corpus import Task
-from pytest_akmbench.scripted import ERROR_MESSAGE, IDLE_TEXT, TITLE_TEXT, ScriptedModel, usage_for_turn
+from pytest_akmbench.agents.opencode.scripted import ERROR_MESSAGE, IDLE_TEXT, TITLE_TEXT, ScriptedModel, usage_for_turn
+from pytest_akmbench.corpus.tasks import Task
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
 
@@ -28,8 +28,18 @@ def server():
 def make_task(tmp_path: Path, gold: str | None = "skill:hello") -> Task:
     (tmp_path / "solution").mkdir(exist_ok=True)
     (tmp_path / "solution" / "solve.sh").write_text("#!/usr/bin/env bash\necho hi > out.txt\necho done\n")
-    return Task(id="demo/t", title="T", domain="demo-area", difficulty="easy", stash="s", verifier="regex",
-                task_dir=tmp_path, yaml_text="", gold_ref=gold, akm_keywords=None)
+    return Task(
+        id="demo/t",
+        title="T",
+        domain="demo-area",
+        difficulty="easy",
+        stash="s",
+        verifier="regex",
+        task_dir=tmp_path,
+        yaml_text="",
+        gold_ref=gold,
+        akm_keywords=None,
+    )
 
 
 def post(base: str, body: dict, timeout: float = 10) -> tuple[int, dict[str, str], bytes]:
@@ -43,14 +53,22 @@ def post(base: str, body: dict, timeout: float = 10) -> tuple[int, dict[str, str
 
 
 def sse(data: bytes) -> list[dict]:
-    frames = [f[len("data: "):] for f in data.decode().split("\n\n") if f.startswith("data: ")]
+    frames = [f[len("data: ") :] for f in data.decode().split("\n\n") if f.startswith("data: ")]
     assert frames[-1] == "[DONE]"
     return [json.loads(f) for f in frames[:-1]]
 
 
 def call(base: str, messages: list[dict]) -> list[dict]:
-    status, headers, data = post(base, {"model": "oracle", "messages": messages, "tools": TOOLS, "stream": True,
-                                        "stream_options": {"include_usage": True}})
+    status, headers, data = post(
+        base,
+        {
+            "model": "oracle",
+            "messages": messages,
+            "tools": TOOLS,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    )
     assert status == 200 and headers["content-type"] == "text/event-stream"
     return sse(data)
 
@@ -70,8 +88,13 @@ def text_of(chunks: list[dict]) -> str:
 
 def conversation_step(messages: list[dict], call_id: str, args: dict, output: str) -> list[dict]:
     return messages + [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": json.dumps(args)}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": json.dumps(args)}}
+            ],
+        },
         {"role": "tool", "tool_call_id": call_id, "content": output},
     ]
 
@@ -155,7 +178,7 @@ def test_hang_releases_on_stop(tmp_path):
     def client() -> None:
         try:
             outcome["r"] = post(base, {"model": "m", "messages": [], "tools": TOOLS, "stream": True}, timeout=20)
-        except Exception as err:  # noqa: BLE001 - any failure is what we expect
+        except Exception as err:
             outcome["e"] = err
 
     thread = threading.Thread(target=client)

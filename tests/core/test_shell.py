@@ -1,11 +1,11 @@
-"""Tests for pytest_akmbench.shell and akm.calls: what an agent's bash command really runs."""
+"""Tests for pytest_akmbench.cell.shell and akm.calls: what an agent's bash command really runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_akmbench.akm import calls
-from pytest_akmbench.shell import commands, writes_files
+from pytest_akmbench.cell.akm import calls
+from pytest_akmbench.cell.shell import commands, writes_files
 
 
 def words(script: str) -> list[list[str]]:
@@ -28,8 +28,20 @@ class TestCommands:
             ("x # akm search commented", [["x"]]),
             ('echo "a\\"b $(akm show skill:y)"', [["echo", 'a"b $(akm show skill:y)'], ["akm", "show", "skill:y"]]),
             ("x=`akm search b`", [["akm", "search", "b"]]),
-            ("echo $(echo \"$(akm search deep)\")",
-             [["echo", '$(echo "$(akm search deep)")'], ["echo", "$(akm search deep)"], ["akm", "search", "deep"]]),
+            (
+                "echo `akm show skill:a` and `akm search z`",
+                [
+                    ["echo", "`akm show skill:a`", "and", "`akm search z`"],
+                    ["akm", "show", "skill:a"],
+                    ["akm", "search", "z"],
+                ],
+            ),
+            ('echo "got `akm search q`" next', [["echo", "got `akm search q`", "next"], ["akm", "search", "q"]]),
+            ("echo `akm search open", [["echo", "`akm search open"], ["akm", "search", "open"]]),
+            (
+                'echo $(echo "$(akm search deep)")',
+                [["echo", '$(echo "$(akm search deep)")'], ["echo", "$(akm search deep)"], ["akm", "search", "deep"]],
+            ),
             ("line \\\ncontinued", [["line", "continued"]]),
         ],
     )
@@ -43,7 +55,10 @@ class TestCommands:
         assert words("bash -lc \"akm search 'a b'\"") == [["akm", "search", "a b"]]
         assert words("sh -ec 'akm index'") == [["akm", "index"]]
         assert words("eval 'akm show skill:e'") == [["akm", "show", "skill:e"]]
-        assert words("bash <<EOF\nakm search inside\nEOF\necho after") == [["akm", "search", "inside"], ["echo", "after"]]
+        assert words("bash <<EOF\nakm search inside\nEOF\necho after") == [
+            ["akm", "search", "inside"],
+            ["echo", "after"],
+        ]
         assert words("cat <<-EOF | bash\n\takm search piped\n\tEOF") == [["cat"], ["akm", "search", "piped"]]
         assert words("bash script.sh") == [["bash", "script.sh"]]  # its text is not in the command
 
@@ -87,9 +102,18 @@ class TestAkmCalls:
     @pytest.mark.parametrize(
         "script",
         [
-            "/usr/local/bin/akm search q", "npx akm search q", "npx -y akm-cli@0.9.0 search q", "bunx akm-cli search q",
-            "bun x akm search q", "timeout 30 akm search q", "bash -lc 'akm search q'", "sh -c 'env A=1 akm search q'",
-            "out=$(akm search q)", "nice -n 5 akm search q", "command akm search q", "exec akm search q",
+            "/usr/local/bin/akm search q",
+            "npx akm search q",
+            "npx -y akm-cli@0.9.0 search q",
+            "bunx akm-cli search q",
+            "bun x akm search q",
+            "timeout 30 akm search q",
+            "bash -lc 'akm search q'",
+            "sh -c 'env A=1 akm search q'",
+            "out=$(akm search q)",
+            "nice -n 5 akm search q",
+            "command akm search q",
+            "exec akm search q",
         ],
     )
     def test_every_way_to_run_akm(self, script: str) -> None:
@@ -98,8 +122,14 @@ class TestAkmCalls:
 
     @pytest.mark.parametrize(
         "script",
-        ["echo akm search q", "grep akm README.md", "cat <<'EOF' > n.md\nakm search q\nEOF", "npx other-tool search q",
-         "akmx search q", "# akm search q"],
+        [
+            "echo akm search q",
+            "grep akm README.md",
+            "cat <<'EOF' > n.md\nakm search q\nEOF",
+            "npx other-tool search q",
+            "akmx search q",
+            "# akm search q",
+        ],
     )
     def test_mentions_are_not_calls(self, script: str) -> None:
         """Text that only mentions akm is no call."""

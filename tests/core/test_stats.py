@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.stats with golden values worked out by hand."""
+"""Tests for pytest_akmbench.report.stats with golden values worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from pytest_akmbench.stats import (
+from pytest_akmbench.report.stats import (
     cluster_rate_interval,
     is_flaky,
+    paired_bootstrap_delta,
     pass_at_k,
     pass_hat_k,
-    paired_bootstrap_delta,
     sign_test,
     stdev,
     student_t_quantile,
@@ -135,6 +135,15 @@ class TestIsFlaky:
         assert not is_flaky([F])
         assert not is_flaky([])
 
+    def test_one_odd_outcome_among_few_is_flaky(self) -> None:
+        """A single pass (or fail) among four runs: stdev 0.5, flaky either way round."""
+        assert is_flaky([T, F, F, F]) and is_flaky([F, T, T, T])
+
+    def test_exactly_at_the_threshold_is_not_flaky(self) -> None:
+        """1 odd outcome in 25 has stdev exactly sqrt(24/600) = 0.2: not above the threshold."""
+        assert stdev([1.0] * 24 + [0.0]) == 0.2
+        assert not is_flaky([T] * 24 + [F]) and is_flaky([T] * 23 + [F])
+
     def test_rare_blip_with_many_seeds_not_flaky(self) -> None:
         """1 failure in 30 has stdev sqrt(1/30) ~ 0.183 <= 0.2."""
         assert not is_flaky([T] * 29 + [F])
@@ -195,8 +204,12 @@ class TestPairedBootstrapDelta:
         """Tasks with an empty side are dropped; no tasks gives all None."""
         res = paired_bootstrap_delta([([], [T]), ([T], [])], iterations=10, seed=1)
         assert res == {
-            "delta": None, "low": None, "high": None,
-            "tasks": 0, "iterations": 10, "seed": 1,
+            "delta": None,
+            "low": None,
+            "high": None,
+            "tasks": 0,
+            "iterations": 10,
+            "seed": 1,
         }
         res = paired_bootstrap_delta([([], [T]), ([T], [F])])
         assert res["tasks"] == 1 and res["delta"] == 1.0
@@ -210,8 +223,7 @@ class TestPairedBootstrapDelta:
 
     def test_fast_enough(self) -> None:
         """2000 iterations over 2000 tasks finish well within a generous bound."""
-        pairs = [([(i + s) % 3 == 0 for s in range(5)], [(i + s) % 2 == 0 for s in range(5)])
-                 for i in range(2000)]
+        pairs = [([(i + s) % 3 == 0 for s in range(5)], [(i + s) % 2 == 0 for s in range(5)]) for i in range(2000)]
         start = time.perf_counter()
         res = paired_bootstrap_delta(pairs)
         assert time.perf_counter() - start < 5.0

@@ -1,4 +1,4 @@
-"""Tests of the append-only sample store (pytest_akmbench.store)."""
+"""Tests of the append-only sample store (pytest_akmbench.store.samples)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,22 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.errors import StoreError
-from pytest_akmbench.store import SampleStore, done_trials, fingerprint_hash, latest_valid
+from pytest_akmbench.store.samples import SampleStore, done_trials, fingerprint_hash, latest_valid
 
 FP_A = {"model": "m1", "arm_config": {"k": 1}}
 FP_B = {"model": "m2", "arm_config": {"k": 1}}
 
 
 def sample(task: str = "t1", arm: str = "akm", seed: int = 1, outcome: str = "pass", fp: dict = FP_A, **extra) -> dict:
-    return {"task_id": task, "arm": arm, "seed": seed, "outcome": outcome,
-            "fingerprint": fp, "fingerprint_hash": fingerprint_hash(fp), **extra}
+    return {
+        "task_id": task,
+        "arm": arm,
+        "seed": seed,
+        "outcome": outcome,
+        "fingerprint": fp,
+        "fingerprint_hash": fingerprint_hash(fp),
+        **extra,
+    }
 
 
 def by_hash(record: dict) -> str:
@@ -44,7 +51,9 @@ class TestRoundTrip:
     def test_append_then_read_preserves_records_and_order(self, tmp_path: Path) -> None:
         """Records come back equal to what was appended, in append order, with no warnings."""
         store = SampleStore(tmp_path / "store")
-        records = [sample(seed=s, extra={"nested": [1, 2.5, None, True], "text": "ünï\ncode\u2028"}) for s in range(1, 6)]
+        records = [
+            sample(seed=s, extra={"nested": [1, 2.5, None, True], "text": "ünï\ncode\u2028"}) for s in range(1, 6)
+        ]
         records.append({"arbitrary": {"json": ["object"]}})
         for r in records:
             store.append(r)
@@ -78,7 +87,7 @@ class TestRoundTrip:
         """An I/O failure surfaces as a StoreError naming the store file."""
         (tmp_path / "file").write_text("")
         store = SampleStore(tmp_path / "file" / "sub")  # parent is a regular file
-        with pytest.raises(StoreError, match="samples.jsonl"):
+        with pytest.raises(StoreError, match=r"samples.jsonl"):
             store.append({"x": 1})
 
 
@@ -199,8 +208,13 @@ class TestIndexes:
 
     def test_records_without_a_usable_identity_are_ignored(self) -> None:
         """Records lacking task/arm, with a bool, zero or non-int seed, or without a fingerprint are skipped."""
-        records = [sample(seed=True), sample(seed=0), sample(seed="1"), {"arm": "akm", "seed": 1, "outcome": "pass"},
-                   {"task_id": "t", "arm": "akm", "seed": 1, "outcome": "pass"}]
+        records = [
+            sample(seed=True),
+            sample(seed=0),
+            sample(seed="1"),
+            {"arm": "akm", "seed": 1, "outcome": "pass"},
+            {"task_id": "t", "arm": "akm", "seed": 1, "outcome": "pass"},
+        ]
         assert done_trials(records) == {} and latest_valid(records) == {}
 
     def test_default_fingerprint_of_falls_back_to_hashing_the_fingerprint(self) -> None:
@@ -208,6 +222,14 @@ class TestIndexes:
         record = sample()
         del record["fingerprint_hash"]
         assert done_trials([record]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
+
+    def test_stored_hash_is_the_key_even_when_the_fingerprint_dict_differs(self) -> None:
+        """The hash a sample was stored under identifies its fingerprint: a record whose dict was
+        written by an older version (other keys, same stored hash) still resumes under that hash."""
+        record = {**sample(), "fingerprint": {"model": "m1", "legacy": True}}
+        assert latest_valid([record]) == {("t1", "akm", fingerprint_hash(FP_A), 1): record}
+        assert done_trials([{**sample(), "fingerprint": None}]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
+        assert done_trials([{**sample(), "fingerprint_hash": 7}]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
 
     def test_latest_valid_keeps_the_last_valid_record(self) -> None:
         """A later valid sample supersedes an earlier one; a later harness_error does not."""

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.trajectory on opencode event streams and akm's own event log.
+"""Tests for pytest_akmbench.cell.trajectory on opencode event streams and akm's own event log.
 
 ``tests/data/transcripts/`` holds streams recorded from the real opencode 1.18.33 binary driven
 by the scripted model on the akm arm of a small demo task, each with real akm's event log, for
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench import akm
-from pytest_akmbench.trajectory import analyse_cell, failure_mode, liveness, ref_matches
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.trajectory import analyse_cell, failure_mode, liveness, ref_matches
 from tests.core.test_metrics import make_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
@@ -26,15 +26,29 @@ SID = "ses_test"
 RECORDED = ("0.7.0", "0.9.0")
 
 
-def tool(tool_name: str, inputs: dict[str, Any], output: str = "", *, ts: int, status: str = "completed",
-         exit: int | None = 0) -> dict[str, Any]:
+def tool(
+    tool_name: str,
+    inputs: dict[str, Any],
+    output: str = "",
+    *,
+    ts: int,
+    status: str = "completed",
+    exit: int | None = 0,
+) -> dict[str, Any]:
     state: dict[str, Any] = {"status": status, "input": inputs, "output": output, "time": {"start": ts, "end": ts + 5}}
     if exit is not None:
         state["metadata"] = {"output": output, "exit": exit}
-    return {"type": "tool_use", "timestamp": ts + 10, "sessionID": SID, "part": {"type": "tool", "tool": tool_name, "state": state}}
+    return {
+        "type": "tool_use",
+        "timestamp": ts + 10,
+        "sessionID": SID,
+        "part": {"type": "tool", "tool": tool_name, "state": state},
+    }
 
 
-def bash(command: str, output: str = "(no output)", *, ts: int, status: str = "completed", exit: int | None = 0) -> dict[str, Any]:
+def bash(
+    command: str, output: str = "(no output)", *, ts: int, status: str = "completed", exit: int | None = 0
+) -> dict[str, Any]:
     return tool("bash", {"command": command, "description": "d"}, output, ts=ts, status=status, exit=exit)
 
 
@@ -90,13 +104,16 @@ class TestHandWrittenStreams:
 
     def test_order_search_show_write_feedback(self, tmp_path: Path) -> None:
         """Without akm's log: actions in order, results and ranks from akm's JSON output."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1000),
-            bash("akm search 'hello file'", hits("knowledge:other", GOLD), ts=1200),
-            bash("akm show skill:hello-file", "To greet, write hi.\n", ts=1500),
-            tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
-            bash("akm feedback skill:hello-file --positive", "{}", ts=1900),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm search 'hello file'", hits("knowledge:other", GOLD), ts=1200),
+                bash("akm show skill:hello-file", "To greet, write hi.\n", ts=1500),
+                tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
+                bash("akm feedback skill:hello-file --positive", "{}", ts=1900),
+            ],
+        )
         t = analyse_cell(TASK, stream, None, None)
         assert [a["kind"] for a in t["actions"]] == ["search", "show", "write", "feedback"]
         assert t["actions"][0]["results"] == ["knowledge:other", GOLD] and t["gold_ranks"] == [2]
@@ -109,12 +126,18 @@ class TestHandWrittenStreams:
 
     def test_akm_log_is_the_ground_truth(self, tmp_path: Path) -> None:
         """With akm's log, searches, results, shows and feedback come from what akm served."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1000), bash("bash -c \"akm search 'hello file' && akm show skills/hello-file\"", "...", ts=1200),
-            tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
-        ])
-        events = [event("search", 1201, query="hello file", hitCount=2, resultRefs=["knowledge/other", "skills/hello-file"]),
-                  event("show", 1203, "skills/hello-file")]
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("bash -c \"akm search 'hello file' && akm show skills/hello-file\"", "...", ts=1200),
+                tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1700),
+            ],
+        )
+        events = [
+            event("search", 1201, query="hello file", hitCount=2, resultRefs=["knowledge/other", "skills/hello-file"]),
+            event("show", 1203, "skills/hello-file"),
+        ]
         t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
         assert t["search_count"] == 1 and t["gold_ranks"] == [2] and t["searches_with_hits"] == 1
         assert t["assets_loaded"] == ["skills/hello-file"] and t["correct_asset_loaded"] is True
@@ -128,9 +151,14 @@ class TestHandWrittenStreams:
 
     def test_write_before_search(self, tmp_path: Path) -> None:
         """A workspace write before any search: searched_before_acting is False."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1), bash("echo draft > out.txt", ts=2), bash("akm search hello", hits(GOLD), ts=30),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("echo draft > out.txt", ts=2),
+                bash("akm search hello", hits(GOLD), ts=30),
+            ],
+        )
         t = analyse_cell(TASK, stream, None, None)
         assert t["searched_before_acting"] is False and t["search_count"] == 1
 
@@ -150,11 +178,14 @@ class TestHandWrittenStreams:
 
     def test_refused_show_and_feedback_count_for_nothing(self, tmp_path: Path) -> None:
         """A show or feedback akm refused (non-zero exit, nothing in its log) is not loaded or recorded."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1),
-            bash(f"akm show {GOLD}", '{"ok": false, "code": "ASSET_NOT_FOUND"}', ts=2, exit=1),
-            bash(f"akm feedback {GOLD} --positive", '{"ok": false}', ts=3, exit=2),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash(f"akm show {GOLD}", '{"ok": false, "code": "ASSET_NOT_FOUND"}', ts=2, exit=1),
+                bash(f"akm feedback {GOLD} --positive", '{"ok": false}', ts=3, exit=2),
+            ],
+        )
         for events in ([], None):  # with akm's (empty) log, and from the transcript alone
             t = analyse_cell(TASK, stream, events, None)
             assert t["correct_asset_loaded"] is False and t["show_count"] == 0
@@ -169,19 +200,67 @@ class TestHandWrittenStreams:
         assert t["search_count"] == 0 and t["gold_ranks"] == []
         assert t["akm_broken"] is not None and "exit 78" in t["akm_broken"]
 
+    def test_search_with_unknown_results_is_not_a_miss(self, tmp_path: Path) -> None:
+        """Two searches in one command that failed: each may have run, but their results are unknown,
+        so they are searches without a gold rank, never searches that missed the gold. A failing run
+        with only those is not labelled search_no_gold, and the search bridge sees no search."""
+        from pytest_akmbench.report import metrics
+
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("akm search hello; akm search 'hello file'", "...", ts=2, exit=1),
+            ],
+        )
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["search_count"] == 2 and t["gold_ranks"] == []
+        assert [a["results"] for a in t["actions"]] == [None, None]
+        assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": t}, GOLD) == "unrelated_bug"
+        bridge = metrics.search_bridge([{"task_id": TASK.id, "outcome": "fail", "trajectory": t}], {TASK.id: GOLD})
+        assert bridge["runs_observed"] == 1 and bridge["searches_observed"] == 0 and bridge["gold_missing"] is None
+        known = write_stream(tmp_path / "k.jsonl", [step(1), bash("akm search hello", hits("skill:other"), ts=2)])
+        missed = analyse_cell(TASK, known, None, None)
+        assert missed["gold_ranks"] == [None]
+        assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": missed}, GOLD) == "search_no_gold"
+
+    def test_time_before_the_agent_started_is_not_negative(self, tmp_path: Path) -> None:
+        """A search and show stamped before the agent's start (a clock step) give no time, not a negative one."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm search hello", hits(GOLD), ts=1200),
+                bash(f"akm show {GOLD}", "hi\n", ts=1500),
+            ],
+        )
+        late = analyse_cell(TASK, stream, None, None, agent_started_ms=1300)
+        assert late["time_to_first_search_ms"] is None and late["time_to_first_correct_asset_ms"] == 200
+        on_time = analyse_cell(TASK, stream, None, None, agent_started_ms=1200)
+        assert on_time["time_to_first_search_ms"] == 0 and on_time["time_to_first_correct_asset_ms"] == 300
+
     def test_errored_tool_call_is_not_loaded(self, tmp_path: Path) -> None:
         """A tool call that errored (e.g. permission rejected) loads nothing."""
-        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "rejected", ts=2, status="error", exit=None)])
+        stream = write_stream(
+            tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "rejected", ts=2, status="error", exit=None)]
+        )
         assert analyse_cell(TASK, stream, None, None)["correct_asset_loaded"] is False
 
     def test_heredoc_and_echo_are_not_akm_calls(self, tmp_path: Path) -> None:
         """akm words written to a file or echoed are not calls; bash -c and $(...) calls are."""
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1),
-            bash("cat <<'EOF' > NOTES.md\nakm search q\nakm show skill:hello-file\nEOF", ts=20),
-            bash('echo "line one\\nakm search q"', ts=30),
-            bash("ref=$(akm search 'hello file' | head -1); bash -lc 'timeout 30 akm show skill:hello-file'", "x", ts=40),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("cat <<'EOF' > NOTES.md\nakm search q\nakm show skill:hello-file\nEOF", ts=20),
+                bash('echo "line one\\nakm search q"', ts=30),
+                bash(
+                    "ref=$(akm search 'hello file' | head -1); bash -lc 'timeout 30 akm show skill:hello-file'",
+                    "x",
+                    ts=40,
+                ),
+            ],
+        )
         t = analyse_cell(TASK, stream, None, None)
         assert t["akm_calls"] == 2 and t["search_count"] == 1 and t["correct_asset_loaded"] is True
         assert t["searched_before_acting"] is False  # NOTES.md was written first
@@ -189,9 +268,14 @@ class TestHandWrittenStreams:
     def test_irrelevant_assets(self, tmp_path: Path) -> None:
         """Shown refs that are neither gold nor expected transfer sources are irrelevant."""
         task = make_task("demo/x", gold_ref=GOLD, expected_transfer_from=("skill:related",))
-        stream = write_stream(tmp_path / "t.jsonl", [
-            step(1), bash("akm show skill:related && akm show skill:noise", "...", ts=2), bash(f"akm show {GOLD}", "...", ts=3),
-        ])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1),
+                bash("akm show skill:related && akm show skill:noise", "...", ts=2),
+                bash(f"akm show {GOLD}", "...", ts=3),
+            ],
+        )
         t = analyse_cell(task, stream, None, None)
         assert t["assets_loaded"] == ["skill:related", "skill:noise", GOLD]
         assert t["irrelevant_assets_loaded"] == ["skill:noise"]
@@ -221,6 +305,45 @@ class TestHandWrittenStreams:
         """Without a transcript the adapter's akm summary is used; ordering-based fields stay None."""
         t = analyse_cell(TASK, None, None, {"searches": [{"query": "q"}], "shows": [GOLD], "feedback": []})
         assert t["source"] == "agent" and t["correct_asset_loaded"] is True and t["searched_before_acting"] is None
+
+    def test_agent_summary_in_full(self) -> None:
+        """Every search, show and feedback the adapter reports is an action of its kind, with what it
+        says and no time; searches have unknown results (no rank); feedback that is not a dict is dropped."""
+        summary = {
+            "searches": [{"query": "hello file"}, "plain words"],
+            "shows": ["skill:other", GOLD],
+            "feedback": [{"ref": GOLD, "polarity": "negative"}, "junk"],
+        }
+        t = analyse_cell(TASK, None, None, summary)
+        assert t["actions"] == [
+            {
+                "kind": "search",
+                "query": "hello file",
+                "results": None,
+                "hit_count": None,
+                "gold_rank": None,
+                "t_ms": None,
+                "ok": True,
+            },
+            {
+                "kind": "search",
+                "query": "plain words",
+                "results": None,
+                "hit_count": None,
+                "gold_rank": None,
+                "t_ms": None,
+                "ok": True,
+            },
+            {"kind": "show", "ref": "skill:other", "t_ms": None, "ok": True},
+            {"kind": "show", "ref": GOLD, "t_ms": None, "ok": True},
+            {"kind": "feedback", "ref": GOLD, "polarity": "negative", "t_ms": None, "ok": True},
+        ]
+        assert (t["search_count"], t["show_count"], t["feedback_count"], t["negative_feedback_count"]) == (2, 2, 1, 1)
+        assert t["gold_ranks"] == [] and t["assets_loaded"] == ["skill:other", GOLD]
+        assert t["irrelevant_assets_loaded"] == ["skill:other"] and t["feedback_polarity"] == "negative"
+        assert t["time_to_first_search_ms"] is None and t["workspace_writes"] is None and t["akm_calls"] is None
+        empty = analyse_cell(TASK, None, None, {"searches": None, "shows": [], "feedback": None})
+        assert empty["source"] == "agent" and empty["actions"] == [] and empty["search_count"] == 0
 
     def test_events_only(self) -> None:
         """Only akm's log: searches get their result refs from it."""
@@ -300,6 +423,15 @@ class TestFailureMode:
         assert self.mode(traj(searches=[3], gold=GOLD)) == "unrelated_bug"
         assert self.mode(traj(searches=[3], gold=None), gold=None) == "unrelated_bug"
 
+    def test_low_rank_starts_after_five(self) -> None:
+        """A gold found at rank 5 at best is not a low rank (the reference's cut: above 5 is low)."""
+        from tests.core.test_metrics import traj
+
+        assert self.mode(traj(searches=[5], gold=GOLD)) == "unrelated_bug"
+        assert self.mode(traj(searches=[9, 5, None], gold=GOLD)) == "unrelated_bug"
+        assert self.mode(traj(searches=[6], gold=GOLD)) == "search_low_rank"
+        assert self.mode(traj(searches=[None, 6], gold=GOLD)) == "search_low_rank"
+
     def test_budget_and_not_classified(self) -> None:
         """Budget endings take their tag; passes, harness errors, other arms and no trajectory get None."""
         assert failure_mode({"arm": "akm", "outcome": "budget_exceeded", "budget_tag": "hung"}, GOLD) == "hung"
@@ -314,7 +446,7 @@ class TestFailureMode:
 class TestIntoTheReport:
     def test_recorded_trajectories_feed_the_envelope(self) -> None:
         """analyse_cell output on recorded streams drives trajectory, bridge, per-asset and failure modes."""
-        from pytest_akmbench import report
+        from pytest_akmbench.report import envelope as report
         from tests.core.test_metrics import sample
         from tests.core.test_report import TS, inp
 
@@ -330,15 +462,24 @@ class TestIntoTheReport:
 
     def test_runs_where_akm_never_answered_are_flagged(self, tmp_path: Path) -> None:
         """A run whose akm calls all failed is marked in runs[] and warned about in the envelope."""
-        from pytest_akmbench import report
+        from pytest_akmbench.report import envelope as report
         from tests.core.test_metrics import sample
         from tests.core.test_report import TS, inp
 
         stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "{}", ts=2, exit=1)])
         dead = analyse_cell(TASK, stream, [], None)
         live = recorded("oracle", "0.9.0")
-        env = report.build(inp([TASK], [sample(TASK.id, "akm", 1, "fail", trajectory=dead),
-                                        sample(TASK.id, "akm", 2, "pass", trajectory=live)], arms=("akm",)), timestamp=TS)
+        env = report.build(
+            inp(
+                [TASK],
+                [
+                    sample(TASK.id, "akm", 1, "fail", trajectory=dead),
+                    sample(TASK.id, "akm", 2, "pass", trajectory=live),
+                ],
+                arms=("akm",),
+            ),
+            timestamp=TS,
+        )
         assert [r["trajectory"]["akm_answered"] for r in env["runs"]] == [False, True]
         assert any(w.startswith("akm never answered in 1 of 2 akm-arm runs") for w in env["warnings"])
 

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus import load_corpus
-from pytest_akmbench.procs import ProcessTracker
-from pytest_akmbench.validate import behaviour_problems, static_problems, validate
+from pytest_akmbench.cell.checks import behaviour_problems, static_problems
+from pytest_akmbench.cli.validate import validate
+from pytest_akmbench.corpus.tasks import load_corpus
+from pytest_akmbench.system.procs import ProcessTracker
 from tests.support.corpus import standard_corpus, write_stash, write_task
 
 
@@ -27,9 +28,13 @@ class TestStatic:
     def test_workspace_mentioning_akm(self, roots: tuple[Path, Path]) -> None:
         """A workspace file that tells the agent about akm is an error naming the file."""
         tasks_root, stashes = roots
-        write_task(tasks_root, "alpha/leaky", workspace={"README.md": "Task.\n", "AGENTS.md": "Run `AKM search` first.\n"})
+        write_task(
+            tasks_root, "alpha/leaky", workspace={"README.md": "Task.\n", "AGENTS.md": "Run `AKM search` first.\n"}
+        )
         _, errors, _ = static_problems(tasks_root, stashes)
-        assert errors == [f"{tasks_root / 'alpha/leaky/workspace/AGENTS.md'}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"]
+        assert errors == [
+            f"{tasks_root / 'alpha/leaky/workspace/AGENTS.md'}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"
+        ]
 
     def test_layer_mentioning_akm_is_reported_once(self, roots: tuple[Path, Path]) -> None:
         """A shared workspace layer that tells every arm to use akm is an error, named once."""
@@ -38,7 +43,9 @@ class TestStatic:
         layer.mkdir(parents=True)
         (layer / "AGENTS.md").write_text("Always run akm search before coding.\n")
         _, errors, _ = static_problems(tasks_root, stashes)
-        assert errors == [f"{layer / 'AGENTS.md'}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"]
+        assert errors == [
+            f"{layer / 'AGENTS.md'}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"
+        ]
 
     def test_missing_solution_and_gold_ref(self, roots: tuple[Path, Path]) -> None:
         """Every task needs a solution; a gold_ref must name an asset of its stash."""
@@ -62,7 +69,9 @@ class TestStatic:
         assert any(f"verifier pins {answer!r}" in w and "cheat.md" in w for w in warnings)
         assert any("a/regexy/task.yaml: expected_match: the answer pattern matches stash asset" in w for w in warnings)
 
-    def test_config_checked_too(self, roots: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_config_checked_too(
+        self, roots: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A config naming an unknown task fails validation."""
         cfg = tmp_path / "bad.json"
         cfg.write_text('{"schemaVersion": 1, "tasks": ["gamma/x"]}')
@@ -92,15 +101,17 @@ class TestBehaviour:
 
     def test_solution_that_does_not_pass(self, tmp_path: Path) -> None:
         """A solution that does not satisfy the verifier is reported with the verifier's words."""
-        found = self.problems(tmp_path, solve="echo goodbye > out.txt\n", verify='grep -qx hello out.txt || { echo "out.txt is wrong"; exit 1; }\n')
+        found = self.problems(
+            tmp_path,
+            solve="echo goodbye > out.txt\n",
+            verify='grep -qx hello out.txt || { echo "out.txt is wrong"; exit 1; }\n',
+        )
         assert found == ["solution does not pass its verifier (exit 1): out.txt is wrong"]
 
     def test_nondeterministic_verifier(self, tmp_path: Path) -> None:
         """A verifier whose answer changes between two runs is reported."""
         # It flips its answer through a file in HOME: pass, then fail.
-        verify = (
-            'f="$HOME/flip"; if [ -e "$f" ]; then rm "$f"; exit 1; else touch "$f"; grep -qx hello out.txt; fi\n'
-        )
+        verify = 'f="$HOME/flip"; if [ -e "$f" ]; then rm "$f"; exit 1; else touch "$f"; grep -qx hello out.txt; fi\n'
         found = self.problems(tmp_path, verify=verify)
         assert found == ["verifier is not deterministic on the solution: pass then fail"]
 
@@ -112,8 +123,10 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
     pytester.makeini("[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n")
     result = pytester.runpytest("corpus", "--bench-soundness")
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines([
-        "beta/too-easy: verifier passes on the untouched workspace*",
-        "FAILED corpus/tasks/beta/too-easy/task.yaml::soundness*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "beta/too-easy: verifier passes on the untouched workspace*",
+            "FAILED corpus/tasks/beta/too-easy/task.yaml::soundness*",
+        ]
+    )
     assert not (pytester.path / ".akmbench").exists()  # no report, no store: nothing was benchmarked

@@ -25,13 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pytest_akmbench import akm  # noqa: E402
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo  # noqa: E402
-from pytest_akmbench.corpus import load_corpus  # noqa: E402
-from pytest_akmbench.opencode import OpencodeAgent  # noqa: E402
-from pytest_akmbench.procs import ProcessTracker, become_subreaper  # noqa: E402
-from pytest_akmbench.prompts import build_prompt  # noqa: E402
-from pytest_akmbench.runner import Cell, RunContext, index_stash, prepare  # noqa: E402
+from pytest_akmbench.agents.opencode.adapter import OpencodeAgent  # noqa: E402
+from pytest_akmbench.cell import akm  # noqa: E402
+from pytest_akmbench.cell.prompts import build_prompt  # noqa: E402
+from pytest_akmbench.cell.rundir import index_stash  # noqa: E402
+from pytest_akmbench.cell.runner import Cell, RunContext, prepare  # noqa: E402
+from pytest_akmbench.corpus.tasks import load_corpus  # noqa: E402
+from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
 from tests.support import real_akm  # noqa: E402
 from tests.support.corpus import write_stash, write_task  # noqa: E402
 
@@ -62,20 +63,38 @@ def record(info: akm.AkmInfo, work: Path) -> None:
     tasks, stashes = work / "tasks", work / "stashes"
     write_stash(stashes, "demo", STASH_ASSETS)
     shutil.rmtree(stashes / "demo" / "skills" / "howto")
-    write_task(tasks, "demo/hello-file", stash="demo", verify='grep -qx "hi" hello.txt\n',
-               solve="echo hi > hello.txt\n", extra={"gold_ref": GOLD, "akm_keywords": "greeting file"})
+    write_task(
+        tasks,
+        "demo/hello-file",
+        stash="demo",
+        verify='grep -qx "hi" hello.txt\n',
+        solve="echo hi > hello.txt\n",
+        extra={"gold_ref": GOLD, "akm_keywords": "greeting file"},
+    )
     task = load_corpus(tasks, stashes).by_id()["demo/hello-file"]
     for scenario, policy in (("oracle", "oracle"), ("idle", "idle"), ("wrong-asset", "oracle")):
         agent = OpencodeAgent()
-        agent.start(SessionInfo(model=f"scripted/{policy}", arms=("akm",), tasks=(task,),
-                                options={"rootdir": str(ROOT)}))
+        agent.start(
+            SessionInfo(model=f"scripted/{policy}", arms=("akm",), tasks=(task,), options={"rootdir": str(ROOT)})
+        )
         try:
             if scenario == "wrong-asset":
                 register = agent.scripted.register  # type: ignore[union-attr]
-                agent.scripted.register = lambda *a, **k: register(*a, **k, commands=wrong_asset_plan(info.line))  # type: ignore[union-attr]
-            ctx = RunContext(run_id=f"rec-{scenario}", tmp_root=work / "cells", stashes_root=stashes, agent=agent,
-                             model=agent.model, budget_tokens=100000, budget_wall_ms=120000, budget_turns=None,
-                             verify_timeout_s=60, akm=info)
+                agent.scripted.register = lambda *a, register=register, **k: register(
+                    *a, **k, commands=wrong_asset_plan(info.line)
+                )  # type: ignore[union-attr]
+            ctx = RunContext(
+                run_id=f"rec-{scenario}",
+                tmp_root=work / "cells",
+                stashes_root=stashes,
+                agent=agent,
+                model=agent.model,
+                budget_tokens=100000,
+                budget_wall_ms=120000,
+                budget_turns=None,
+                verify_timeout_s=60,
+                akm=info,
+            )
             procs = ProcessTracker(f"rec-{scenario}")
             run_dir, env, stash, _ = prepare(Cell(task, "akm", 1), ctx)
             assert stash is not None
@@ -83,11 +102,24 @@ def record(info: akm.AkmInfo, work: Path) -> None:
             prompt, version = build_prompt(task, "akm", run_dir / "workspace", info)
             transcript = run_dir / "transcript.jsonl"
             started = time.time_ns() // 1_000_000
-            result = agent.run(AgentRequest(
-                task=task, arm="akm", seed=1, workspace=run_dir / "workspace", run_dir=run_dir, env=env,
-                prompt=prompt, prompt_version=version, limits=Limits(wall_s=120), transcript=transcript,
-                procs=procs, stash_dir=stash, model=agent.model, akm_line=info.line,
-            ))
+            result = agent.run(
+                AgentRequest(
+                    task=task,
+                    arm="akm",
+                    seed=1,
+                    workspace=run_dir / "workspace",
+                    run_dir=run_dir,
+                    env=env,
+                    prompt=prompt,
+                    prompt_version=version,
+                    limits=Limits(wall_s=120),
+                    transcript=transcript,
+                    procs=procs,
+                    stash_dir=stash,
+                    model=agent.model,
+                    akm_line=info.line,
+                )
+            )
             procs.kill_all()
             assert result.error is None, result.error
             name = f"{scenario}-akm-{info.version}"
@@ -100,8 +132,9 @@ def record(info: akm.AkmInfo, work: Path) -> None:
             else:
                 code, log, _ = procs.run(argv, cwd=run_dir, env=env, timeout_s=60)
                 assert code == 0, log
-            (OUT / f"{name}.akm-log.json").write_text(json.dumps({"akm": info.version, "agent_started_ms": started,
-                                                                   "log": log}, indent=1) + "\n")
+            (OUT / f"{name}.akm-log.json").write_text(
+                json.dumps({"akm": info.version, "agent_started_ms": started, "log": log}, indent=1) + "\n"
+            )
             print(f"recorded {name}")
         finally:
             agent.stop()

@@ -16,22 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
-from pytest_akmbench.corpus import Task
-from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.opencode import OpencodeAgent, locate_opencode
-from pytest_akmbench.procs import ProcessTracker, become_subreaper
-from pytest_akmbench.prompts import build_prompt
-from pytest_akmbench.scripted import usage_for_turn
-from tests.support import real_akm
+from pytest_akmbench.agents.opencode.adapter import OpencodeAgent
+from pytest_akmbench.agents.opencode.scripted import usage_for_turn
+from pytest_akmbench.cell import akm
+from pytest_akmbench.cell.prompts import build_prompt
+from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
+from tests.support import opencode, real_akm
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": ROOT})
-except ConfigError as err:  # pragma: no cover - depends on the machine
-    pytest.skip(f"opencode binary not installed: {err}", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -47,8 +43,14 @@ def agent_for():
     def get(policy: str) -> OpencodeAgent:
         if policy not in _agents:
             agent = OpencodeAgent()
-            agent.start(SessionInfo(model=f"scripted/{policy}", arms=("noakm", "akm"), tasks=(),
-                                    options={"opencode": str(OPENCODE), "rootdir": ROOT}))
+            agent.start(
+                SessionInfo(
+                    model=f"scripted/{policy}",
+                    arms=("noakm", "akm"),
+                    tasks=(),
+                    options={"opencode": str(OPENCODE), "rootdir": ROOT},
+                )
+            )
             _agents[policy] = agent
         return _agents[policy]
 
@@ -58,7 +60,7 @@ def agent_for():
     _agents.clear()
 
 
-def make_task(tmp_path: Path, solve: str, *, verify: str = "test \"$(cat out.txt)\" = hi\n") -> Task:
+def make_task(tmp_path: Path, solve: str, *, verify: str = 'test "$(cat out.txt)" = hi\n') -> Task:
     tdir = tmp_path / "task"
     (tdir / "workspace").mkdir(parents=True)
     (tdir / "solution").mkdir()
@@ -67,23 +69,50 @@ def make_task(tmp_path: Path, solve: str, *, verify: str = "test \"$(cat out.txt
     (tdir / "verify.sh").write_text("#!/usr/bin/env bash\nset -eu\n" + verify)
     stash = tmp_path / "stash" / "skills" / "hello-file"
     stash.mkdir(parents=True)
-    (stash / "SKILL.md").write_text("---\nname: hello-file\ndescription: Write a greeting file\n"
-                                    "tags: [greeting, hello, file]\n---\nTo greet, write hi into out.txt.\n")
-    return Task(id="demo/hello-file", title="Write a greeting file", domain="demo", difficulty="easy",
-                stash="demo", verifier="script", task_dir=tdir, yaml_text="", gold_ref="skill:hello-file",
-                akm_keywords="greeting hello file")
+    (stash / "SKILL.md").write_text(
+        "---\nname: hello-file\ndescription: Write a greeting file\n"
+        "tags: [greeting, hello, file]\n---\nTo greet, write hi into out.txt.\n"
+    )
+    return Task(
+        id="demo/hello-file",
+        title="Write a greeting file",
+        domain="demo",
+        difficulty="easy",
+        stash="demo",
+        verifier="script",
+        task_dir=tdir,
+        yaml_text="",
+        gold_ref="skill:hello-file",
+        akm_keywords="greeting hello file",
+    )
 
 
-def make_request(tmp_path: Path, task: Task, arm: str, procs: ProcessTracker, *, wall_s: float = 90,
-                 tokens: int | None = None, turns: int | None = None, extra_env: dict | None = None,
-                 path: str = "/usr/local/bin:/usr/bin:/bin") -> AgentRequest:
+def make_request(
+    tmp_path: Path,
+    task: Task,
+    arm: str,
+    procs: ProcessTracker,
+    *,
+    wall_s: float = 90,
+    tokens: int | None = None,
+    turns: int | None = None,
+    extra_env: dict | None = None,
+    path: str = "/usr/local/bin:/usr/bin:/bin",
+) -> AgentRequest:
     run_dir = tmp_path / "cell"
     workspace = run_dir / "workspace"
     shutil.copytree(task.workspace, workspace)
     home = run_dir / "home"
-    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
-           "PATH": path, "LANG": "C.UTF-8", **(extra_env or {})}
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "PATH": path,
+        "LANG": "C.UTF-8",
+        **(extra_env or {}),
+    }
     stash_dir = None
     info = None
     if arm == "akm":  # what the runner gives the akm arm: real akm on PATH, its stash indexed in place
@@ -97,10 +126,21 @@ def make_request(tmp_path: Path, task: Task, arm: str, procs: ProcessTracker, *,
         env["PATH"] = f"{run_dir / 'bin'}:{path}"
         assert procs.run([str(info.path), "index"], cwd=stash_dir, env=env, timeout_s=120)[0] == 0
     prompt, version = build_prompt(task, arm, workspace, info)
-    return AgentRequest(task=task, arm=arm, seed=1, workspace=workspace, run_dir=run_dir, env=env, prompt=prompt,
-                        prompt_version=version, limits=Limits(wall_s=wall_s, tokens=tokens, turns=turns),
-                        transcript=run_dir / "transcript.jsonl", procs=procs, stash_dir=stash_dir,
-                        akm_line=info.line if info else None)
+    return AgentRequest(
+        task=task,
+        arm=arm,
+        seed=1,
+        workspace=workspace,
+        run_dir=run_dir,
+        env=env,
+        prompt=prompt,
+        prompt_version=version,
+        limits=Limits(wall_s=wall_s, tokens=tokens, turns=turns),
+        transcript=run_dir / "transcript.jsonl",
+        procs=procs,
+        stash_dir=stash_dir,
+        akm_line=info.line if info else None,
+    )
 
 
 @pytest.fixture
@@ -111,8 +151,9 @@ def procs():
 
 
 def verify(request: AgentRequest) -> int:
-    return subprocess.run(["bash", str(request.task.task_dir / "verify.sh")], cwd=request.workspace,
-                          capture_output=True).returncode
+    return subprocess.run(
+        ["bash", str(request.task.task_dir / "verify.sh")], cwd=request.workspace, capture_output=True
+    ).returncode
 
 
 def expected_tokens(turns: int) -> dict[str, int]:
@@ -157,8 +198,11 @@ def test_oracle_akm_arm_passes_with_exact_tokens(tmp_path, procs, agent_for):
     assert served["requests"] == 5 and served["title_requests"] == 0
     assert result.final_text == "wrote out.txt"
     gold = akm.format_ref("skill:hello-file", request.akm_line or "")
-    assert result.akm == {"searches": [{"query": "greeting hello file"}], "shows": [gold],
-                          "feedback": [{"ref": gold, "polarity": "positive"}]}
+    assert result.akm == {
+        "searches": [{"query": "greeting hello file"}],
+        "shows": [gold],
+        "feedback": [{"ref": gold, "polarity": "positive"}],
+    }
     assert result.transcript_written
     lines = request.transcript.read_text().splitlines()
     assert sum('"type":"step_finish"' in line for line in lines) == 5
@@ -274,8 +318,14 @@ def test_control_arm_is_clean(tmp_path, procs, agent_for):
     solve = "env | sort > env.txt\n(command -v akm || echo NO_AKM) > which.txt\necho hi > out.txt\n"
     task = make_task(tmp_path, solve)
     user_akm = real_akm.get().path.parent  # a user's akm install on PATH
-    request = make_request(tmp_path, task, "noakm", procs, path=f"{user_akm}:/usr/local/bin:/usr/bin:/bin",
-                           extra_env={"AKM_STASH_DIR": str(tmp_path / "stash"), "AKM_CONFIG_DIR": "/nowhere"})
+    request = make_request(
+        tmp_path,
+        task,
+        "noakm",
+        procs,
+        path=f"{user_akm}:/usr/local/bin:/usr/bin:/bin",
+        extra_env={"AKM_STASH_DIR": str(tmp_path / "stash"), "AKM_CONFIG_DIR": "/nowhere"},
+    )
     # the run dir is under pytest's tmp root; only the template text is ours to keep clean
     assert "akm" not in request.prompt.replace(str(request.workspace), "<ws>").lower()
     result = agent_for("oracle").run(request)

@@ -6,7 +6,6 @@ Each cell costs about 10 s of CPU; these run serially.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -16,16 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.opencode import locate_opencode
-from tests.support import real_akm
+from tests.support import opencode, real_akm
 from tests.support.procs import processes_under
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": str(ROOT)})
-except Exception as err:  # noqa: BLE001
-    pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 @pytest.fixture
@@ -43,7 +38,10 @@ def project(tmp_path: Path) -> Path:
 def bench(project: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-seeds", "1", *args],
-        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -83,8 +81,19 @@ class TestInterrupts:
     @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
     def test_signal_with_two_cells_in_flight(self, project: Path, sig: int) -> None:
         """Both signals end a -n 2 run promptly, with zero survivors and an incomplete report."""
-        proc = bench(project, "--bench-model", "scripted/hang", "--bench-arms", "noakm", "-n", "2",
-                     "--bench-tasks", "tidectl/drain-cell,tidectl/shift-weight", "--bench-budget-wall-ms", "600000")
+        proc = bench(
+            project,
+            "--bench-model",
+            "scripted/hang",
+            "--bench-arms",
+            "noakm",
+            "-n",
+            "2",
+            "--bench-tasks",
+            "tidectl/drain-cell,tidectl/shift-weight",
+            "--bench-budget-wall-ms",
+            "600000",
+        )
         wait_for_agents(project / "cells", 2)
         started = time.monotonic()
         proc.send_signal(sig)
@@ -96,8 +105,19 @@ class TestInterrupts:
 
     def test_second_ctrl_c_force_exits(self, project: Path) -> None:
         """A second Ctrl-C exits at once and still leaves no process of the run behind."""
-        proc = bench(project, "--bench-model", "scripted/hang", "--bench-arms", "noakm", "-n", "2",
-                     "--bench-tasks", "tidectl/drain-cell,tidectl/shift-weight", "--bench-budget-wall-ms", "600000")
+        proc = bench(
+            project,
+            "--bench-model",
+            "scripted/hang",
+            "--bench-arms",
+            "noakm",
+            "-n",
+            "2",
+            "--bench-tasks",
+            "tidectl/drain-cell,tidectl/shift-weight",
+            "--bench-budget-wall-ms",
+            "600000",
+        )
         wait_for_agents(project / "cells", 2)
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -112,11 +132,25 @@ class TestInterrupts:
 
     def test_kill_command(self, project: Path) -> None:
         """`python -m pytest_akmbench kill` from another process stops the bench and its cells."""
-        proc = bench(project, "--bench-model", "scripted/hang", "--bench-arms", "noakm",
-                     "--bench-tasks", "tidectl/drain-cell", "--bench-budget-wall-ms", "600000")
+        proc = bench(
+            project,
+            "--bench-model",
+            "scripted/hang",
+            "--bench-arms",
+            "noakm",
+            "--bench-tasks",
+            "tidectl/drain-cell",
+            "--bench-budget-wall-ms",
+            "600000",
+        )
         wait_for_agents(project / "cells", 1)
-        killer = subprocess.run([sys.executable, "-m", "pytest_akmbench", "kill", "--tmp", str(project / "cells")],
-                                capture_output=True, text=True, timeout=30, cwd=project)
+        killer = subprocess.run(
+            [sys.executable, "-m", "pytest_akmbench", "kill", "--tmp", str(project / "cells")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=project,
+        )
         assert killer.returncode == 0 and "sent SIGTERM" in killer.stdout
         out, _ = proc.communicate(timeout=60)
         assert processes_under(project / "cells") == [], out
@@ -129,8 +163,11 @@ class TestUsageErrors:
     @pytest.mark.parametrize(
         "providers, model, message",
         [
-            ({"schemaVersion": 1, "providers": {"local": {"options": {"apiKey": "sk-abcdefghijklmnopqrstuvwxyz"}}}},
-             "local/m", "must be an env-ref"),
+            (
+                {"schemaVersion": 1, "providers": {"local": {"options": {"apiKey": "sk-abcdefghijklmnopqrstuvwxyz"}}}},
+                "local/m",
+                "must be an env-ref",
+            ),
             ({"schemaVersion": 1, "providers": {}}, "nowhere/m", "uses provider 'nowhere'"),
             (None, "local/m", "not found"),
         ],

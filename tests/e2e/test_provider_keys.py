@@ -15,19 +15,14 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
-
-from pytest_akmbench.opencode import locate_opencode
-from pytest_akmbench.scripted import ScriptedModel
-from pytest_akmbench.scrub import REDACTED
+from pytest_akmbench.agents.opencode.scripted import ScriptedModel
+from pytest_akmbench.store.scrub import REDACTED
+from tests.support import opencode
 from tests.support.corpus import write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": str(ROOT)})
-except Exception as err:  # noqa: BLE001
-    pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:
@@ -40,19 +35,64 @@ def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:
     with ScriptedModel() as server:
         # A curious agent: its environment, then the config opencode was given, then the task.
         server.register(token, "oracle", commands=["env | sort", 'cat "$OPENCODE_CONFIG"', "echo hello > out.txt"])
-        (tmp_path / "providers.json").write_text(json.dumps({"schemaVersion": 1, "providers": {"local": {
-            "npm": "@ai-sdk/openai-compatible", "name": "Local",
-            "options": {"baseURL": f"{server.root}/c/{{env:BENCH_CELL_TOKEN}}/v1", "apiKey": "{env:LOCAL_API_KEY}"},
-            "models": {"m": {"name": "M", "tool_call": True, "limit": {"context": 100000, "output": 4096}}},
-        }}}))
+        (tmp_path / "providers.json").write_text(
+            json.dumps(
+                {
+                    "schemaVersion": 1,
+                    "providers": {
+                        "local": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "name": "Local",
+                            "options": {
+                                "baseURL": f"{server.root}/c/{{env:BENCH_CELL_TOKEN}}/v1",
+                                "apiKey": "{env:LOCAL_API_KEY}",
+                            },
+                            "models": {
+                                "m": {"name": "M", "tool_call": True, "limit": {"context": 100000, "output": 4096}}
+                            },
+                        }
+                    },
+                }
+            )
+        )
         env = {**os.environ, "LOCAL_API_KEY": secret, "BENCH_CELL_TOKEN": token}
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(tasks), "--bench-stashes", str(stashes),
-             "--bench-corpus", str(tasks), "--bench-model", "local/m", "--bench-providers", "providers.json",
-             "--bench-arms", "noakm", "--bench-seeds", "1", "--bench-opencode", str(OPENCODE), "--rootdir", str(tmp_path),
-             "--bench-store", "store", "--bench-report", "report", "--bench-tmp", str(tmp_path / "cells"),
-             "--bench-keep-runs"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                str(tasks),
+                "--bench-stashes",
+                str(stashes),
+                "--bench-corpus",
+                str(tasks),
+                "--bench-model",
+                "local/m",
+                "--bench-providers",
+                "providers.json",
+                "--bench-arms",
+                "noakm",
+                "--bench-seeds",
+                "1",
+                "--bench-opencode",
+                str(OPENCODE),
+                "--rootdir",
+                str(tmp_path),
+                "--bench-store",
+                "store",
+                "--bench-report",
+                "report",
+                "--bench-tmp",
+                str(tmp_path / "cells"),
+                "--bench-keep-runs",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_akmbench.agents.opencode.adapter import locate_opencode
+from pytest_akmbench.agents.opencode.scripted import ScriptedModel
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.opencode import locate_opencode
-from pytest_akmbench.scripted import ScriptedModel
 from tests.support.corpus import write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,27 +30,45 @@ except ConfigError as err:
 
 
 def provider(server: ScriptedModel) -> dict:
-    return {"local": {
-        "npm": "@ai-sdk/openai-compatible", "name": "Local",
-        "options": {"baseURL": f"{server.root}/c/{{env:BENCH_CELL_TOKEN}}/v1", "apiKey": "{env:LOCAL_API_KEY}"},
-        "models": {"m": {"name": "M", "tool_call": True, "limit": {"context": 100000, "output": 4096}}},
-    }}
+    return {
+        "local": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Local",
+            "options": {"baseURL": f"{server.root}/c/{{env:BENCH_CELL_TOKEN}}/v1", "apiKey": "{env:LOCAL_API_KEY}"},
+            "models": {"m": {"name": "M", "tool_call": True, "limit": {"context": 100000, "output": 4096}}},
+        }
+    }
 
 
 def run_config(shape: str, tmp_path: Path, server: ScriptedModel) -> dict:
     """The same run in each shape; only the provider source differs."""
     common = {"schemaVersion": 1, "name": f"shape-{shape}", "arms": ["noakm"], "seeds": 1}
     if shape == "providers-file":
-        (tmp_path / "configs" / "providers.json").write_text(json.dumps(
-            {"schemaVersion": 1, "defaultModel": "local/m", "providers": provider(server)}))
+        (tmp_path / "configs" / "providers.json").write_text(
+            json.dumps({"schemaVersion": 1, "defaultModel": "local/m", "providers": provider(server)})
+        )
         return {**common, "providersRef": "providers.json"}
     # A user's opencode.json: its permission, plugin and instructions must not reach a cell.
-    (tmp_path / "configs" / "opencode.json").write_text(json.dumps({
-        "$schema": "https://opencode.ai/config.json", "model": "local/m", "provider": provider(server),
-        "permission": {"bash": "deny"}, "plugin": ["opencode-some-plugin"], "instructions": ["NOTES.md"],
-    }))
-    return {**common, "track": "utility", "model": "local/m", "opencodeConfigRef": "opencode.json",
-            "phase2Enabled": True, "phase2ReflectTimeoutMs": 180000}
+    (tmp_path / "configs" / "opencode.json").write_text(
+        json.dumps(
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "model": "local/m",
+                "provider": provider(server),
+                "permission": {"bash": "deny"},
+                "plugin": ["opencode-some-plugin"],
+                "instructions": ["NOTES.md"],
+            }
+        )
+    )
+    return {
+        **common,
+        "track": "utility",
+        "model": "local/m",
+        "opencodeConfigRef": "opencode.json",
+        "phase2Enabled": True,
+        "phase2ReflectTimeoutMs": 180000,
+    }
 
 
 @pytest.mark.parametrize("shape", ["providers-file", "opencode-config"])
@@ -67,11 +85,36 @@ def test_each_shape_runs_a_cell(tmp_path: Path, shape: str) -> None:
         for name in ("BENCH_OPENCODE_CONFIG", "BENCH_OPENCODE_MODEL"):
             env.pop(name, None)
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(tasks), "--bench-config", "configs/run.json",
-             "--bench-corpus", str(tasks), "--bench-stashes", str(stashes), "--bench-opencode", str(OPENCODE),
-             "--rootdir", str(tmp_path), "--bench-store", "store", "--bench-report", "report",
-             "--bench-tmp", str(tmp_path / "cells"), "--bench-keep-runs"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                str(tasks),
+                "--bench-config",
+                "configs/run.json",
+                "--bench-corpus",
+                str(tasks),
+                "--bench-stashes",
+                str(stashes),
+                "--bench-opencode",
+                str(OPENCODE),
+                "--rootdir",
+                str(tmp_path),
+                "--bench-store",
+                "store",
+                "--bench-report",
+                "report",
+                "--bench-tmp",
+                str(tmp_path / "cells"),
+                "--bench-keep-runs",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
@@ -97,15 +140,51 @@ def test_literal_key_in_an_opencode_config_is_one_line_before_any_cell(tmp_path:
     write_stash(stashes)
     write_task(tasks, "alpha/shape")
     literal = "sk-" + uuid.uuid4().hex
-    (tmp_path / "opencode.json").write_text(json.dumps({"model": "local/m", "provider": {"local": {
-        "npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:9/v1", "apiKey": literal},
-        "models": {"m": {}}}}}))
+    (tmp_path / "opencode.json").write_text(
+        json.dumps(
+            {
+                "model": "local/m",
+                "provider": {
+                    "local": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "options": {"baseURL": "http://127.0.0.1:9/v1", "apiKey": literal},
+                        "models": {"m": {}},
+                    }
+                },
+            }
+        )
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(tasks), "--bench-corpus", str(tasks),
-         "--bench-stashes", str(stashes), "--bench-opencode-config", "opencode.json", "--bench-arms", "noakm",
-         "--bench-opencode", str(OPENCODE), "--rootdir", str(tmp_path), "--bench-store", "store",
-         "--bench-report", "report", "--bench-tmp", str(tmp_path / "cells")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            str(tasks),
+            "--bench-corpus",
+            str(tasks),
+            "--bench-stashes",
+            str(stashes),
+            "--bench-opencode-config",
+            "opencode.json",
+            "--bench-arms",
+            "noakm",
+            "--bench-opencode",
+            str(OPENCODE),
+            "--rootdir",
+            str(tmp_path),
+            "--bench-store",
+            "store",
+            "--bench-report",
+            "report",
+            "--bench-tmp",
+            str(tmp_path / "cells"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={k: v for k, v in os.environ.items() if not k.startswith("BENCH_OPENCODE")},
     )
     out = proc.stdout + proc.stderr

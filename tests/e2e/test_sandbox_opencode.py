@@ -20,23 +20,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import sandbox, snoop
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
-from pytest_akmbench.corpus import Task
-from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.opencode import OpencodeAgent, locate_opencode
-from pytest_akmbench.procs import MARKER, ProcessTracker, become_subreaper
-from pytest_akmbench.prompts import build_prompt
-from pytest_akmbench.scripted import usage_for_turn
-from tests.support import real_akm
+from pytest_akmbench.agents.opencode import snoop
+from pytest_akmbench.agents.opencode.adapter import OpencodeAgent
+from pytest_akmbench.agents.opencode.scripted import usage_for_turn
+from pytest_akmbench.cell.prompts import build_prompt
+from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.system import sandbox
+from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
+from tests.support import opencode, real_akm
 from tests.support.bwrap import require_bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    OPENCODE = locate_opencode({"rootdir": ROOT})
-except ConfigError as err:  # pragma: no cover - depends on the machine
-    pytest.skip(f"opencode binary not installed: {err}", allow_module_level=True)
+OPENCODE = opencode.binary()
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +49,14 @@ def agent_for():
     def get(policy: str) -> OpencodeAgent:
         if policy not in agents:
             agents[policy] = OpencodeAgent()
-            agents[policy].start(SessionInfo(model=f"scripted/{policy}", arms=("noakm",), tasks=(),
-                                             options={"opencode": str(OPENCODE), "rootdir": ROOT}))
+            agents[policy].start(
+                SessionInfo(
+                    model=f"scripted/{policy}",
+                    arms=("noakm",),
+                    tasks=(),
+                    options={"opencode": str(OPENCODE), "rootdir": ROOT},
+                )
+            )
         return agents[policy]
 
     yield get
@@ -67,19 +70,43 @@ def sandboxed_request(tmp_path: Path, solve: str, procs: ProcessTracker, **limit
     (tdir / "solution").mkdir()
     (tdir / "workspace" / "README.md").write_text("Write the word hi into out.txt.\n")
     (tdir / "solution" / "solve.sh").write_text("#!/usr/bin/env bash\nset -eu\n" + solve)
-    task = Task(id="demo/hi", title="Hi", domain="demo", difficulty="easy", stash="demo", verifier="script",
-                task_dir=tdir, yaml_text="")
+    task = Task(
+        id="demo/hi",
+        title="Hi",
+        domain="demo",
+        difficulty="easy",
+        stash="demo",
+        verifier="script",
+        task_dir=tdir,
+        yaml_text="",
+    )
     run_dir = tmp_path / "cell-1"
     shutil.copytree(tdir / "workspace", run_dir / "workspace")
     home = run_dir / "home"
-    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
-           "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+    }
     prompt, version = build_prompt(task, "noakm", run_dir / "workspace")
-    return AgentRequest(task=task, arm="noakm", seed=1, workspace=run_dir / "workspace", run_dir=run_dir, env=env,
-                        prompt=prompt, prompt_version=version, limits=Limits(**limits),  # type: ignore[arg-type]
-                        transcript=run_dir / "transcript.jsonl", procs=procs,
-                        sandbox=sandbox.for_cell("bwrap", run_dir))
+    return AgentRequest(
+        task=task,
+        arm="noakm",
+        seed=1,
+        workspace=run_dir / "workspace",
+        run_dir=run_dir,
+        env=env,
+        prompt=prompt,
+        prompt_version=version,
+        limits=Limits(**limits),  # type: ignore[arg-type]
+        transcript=run_dir / "transcript.jsonl",
+        procs=procs,
+        sandbox=sandbox.for_cell("bwrap", run_dir),
+    )
 
 
 def sleeping(tag: str) -> list[str]:
@@ -119,11 +146,13 @@ def test_process_tree_kill(tmp_path: Path, agent_for) -> None:  # type: ignore[n
     """kill_all with a cell in flight (Ctrl-C, a finished test): background and setsid'd tool
     commands inside the sandbox die with it, and no zombie is left."""
     tag = f"5{uuid.uuid4().int % 10**8:08d}"
-    solve = (f"nohup sleep 600.{tag}1 >/dev/null 2>&1 &\n"
-             f"setsid sleep 600.{tag}2 >/dev/null 2>&1 </dev/null &\n"
-             f"(env -i setsid sleep 600.{tag}3 >/dev/null 2>&1 </dev/null &)\n"
-             "echo hi > out.txt\n"
-             f"sleep 600.{tag}4\n")  # the tool call never ends
+    solve = (
+        f"nohup sleep 600.{tag}1 >/dev/null 2>&1 &\n"
+        f"setsid sleep 600.{tag}2 >/dev/null 2>&1 </dev/null &\n"
+        f"(env -i setsid sleep 600.{tag}3 >/dev/null 2>&1 </dev/null &)\n"
+        "echo hi > out.txt\n"
+        f"sleep 600.{tag}4\n"
+    )  # the tool call never ends
     procs = ProcessTracker(f"e2e-sandbox-{tag}")
     request = sandboxed_request(tmp_path, solve, procs, wall_s=300)
     assert request.sandbox is not None
@@ -150,8 +179,9 @@ def test_process_tree_kill(tmp_path: Path, agent_for) -> None:  # type: ignore[n
         time.sleep(0.1)
     assert sleeping(tag) == []
     # Earlier tests in this process may leave zombies of their own; none of this cell's may stay.
-    zombies = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "--ppid", str(os.getpid())], capture_output=True,
-                             text=True).stdout.splitlines()
+    zombies = subprocess.run(
+        ["ps", "-o", "pid=,stat=,comm=", "--ppid", str(os.getpid())], capture_output=True, text=True
+    ).stdout.splitlines()
     assert [z for z in zombies if int(z.split()[0]) in cell_pids and z.split()[1].startswith("Z")] == []
 
 
@@ -167,7 +197,9 @@ def test_token_budget_is_exact(tmp_path: Path, agent_for) -> None:  # type: igno
     assert result.budget == "tokens" and result.budget_tag == "confused", result
     # 1020 + 1030 + 1040 + 1050 = 4140 > 4000: stopped right after the 4th step, as unsandboxed
     assert result.turns == 4
-    assert result.tokens is not None and result.tokens["total"] == sum(usage_for_turn(t)["total_tokens"] for t in range(4))
+    assert result.tokens is not None and result.tokens["total"] == sum(
+        usage_for_turn(t)["total_tokens"] for t in range(4)
+    )
 
 
 def test_snoop_reads_nothing_sandboxed_and_everything_without(tmp_path: Path) -> None:
@@ -183,17 +215,37 @@ def test_snoop_reads_nothing_sandboxed_and_everything_without(tmp_path: Path) ->
     (home / "secret.txt").write_text("the user's own file\n")
     (tmp_path / "pytest.ini").write_text(
         "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
-        f"bench_tmp = {tmp_path / 'cells'}\nbench_opencode = {OPENCODE}\nbench_akm = {real_akm.get().path}\n")
+        f"bench_tmp = {tmp_path / 'cells'}\nbench_opencode = {OPENCODE}\nbench_akm = {real_akm.get().path}\n"
+    )
     task_dir = tmp_path / "corpus" / "tasks" / "tidectl" / "drain-cell"
     solution_sha = hashlib.sha256((task_dir / "solution" / "solve.sh").read_bytes()[:4096]).hexdigest()[:12]
     store = tmp_path / ".akmbench" / "store" / "samples.jsonl"
     seen: dict[str, list[dict[str, tuple[str, str | None, str | None]]]] = {}
     for mode in ("bwrap", "none"):
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-seeds", "1", "--bench-model",
-             "scripted/snoop", "--bench-tasks", "tidectl/drain-cell", "--bench-keep-runs", "--bench-sandbox", mode,
-             *(["-n", "2"] if mode == "bwrap" else [])],
-            cwd=tmp_path, env={**os.environ, "HOME": str(home)}, capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "--bench-seeds",
+                "1",
+                "--bench-model",
+                "scripted/snoop",
+                "--bench-tasks",
+                "tidectl/drain-cell",
+                "--bench-keep-runs",
+                "--bench-sandbox",
+                mode,
+                *(["-n", "2"] if mode == "bwrap" else []),
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert f"sandbox {mode}" in proc.stdout, proc.stdout
         runs = [json.loads(line) for line in store.read_text().splitlines()][-2:]
         assert sorted(r["arm"] for r in runs) == ["akm", "noakm"] and all(r["outcome"] == "fail" for r in runs), runs

@@ -94,12 +94,34 @@ class Project:
         (self.base / "delays.json").write_text(json.dumps(delays))
 
     def argv(self, *extra: str, report: str = "report") -> list[str]:
-        return [sys.executable, "-m", "pytest", "corpus", "-p", "no:cacheprovider", "-v", "--bench-agent", "fault",
-                "--bench-seeds", "1", "--bench-report", str(self.base / report), *extra]
+        return [
+            sys.executable,
+            "-m",
+            "pytest",
+            "corpus",
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "--bench-agent",
+            "fault",
+            "--bench-seeds",
+            "1",
+            "--bench-report",
+            str(self.base / report),
+            *extra,
+        ]
 
-    def start(self, *extra: str, report: str = "report", prefix: tuple[str, ...] = (), **kw: Any) -> subprocess.Popen[str]:
-        return subprocess.Popen([*prefix, *self.argv(*extra, report=report)], cwd=self.base, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, **kw)
+    def start(
+        self, *extra: str, report: str = "report", prefix: tuple[str, ...] = (), **kw: Any
+    ) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*prefix, *self.argv(*extra, report=report)],
+            cwd=self.base,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            **kw,
+        )
 
     def run(self, *extra: str, report: str = "report", timeout: float = 120, **kw: Any) -> tuple[int, str]:
         proc = self.start(*extra, report=report, **kw)
@@ -145,8 +167,9 @@ class Project:
 
     def check_store(self) -> None:
         """No trial stored twice."""
-        counts = Counter((r["task_id"], r["arm"], r["seed"], r["fingerprint_hash"]) for r in self.records()
-                         if r["outcome"] == "pass")
+        counts = Counter(
+            (r["task_id"], r["arm"], r["seed"], r["fingerprint_hash"]) for r in self.records() if r["outcome"] == "pass"
+        )
         assert [k for k, n in counts.items() if n > 1] == []
 
     def resume_runs_exactly_the_missing(self) -> None:
@@ -219,7 +242,9 @@ class TestKilled:
         worker, child = (int(x) for x in victim.read_text().split())
         os.kill(worker, signal.SIGKILL)
         killed_at = time.monotonic()
-        while os.path.exists(f"/proc/{child}") and "Z" not in Path(f"/proc/{child}/stat").read_text().split(")")[-1][:3]:
+        while (
+            os.path.exists(f"/proc/{child}") and "Z" not in Path(f"/proc/{child}/stat").read_text().split(")")[-1][:3]
+        ):
             assert time.monotonic() - killed_at < 10, "the crashed worker's agent child is still running"
             time.sleep(0.1)
         assert proc.poll() is None  # reaped during the run, not at its end
@@ -243,16 +268,22 @@ class TestInterrupted:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-        starts = [float(line.split()[0]) for line in (project.base / "agent.log").read_text().splitlines()
-                  if line.split()[1] == "start"]
+        starts = [
+            float(line.split()[0])
+            for line in (project.base / "agent.log").read_text().splitlines()
+            if line.split()[1] == "start"
+        ]
         # Slack for the controller to take the signal on a loaded machine; a worker that went
         # on would start its next cell right away and keep starting them.
         assert max(starts) < interrupted_at + 1.5, out
         assert len(starts) < len(CELLS), out
         report = json.loads((project.base / "report" / "report.json").read_text())
         assert report["complete"] is False
-        assert passed_in(out) == set(project.stored_cells()) == {(r["task_id"], r["arm"], r["seed"])
-                                                                for r in report["runs"]}, out
+        assert (
+            passed_in(out)
+            == set(project.stored_cells())
+            == {(r["task_id"], r["arm"], r["seed"]) for r in report["runs"]}
+        ), out
         assert not any(w.startswith("report mismatch") for w in report["warnings"]), (report["warnings"], out)
         project.no_leftovers()
         project.resume_runs_exactly_the_missing()

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -41,8 +41,21 @@ class TestRunBudgets:
         """The task declares 20 s; --bench-budget-wall-ms 1500 stops a hung solution after 1.5 s."""
         write_task(bench.path / "corpus" / "tasks", "gamma/hangs", solve="sleep 120\n")
         started = time.monotonic()
-        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-arms", "noakm",
-                                 "-k", "hangs", "--bench-budget-wall-ms", "1500", "--bench-report", "out")
+        result = bench.runpytest(
+            "corpus",
+            "--bench-agent",
+            "oracle",
+            "--bench-seeds",
+            "1",
+            "--bench-arms",
+            "noakm",
+            "-k",
+            "hangs",
+            "--bench-budget-wall-ms",
+            "1500",
+            "--bench-report",
+            "out",
+        )
         assert time.monotonic() - started < 15
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(["*budget_exceeded: wall budget exceeded*"])
@@ -51,11 +64,37 @@ class TestRunBudgets:
 
     def test_task_budget_wins_when_smaller_or_run_budget_unset(self, bench: pytest.Pytester) -> None:
         """Without a run-level value the task's own budget holds; a larger run value changes nothing."""
-        bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-arms", "noakm",
-                        "-k", "script", "--bench-report", "out").assert_outcomes(passed=1)
-        bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-arms", "noakm",
-                        "-k", "script", "--bench-report", "out", "--bench-budget-wall-ms", "900000",
-                        "--bench-budget-tokens", "5000", "-v").assert_outcomes(passed=1)
+        bench.runpytest(
+            "corpus",
+            "--bench-agent",
+            "oracle",
+            "--bench-seeds",
+            "1",
+            "--bench-arms",
+            "noakm",
+            "-k",
+            "script",
+            "--bench-report",
+            "out",
+        ).assert_outcomes(passed=1)
+        bench.runpytest(
+            "corpus",
+            "--bench-agent",
+            "oracle",
+            "--bench-seeds",
+            "1",
+            "--bench-arms",
+            "noakm",
+            "-k",
+            "script",
+            "--bench-report",
+            "out",
+            "--bench-budget-wall-ms",
+            "900000",
+            "--bench-budget-tokens",
+            "5000",
+            "-v",
+        ).assert_outcomes(passed=1)
         first, *rest = store_records(bench.path)
         assert first["fingerprint"]["budget"] == {"tokens": 1000, "wall_ms": 20000, "turns": None}
         assert rest == []  # same effective budgets, so the stored sample still counts
@@ -68,8 +107,9 @@ class TestCorpusOutsideTheRootdir:
     """Item 1: under -n 2 a corpus outside pytest's rootdir gave an empty report marked complete."""
 
     @pytest.mark.parametrize("layout", ["rootdir", "relative-option"])
-    def test_xdist_report_is_whole(self, bench: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory,
-                                   layout: str) -> None:
+    def test_xdist_report_is_whole(
+        self, bench: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, layout: str
+    ) -> None:
         """Node ids relative to the collection argument still name their cells."""
         tasks, stashes = standard_corpus(tmp_path_factory.mktemp("elsewhere"))
         if layout == "rootdir":
@@ -79,9 +119,22 @@ class TestCorpusOutsideTheRootdir:
             (bench.path / "tools" / "akm").symlink_to(real_akm.get().path)
             extra = ["--bench-akm", "tools/akm"]
         result = bench.runpytest_subprocess(
-            str(tasks), "--bench-corpus", str(tasks), "--bench-stashes", str(stashes), "--bench-agent", "oracle",
-            "--bench-seeds", "1", "-n", "2", "--bench-report", str(bench.path / "out"),
-            "--bench-store", str(bench.path / "store"), *extra,
+            str(tasks),
+            "--bench-corpus",
+            str(tasks),
+            "--bench-stashes",
+            str(stashes),
+            "--bench-agent",
+            "oracle",
+            "--bench-seeds",
+            "1",
+            "-n",
+            "2",
+            "--bench-report",
+            str(bench.path / "out"),
+            "--bench-store",
+            str(bench.path / "store"),
+            *extra,
         )
         result.assert_outcomes(passed=6)
         report = read_report(bench.path)
@@ -90,21 +143,46 @@ class TestCorpusOutsideTheRootdir:
         assert report["corpus"]["taskCorpusHash"] != EMPTY_SHA256
         assert not any(w.startswith("report mismatch") for w in report["warnings"])
 
-
-    def test_interrupted_run_still_writes_its_report(self, bench: pytest.Pytester,
-                                                     tmp_path_factory: pytest.TempPathFactory) -> None:
+    def test_interrupted_run_still_writes_its_report(
+        self, bench: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
         """Ctrl-C half-way: the report exists, is incomplete, and holds exactly the stored samples."""
         tasks, stashes = standard_corpus(tmp_path_factory.mktemp("elsewhere"))
         # A plugin module rather than a conftest: a conftest beside the rootdir is not loaded
         # for a corpus outside it.
         (bench.path / "slowagent.py").write_text(SLOW_AGENT)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", str(tasks), "-p", "slowagent", "-p", "no:cacheprovider",
-             "--bench-corpus", str(tasks), "--bench-stashes", str(stashes), "--bench-agent", "slow",
-             "--bench-seeds", "2", "-n", "2", "--rootdir", str(bench.path), "--bench-report", str(bench.path / "out"),
-             "--bench-store", str(bench.path / "store")],
-            cwd=bench.path, env={**os.environ, "PYTHONPATH": str(bench.path)},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(tasks),
+                "-p",
+                "slowagent",
+                "-p",
+                "no:cacheprovider",
+                "--bench-corpus",
+                str(tasks),
+                "--bench-stashes",
+                str(stashes),
+                "--bench-agent",
+                "slow",
+                "--bench-seeds",
+                "2",
+                "-n",
+                "2",
+                "--rootdir",
+                str(bench.path),
+                "--bench-report",
+                str(bench.path / "out"),
+                "--bench-store",
+                str(bench.path / "store"),
+            ],
+            cwd=bench.path,
+            env={**os.environ, "PYTHONPATH": str(bench.path)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         deadline = time.monotonic() + 60
         while len(store_records(bench.path, "store")) < 3:
@@ -161,8 +239,19 @@ def pytest_akmbench_agents():
 class TestOtherPlugins:
     """Item 2: pytest-rerunfailures and pytest-timeout cannot bend a cell's numbers."""
 
-    ARGS = ["corpus", "--bench-agent", "coin", "--bench-arms", "noakm", "--bench-seeds", "4", "-k", "script",
-            "--bench-report", "out"]
+    ARGS: ClassVar = [
+        "corpus",
+        "--bench-agent",
+        "coin",
+        "--bench-arms",
+        "noakm",
+        "--bench-seeds",
+        "4",
+        "-k",
+        "script",
+        "--bench-report",
+        "out",
+    ]
 
     def test_reruns_never_add_a_second_sample(self, bench: pytest.Pytester) -> None:
         """A 0.5 cell stays 0.5 under --reruns 2: each trial runs once, the store holds one sample per trial."""
@@ -188,12 +277,29 @@ class TestOtherPlugins:
         cell's own wall budget bounds it instead, and nothing of it survives."""
         tag = f"7{os.getpid() % 10000:04d}{time.time_ns() % 10000:04d}"
         write_task(bench.path / "corpus" / "tasks", "gamma/slow", solve=f"sleep 60.{tag}\n")
-        result = bench.runpytest_subprocess("corpus", "--bench-agent", "oracle", "--bench-arms", "noakm",
-                                            "--bench-seeds", "1", "-k", "slow", "--bench-budget-wall-ms", "4000",
-                                            "--timeout", "2", "--timeout-method", "thread", "--bench-report", "out")
+        result = bench.runpytest_subprocess(
+            "corpus",
+            "--bench-agent",
+            "oracle",
+            "--bench-arms",
+            "noakm",
+            "--bench-seeds",
+            "1",
+            "-k",
+            "slow",
+            "--bench-budget-wall-ms",
+            "4000",
+            "--timeout",
+            "2",
+            "--timeout-method",
+            "thread",
+            "--bench-report",
+            "out",
+        )
         result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(["akmbench: pytest-timeout is off for cells*budget*",
-                                     "*budget_exceeded: wall budget exceeded*"])
+        result.stdout.fnmatch_lines(
+            ["akmbench: pytest-timeout is off for cells*budget*", "*budget_exceeded: wall budget exceeded*"]
+        )
         survivors = subprocess.run(["pgrep", "-f", f"sleep 60.{tag}"], capture_output=True, text=True).stdout
         assert survivors == ""
         assert len(store_records(bench.path)) == 1
@@ -204,7 +310,9 @@ class TestOtherPlugins:
         bench.runpytest(*self.ARGS, "-p", "cacheprovider").assert_outcomes(passed=2, failed=2)
         again = bench.runpytest(*self.ARGS, "-p", "cacheprovider", "--lf", "-v")
         again.assert_outcomes(failed=2)
-        assert len([line for line in again.outlines if line.startswith("corpus/") and "FAILED (from store)" in line]) == 2
+        assert (
+            len([line for line in again.outlines if line.startswith("corpus/") and "FAILED (from store)" in line]) == 2
+        )
         assert (bench.path / "calls").read_text() == "4"
         refused = bench.runpytest(*self.ARGS, "-p", "cacheprovider", "--lf", "--bench-fresh")
         assert refused.ret == pytest.ExitCode.USAGE_ERROR
@@ -238,8 +346,12 @@ class TestReportInvariant:
         result = bench.runpytest(*args)
         result.assert_outcomes(passed=6)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
-        result.stdout.fnmatch_lines(["report mismatch: 1 cells have a newer sample in the store*",
-                                     "report is INCOMPLETE: it does not match the run*"])
+        result.stdout.fnmatch_lines(
+            [
+                "report mismatch: 1 cells have a newer sample in the store*",
+                "report is INCOMPLETE: it does not match the run*",
+            ]
+        )
         report = read_report(bench.path)
         assert report["complete"] is False
         assert report["warnings"][0].startswith("report mismatch: 1 cells have a newer sample")
@@ -257,7 +369,7 @@ class TestReportInvariant:
 class TestUnwritablePlaces:
     """Items 8 and 9: a place the run cannot write to is a one-line error before any cell runs."""
 
-    ARGS = ["corpus", "--bench-agent", "oracle", "--bench-seeds", "1"]
+    ARGS: ClassVar = ["corpus", "--bench-agent", "oracle", "--bench-seeds", "1"]
 
     @pytest.mark.parametrize("option", ["--bench-report", "--bench-store", "--bench-tmp"])
     def test_directory_under_an_existing_file(self, bench: pytest.Pytester, option: str) -> None:
@@ -297,6 +409,8 @@ class TestUnwritablePlaces:
         result = bench.runpytest_subprocess(*self.ARGS, "--bench-report", "out")
         result.assert_outcomes(passed=6)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
-        result.stdout.fnmatch_lines(["ERROR: akmbench: cannot write the report to *out: *pytest_akmbench report --store*"])
+        result.stdout.fnmatch_lines(
+            ["ERROR: akmbench: cannot write the report to *out: *pytest_akmbench report --store*"]
+        )
         assert "Traceback" not in result.stdout.str() + result.stderr.str()
         assert len(store_records(bench.path)) == 6

@@ -89,7 +89,16 @@ class TestCollection:
     def test_arm_selection_is_exact(self, bench: pytest.Pytester, args: list[str], expected: set[str]) -> None:
         """-k akm selects the akm arm only: the 'akm' inside 'noakm' does not match."""
         result = bench.runpytest(
-            "corpus", "--bench-agent", "nop", "--bench-arms", "noakm,akm,synthetic", "--bench-seeds", "3", "--co", "-q", *args
+            "corpus",
+            "--bench-agent",
+            "nop",
+            "--bench-arms",
+            "noakm,akm,synthetic",
+            "--bench-seeds",
+            "3",
+            "--co",
+            "-q",
+            *args,
         )
         ids = collected(result)
         assert {i.split("::")[1].split("-s")[0] for i in ids} == expected
@@ -97,7 +106,9 @@ class TestCollection:
 
     def test_task_and_seed_selection(self, bench: pytest.Pytester) -> None:
         """A task name and a seed token select exactly; s1 does not match s10."""
-        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "10", "--co", "-q", "-k", "script-task and s1")
+        result = bench.runpytest(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "10", "--co", "-q", "-k", "script-task and s1"
+        )
         assert collected(result) == [
             "corpus/tasks/alpha/script-task/task.yaml::noakm-s1",
             "corpus/tasks/alpha/script-task/task.yaml::akm-s1",
@@ -105,7 +116,9 @@ class TestCollection:
 
     def test_markers_carry_the_cell(self, bench: pytest.Pytester) -> None:
         """-m selects by domain and slice through the cell marker."""
-        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--co", "-q", "-m", "cell(domain='beta')")
+        result = bench.runpytest(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--co", "-q", "-m", "cell(domain='beta')"
+        )
         assert collected(result) == [
             "corpus/tasks/beta/regex-task/task.yaml::noakm-s1",
             "corpus/tasks/beta/regex-task/task.yaml::akm-s1",
@@ -116,7 +129,9 @@ class TestCollection:
         bench.makeini(INI + "testpaths = tests\n")
         (bench.path / "tests").mkdir()
         (bench.path / "tests" / "test_own.py").write_text("def test_own():\n    raise AssertionError\n")
-        (bench.path / "run.json").write_text(json.dumps({"schemaVersion": 1, "tasks": "alpha", "seeds": 1, "agent": "oracle"}))
+        (bench.path / "run.json").write_text(
+            json.dumps({"schemaVersion": 1, "tasks": "alpha", "seeds": 1, "agent": "oracle"})
+        )
         result = bench.runpytest("--bench-config", "run.json", "--bench-report", "out")
         result.assert_outcomes(passed=4)
         assert read_report(bench.path)["corpus"]["selectedTaskIds"] == ["alpha/pytest-task", "alpha/script-task"]
@@ -124,7 +139,9 @@ class TestCollection:
     def test_tasks_override_narrows_the_config(self, bench: pytest.Pytester) -> None:
         """--bench-tasks picks ids inside the config's selection."""
         (bench.path / "run.json").write_text(json.dumps({"schemaVersion": 1, "tasks": "alpha", "seeds": 1}))
-        result = bench.runpytest("--bench-config", "run.json", "--bench-agent", "nop", "--bench-tasks", "alpha/script-task", "--co", "-q")
+        result = bench.runpytest(
+            "--bench-config", "run.json", "--bench-agent", "nop", "--bench-tasks", "alpha/script-task", "--co", "-q"
+        )
         assert len(collected(result)) == 2
 
 
@@ -172,7 +189,9 @@ class TestOutcomes:
 
     def test_nop_fails_with_the_verifier_output(self, bench: pytest.Pytester) -> None:
         """An untouched workspace fails; the message quotes the verifier."""
-        result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-report", "out", "-k", "regex")
+        result = bench.runpytest(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-report", "out", "-k", "regex"
+        )
         result.assert_outcomes(failed=2)
         result.stdout.fnmatch_lines(["*fail: regex did not match: answer is 4\\d*"])
 
@@ -180,7 +199,9 @@ class TestOutcomes:
         """A task without its verify.sh errors with the reason, and stays out of the pass rate."""
         write_task(bench.path / "corpus" / "tasks", "beta/no-verifier")
         (bench.path / "corpus" / "tasks" / "beta" / "no-verifier" / "verify.sh").unlink()
-        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out", "-k", "beta")
+        result = bench.runpytest(
+            "corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out", "-k", "beta"
+        )
         result.assert_outcomes(passed=2, errors=2)
         result.stdout.fnmatch_lines(["*harness_error: verify.sh not found at *"])
         task = next(t for t in read_report(bench.path)["tasks"] if t["id"] == "beta/no-verifier")
@@ -210,14 +231,24 @@ class TestOutcomes:
             """
         )
         akm = real_akm.get().path  # an agent other than oracle/nop gets the real treatment on the akm arm
-        result = bench.runpytest("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "--bench-report", "out",
-                                 "--bench-akm", str(akm), "-k", "script or regex")
+        result = bench.runpytest(
+            "corpus",
+            "--bench-agent",
+            "echo",
+            "--bench-seeds",
+            "1",
+            "--bench-report",
+            "out",
+            "--bench-akm",
+            str(akm),
+            "-k",
+            "script or regex",
+        )
         result.assert_outcomes(passed=4)
         report = read_report(bench.path)
         assert report["agent"]["harness"] == "echo" and report["agent"]["version"] == "7"
         assert report["aggregate"]["akm"]["tokens_per_pass"] == 15
         assert report["token_measurement"]["coverage"] == 1.0
-
 
     def test_agent_that_uses_akm_needs_one(self, bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
         """An agent that may call akm refuses the akm arm without one: one line, nothing run;
@@ -255,10 +286,21 @@ class TestReport:
 
     def test_envelope(self, bench: pytest.Pytester) -> None:
         """Reference keys, hashes, null for an arm not run, runs in fixed order."""
-        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-arms", "akm", "--bench-seeds", "2", "--bench-report", "out")
+        result = bench.runpytest(
+            "corpus", "--bench-agent", "oracle", "--bench-arms", "akm", "--bench-seeds", "2", "--bench-report", "out"
+        )
         result.assert_outcomes(passed=6)
         report = read_report(bench.path)
-        assert list(report)[:8] == ["schemaVersion", "track", "branch", "commit", "timestamp", "complete", "agent", "corpus"]
+        assert list(report)[:8] == [
+            "schemaVersion",
+            "track",
+            "branch",
+            "commit",
+            "timestamp",
+            "complete",
+            "agent",
+            "corpus",
+        ]
         corpus = report["corpus"]
         assert corpus["selectedTaskIds"] == ["alpha/pytest-task", "alpha/script-task", "beta/regex-task"]
         assert len(corpus["taskCorpusHash"]) == 64 and list(corpus["fixtures"]) == ["st"]
@@ -271,7 +313,9 @@ class TestReport:
         summary = (bench.path / "out" / "summary.md").read_text()
         assert summary.startswith("# akm-bench utility — oracle")
         assert "| akm   | 1.00" in summary
-        result.stdout.fnmatch_lines(["*akmbench*", "akm: pass_rate 1.00 over 3 tasks, 6 runs*", "report: *out/report.json"])
+        result.stdout.fnmatch_lines(
+            ["*akmbench*", "akm: pass_rate 1.00 over 3 tasks, 6 runs*", "report: *out/report.json"]
+        )
 
     def test_report_under_xdist_equals_serial(self, bench: pytest.Pytester) -> None:
         """-n 2 yields the same report as a serial run, apart from times."""
@@ -279,7 +323,17 @@ class TestReport:
             "corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "serial", "--bench-store", "s1"
         )
         parallel = bench.runpytest_subprocess(
-            "corpus", "--bench-agent", "oracle", "--bench-seeds", "2", "--bench-report", "par", "--bench-store", "s2", "-n", "2"
+            "corpus",
+            "--bench-agent",
+            "oracle",
+            "--bench-seeds",
+            "2",
+            "--bench-report",
+            "par",
+            "--bench-store",
+            "s2",
+            "-n",
+            "2",
         )
         serial.assert_outcomes(passed=12)
         parallel.assert_outcomes(passed=12)
@@ -288,7 +342,9 @@ class TestReport:
 
     def test_parallel_option_drives_xdist(self, bench: pytest.Pytester) -> None:
         """--parallel N runs cells on N xdist workers."""
-        result = bench.runpytest_subprocess("corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--parallel", "2", "--bench-report", "out")
+        result = bench.runpytest_subprocess(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--parallel", "2", "--bench-report", "out"
+        )
         result.assert_outcomes(failed=6)
         assert "2 workers" in result.stdout.str()
         assert read_report(bench.path)["complete"] is True
@@ -298,7 +354,11 @@ def strip_times(obj: Any) -> Any:
     """The report without the values that legitimately differ between two runs."""
     volatile = {"timestamp", "transcript", "run_id", "timing_ms", "started_at", "finished_at", "store"}
     if isinstance(obj, dict):
-        return {k: strip_times(v) for k, v in obj.items() if k not in volatile and "wallclock" not in k and not k.endswith("_ms")}
+        return {
+            k: strip_times(v)
+            for k, v in obj.items()
+            if k not in volatile and "wallclock" not in k and not k.endswith("_ms")
+        }
     if isinstance(obj, list):
         return [strip_times(v) for v in obj]
     return obj
@@ -327,9 +387,9 @@ class TestGatesAndBaseline:
     def test_baseline_from_config(self, bench: pytest.Pytester) -> None:
         """The run config's baseline map lands in the envelope and the summary's vs-base column."""
         (bench.path / "base.json").write_text('{"alpha/script-task": 0.5}')
-        (bench.path / "run.json").write_text(json.dumps(
-            {"schemaVersion": 1, "tasks": "alpha", "seeds": 1, "agent": "oracle", "baseline": "base.json"}
-        ))
+        (bench.path / "run.json").write_text(
+            json.dumps({"schemaVersion": 1, "tasks": "alpha", "seeds": 1, "agent": "oracle", "baseline": "base.json"})
+        )
         bench.runpytest("--bench-config", "run.json", "--bench-report", "out").assert_outcomes(passed=4)
         assert read_report(bench.path)["baseline_by_task_id"] == {"alpha/script-task": 0.5}
         summary = (bench.path / "out" / "summary.md").read_text()
@@ -339,7 +399,9 @@ class TestGatesAndBaseline:
         """A baseline rate outside [0, 1] is an error naming the file and the task."""
         (bench.path / "base.json").write_text('{"alpha/script-task": 1.5}')
         result = bench.runpytest("corpus", "--bench-agent", "nop", "--bench-baseline", "base.json")
-        result.stderr.fnmatch_lines(["ERROR: *base.json: alpha/script-task: baseline pass rate must be a number in [[]0, 1[]], got 1.5"])
+        result.stderr.fnmatch_lines(
+            ["ERROR: *base.json: alpha/script-task: baseline pass rate must be a number in [[]0, 1[]], got 1.5"]
+        )
 
 
 SLEEPY = """
@@ -366,6 +428,7 @@ def pytest_akmbench_agents():
 def test_worker_finishing_early_leaves_its_siblings_alone(bench: pytest.Pytester) -> None:
     """Under -n 2 a worker that runs out of cells must not kill the cells another still runs."""
     bench.makeconftest(SLEEPY)
-    result = bench.runpytest_subprocess("corpus", "--bench-agent", "sleepy", "--bench-seeds", "1", "-n", "2",
-                                        "--bench-report", "out")
+    result = bench.runpytest_subprocess(
+        "corpus", "--bench-agent", "sleepy", "--bench-seeds", "1", "-n", "2", "--bench-report", "out"
+    )
     result.assert_outcomes(passed=6)

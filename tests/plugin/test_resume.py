@@ -28,6 +28,8 @@ class Slow:
     def run(self, request):
         with open(Path(__file__).parent / "agent-runs.log", "a") as log:
             log.write(f"{request.task.id} {request.arm} {request.seed}\\n")
+        if (Path(__file__).parent / "down").exists():  # a provider outage: harness_error, same fingerprint
+            return AgentResult(error="provider unreachable")
         time.sleep(float((Path(__file__).parent / "delay").read_text()))
         (request.workspace / "out.txt").write_text("hello\\n")
         return AgentResult(final_text="the answer is 42", token_measurement="measured",
@@ -102,15 +104,22 @@ class TestResume:
         assert {r["model"] for r in read_report(bench.path)["runs"]} == {"m/two"}
 
     def test_harness_errors_run_again(self, bench: pytest.Pytester) -> None:
-        """A harness_error attempt is kept in the store but its cell runs again next time."""
-        verify = bench.path / "corpus" / "tasks" / "alpha" / "script-task" / "verify.sh"
-        text = verify.read_text()
-        verify.unlink()
+        """A harness_error attempt is kept in the store but its cell runs again next time, under
+        the same fingerprint (an outage of the agent's provider changes nothing the cell is
+        fingerprinted on); cells with a valid sample do not."""
+        bench.runpytest(*ARGS, "--bench-seeds", "1", "-k", "regex").assert_outcomes(passed=2)
+        (bench.path / "down").touch()
         bench.runpytest(*ARGS, "--bench-seeds", "1", "-k", "script").assert_outcomes(errors=2)
-        verify.write_text(text)
-        bench.runpytest(*ARGS, "--bench-seeds", "1", "-k", "script").assert_outcomes(passed=2)
-        outcomes = [r["outcome"] for r in store_lines(bench.path)]
-        assert outcomes.count("harness_error") == 2 and outcomes.count("pass") == 2
+        assert read_report(bench.path)["complete"] is False
+        (bench.path / "down").unlink()
+        result = bench.runpytest(*ARGS, "--bench-seeds", "1", "-k", "script or regex", "-v")
+        result.assert_outcomes(passed=4)
+        assert result.stdout.str().count("PASSED (from store)") == 2  # the regex cells only
+        assert runs_logged(bench.path)[2:] == ["alpha/script-task noakm 1", "alpha/script-task akm 1"] * 2
+        records = store_lines(bench.path)
+        assert [r["outcome"] for r in records] == ["pass", "pass", "harness_error", "harness_error", "pass", "pass"]
+        assert len({r["fingerprint_hash"] for r in records if r["task_id"] == "alpha/script-task"}) == 2  # one per arm
+        assert read_report(bench.path)["complete"] is True
 
     def test_torn_last_line(self, bench: pytest.Pytester) -> None:
         """A torn last line is skipped with a warning; every other sample is kept."""
@@ -132,15 +141,29 @@ class TestOfflineReport:
         """Same envelope and summary, apart from the timestamp."""
         bench.runpytest(*ARGS, "--bench-seeds", "2").assert_outcomes(passed=12)
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest_akmbench", "report", "--store", ".akmbench/store", "--out", "offline",
-             "--agent", "slow", "--seeds", "2"],
-            cwd=bench.path, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pytest_akmbench",
+                "report",
+                "--store",
+                ".akmbench/store",
+                "--out",
+                "offline",
+                "--agent",
+                "slow",
+                "--seeds",
+                "2",
+            ],
+            cwd=bench.path,
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 0, proc.stderr
         session, offline = read_report(bench.path), read_report(bench.path, "offline")
         session.pop("timestamp"), offline.pop("timestamp")
         assert session == offline
-        strip = lambda p: "\n".join(l for l in p.read_text().splitlines() if not l.startswith("branch "))  # noqa: E731
+        strip = lambda p: "\n".join(line for line in p.read_text().splitlines() if not line.startswith("branch "))  # noqa: E731
         assert strip(bench.path / "out" / "summary.md") == strip(bench.path / "offline" / "summary.md")
 
 

@@ -25,7 +25,9 @@ def samples(base: Path) -> list[dict]:
     return [json.loads(line) for line in (base / ".akmbench" / "store" / "samples.jsonl").read_text().splitlines()]
 
 
-def test_auto_without_bwrap_warns_in_terminal_and_report(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_without_bwrap_warns_in_terminal_and_report(
+    bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AKMBENCH_BWRAP", "")
     result = bench.runpytest(*ORACLE)
     result.assert_outcomes(passed=6)
@@ -56,8 +58,9 @@ def test_none_is_quiet(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) 
         (("--bench-sandbox-ro", "nowhere"), "nowhere does not exist; give a file or directory the sandboxed agent"),
     ],
 )
-def test_usage_errors(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...],
-                      message: str) -> None:
+def test_usage_errors(
+    bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], message: str
+) -> None:
     monkeypatch.setenv("AKMBENCH_BWRAP", "")
     result = bench.runpytest(*ORACLE, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -87,8 +90,9 @@ def test_offline_report_finds_sandboxed_samples(bench: pytest.Pytester) -> None:
     """The report command rebuilds a sandboxed run: it takes the sandbox from the latest sample."""
     require_bwrap()
     bench.runpytest_subprocess(*ORACLE, "--bench-sandbox", "bwrap").assert_outcomes(passed=6)
-    result = bench.run("python", "-m", "pytest_akmbench", "report", "--agent", "oracle", "--seeds", "1",
-                       "--out", "offline")
+    result = bench.run(
+        "python", "-m", "pytest_akmbench", "report", "--agent", "oracle", "--seeds", "1", "--out", "offline"
+    )
     assert result.ret == 0, result.stderr.str()
     offline = json.loads((bench.path / "offline" / "report.json").read_text())
     assert offline["aggregate"]["noakm"]["runs"] == 3 and offline["provenance"]["sandbox"] == "bwrap"
@@ -102,8 +106,20 @@ def test_sandbox_ro_lets_the_agent_read_a_path(pytester: pytest.Pytester) -> Non
     (extra / "hello.txt").write_text("hello\n")
     write_task(pytester.path / "corpus" / "tasks", "alpha/reads-extra", solve=f"cat '{extra}/hello.txt' > out.txt\n")
     write_stash(pytester.path / "corpus" / "stashes")
-    args = ("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-arms", "noakm",
-            "--bench-sandbox", "bwrap", "--bench-fresh", "-p", "no:cacheprovider")
+    args = (
+        "corpus",
+        "--bench-agent",
+        "oracle",
+        "--bench-seeds",
+        "1",
+        "--bench-arms",
+        "noakm",
+        "--bench-sandbox",
+        "bwrap",
+        "--bench-fresh",
+        "-p",
+        "no:cacheprovider",
+    )
     pytester.makeini(INI)
     pytester.runpytest(*args).assert_outcomes(failed=1)
     pytester.makeini(INI + "bench_sandbox_ro =\n    extra\n")

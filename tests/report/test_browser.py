@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.html_report import task_delta_interval
-from pytest_akmbench.opencode import locate_opencode
-from pytest_akmbench.summary import num, signed
+from pytest_akmbench.agents.opencode.adapter import locate_opencode
+from pytest_akmbench.report.fmt import num, signed
+from pytest_akmbench.report.html import task_delta_interval
 from tests.support import browser, real_akm
 from tests.support.corpus import write_stash, write_task
 from tests.support.dom import Element, parse
@@ -57,7 +57,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     browser.chromium()
     try:
         opencode = locate_opencode({"rootdir": str(ROOT)})
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         pytest.skip(f"opencode binary not installed ({err}); run bash .ci/setup")
     akm = real_akm.get()
     session = os.environ.get("PYTEST_XDIST_TESTRUNUID")
@@ -76,11 +76,20 @@ def _bench(base: Path, opencode: Path, akm: Path) -> Path:
     tasks, stashes = base / "corpus" / "tasks", base / "corpus" / "stashes"
     write_stash(stashes)
     write_task(tasks, "alpha/script-task", extra={**BUDGET, "gold_ref": "skill:howto"})
-    write_task(tasks, "beta/regex-task", verifier="regex", solve="echo 'the answer is 42'\n",
-               extra={**BUDGET, "expected_match": r"answer is 4\d"})
+    write_task(
+        tasks,
+        "beta/regex-task",
+        verifier="regex",
+        solve="echo 'the answer is 42'\n",
+        extra={**BUDGET, "expected_match": r"answer is 4\d"},
+    )
     # Solved only where akm answers: passes on the akm arm, fails on noakm (a real delta).
-    write_task(tasks, "gamma/needs-akm", solve="akm --help >/dev/null 2>&1 && echo hello > out.txt\n",
-               extra={**BUDGET, "gold_ref": "skill:howto"})
+    write_task(
+        tasks,
+        "gamma/needs-akm",
+        solve="akm --help >/dev/null 2>&1 && echo hello > out.txt\n",
+        extra={**BUDGET, "gold_ref": "skill:howto"},
+    )
     write_task(tasks, "gamma/wrong-answer", solve="echo nope > out.txt\n", extra={**BUDGET, "gold_ref": "skill:howto"})
     (base / "pytest.ini").write_text(
         "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
@@ -88,9 +97,26 @@ def _bench(base: Path, opencode: Path, akm: Path) -> Path:
         f"bench_opencode = {opencode}\nbench_akm = {akm}\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench-model", "scripted/oracle",
-         "--bench-seeds", "1", "--bench-floor", "1", "-n", "2"],
-        cwd=base, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--bench-model",
+            "scripted/oracle",
+            "--bench-seeds",
+            "1",
+            "--bench-floor",
+            "1",
+            "-n",
+            "2",
+        ],
+        cwd=base,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert "html: " in proc.stdout, proc.stdout + proc.stderr
     return base / "report"
@@ -107,8 +133,11 @@ def dom(run: Path, tmp_path_factory: pytest.TempPathFactory) -> Element:
     probe_dir = tmp_path_factory.mktemp("probe")
     probe = probe_dir / "report.html"
     # The page forbids every script; the copy allows inline script for the probe only.
-    probe.write_text(page.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';", 1)
-                     .replace("</body>", PROBE + "</body>"))
+    probe.write_text(
+        page.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';", 1).replace(
+            "</body>", PROBE + "</body>"
+        )
+    )
     root = parse(browser.dump_dom(probe))
     assert root.one("body").attrs.get("data-probe") == "done", "the browser did not run the probe"
     return root
@@ -150,7 +179,8 @@ def test_every_plot_rendered_in_the_browser(dom: Element, report: dict[str, Any]
     empty = {p.attrs["data-empty-plot"] for p in dom.select(data_empty_plot=None)}
     has_cost = any((r["cost_usd"] or 0) > 0 for r in report["runs"])
     assert set(plots) == {"arms", "forest", "outcomes", "failure-modes", "tokens", "trajectory", "gold-rank"} | (
-        {"cost"} if has_cost else set())
+        {"cost"} if has_cost else set()
+    )
     assert empty == (set() if has_cost else {"cost"})
     for name, svg in plots.items():
         width, height = (float(v) for v in svg.attrs["data-rendered"].split("x"))
@@ -179,9 +209,14 @@ def test_numbers_shown_equal_report_json(dom: Element, report: dict[str, Any]) -
         assert float(mark.attrs["data-value"]) == a["pass_rate"]
         assert float(mark.attrs["data-low"]) == a["pass_rate_ci"]["low"]
         outcomes = dom.one("svg", data_plot="outcomes").one("g", data_label=arm)
-        counted = {s.attrs["data-segment"]: int(s.attrs["data-value"]) for s in outcomes.select("rect", class_="segment")}
-        assert counted == {o: n for o in ("pass", "fail", "budget_exceeded", "harness_error")
-                           if (n := sum(r["outcome"] == o and r["arm"] == arm for r in report["runs"]))}
+        counted = {
+            s.attrs["data-segment"]: int(s.attrs["data-value"]) for s in outcomes.select("rect", class_="segment")
+        }
+        assert counted == {
+            o: n
+            for o in ("pass", "fail", "budget_exceeded", "harness_error")
+            if (n := sum(r["outcome"] == o and r["arm"] == arm for r in report["runs"]))
+        }
 
 
 def test_forest_plot_draws_each_task_delta_where_report_json_puts_it(dom: Element, report: dict[str, Any]) -> None:
@@ -197,7 +232,7 @@ def test_forest_plot_draws_each_task_delta_where_report_json_puts_it(dom: Elemen
         assert float(mark.attrs["data-value"]) == delta == t["delta"]["pass_rate"]
         cx = float(mark.one("circle").attrs["cx"])
         assert abs(x0 + delta * (x1 - x0) - cx) <= 0.1, (t["id"], cx)
-        d, low, high = task_delta_interval(t["akm"], t["noakm"])  # type: ignore[misc]
+        _, low, high = task_delta_interval(t["akm"], t["noakm"])  # type: ignore[misc]
         line = mark.one("line", class_="ci")
         assert abs(x0 + low * (x1 - x0) - float(line.attrs["x1"])) <= 0.1
         assert f"= {signed(delta)} [{signed(low)}, {signed(high)}]" in mark.one("title").text
@@ -212,7 +247,10 @@ def test_trajectory_and_runs_match_report_json(dom: Element, report: dict[str, A
     bars = {m.attrs["data-label"]: m for m in dom.one("svg", data_plot="trajectory").select("g", class_="mark")}
     assert int(bars["correct_asset_loaded"].attrs["data-count"]) == counts["correct_asset_loaded"]
     assert int(bars["feedback_recorded"].attrs["data-count"]) == counts["feedback_recorded"]
-    modes = {m.attrs["data-label"]: int(m.attrs["data-count"]) for m in dom.one("svg", data_plot="failure-modes").select("g", class_="mark")}
+    modes = {
+        m.attrs["data-label"]: int(m.attrs["data-count"])
+        for m in dom.one("svg", data_plot="failure-modes").select("g", class_="mark")
+    }
     assert modes == report["failure_modes"]["by_label"]
     rows = dom.one("table", id="runs-table").one("tbody").select("tr")
     assert len(rows) == len(report["runs"])
@@ -240,10 +278,30 @@ def test_offline_report_command_writes_the_same_artifact(run: Path, report: dict
     base = run.parent
     out = base / "offline-report"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest_akmbench", "report", "--store", str(base / "store"), "--out", str(out),
-         "--corpus", str(base / "corpus" / "tasks"), "--stashes", str(base / "corpus" / "stashes"), "--seeds", "1",
-         "--floor", "1", "--arms", "noakm"],
-        cwd=base, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest_akmbench",
+            "report",
+            "--store",
+            str(base / "store"),
+            "--out",
+            str(out),
+            "--corpus",
+            str(base / "corpus" / "tasks"),
+            "--stashes",
+            str(base / "corpus" / "stashes"),
+            "--seeds",
+            "1",
+            "--floor",
+            "1",
+            "--arms",
+            "noakm",
+        ],
+        cwd=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"html: {out / 'report.html'}" in proc.stdout

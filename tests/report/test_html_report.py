@@ -12,22 +12,43 @@ from typing import Any
 import pytest
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from pytest_akmbench import html_report, report, svg
-from pytest_akmbench.summary import MD_TASK_ROWS, render_markdown
+from pytest_akmbench.report import envelope as report
+from pytest_akmbench.report import files as report_files
+from pytest_akmbench.report import html as html_report
+from pytest_akmbench.report import svg
+from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report.sections import MD_TASK_ROWS
 from tests.core.test_metrics import make_task, sample, traj
 from tests.support.dom import Element, parse
 
 TS = "2026-01-01T00:00:00.000Z"
 
 
-def build(tasks: list[Any], samples: list[dict[str, Any]], arms: tuple[str, ...] = ("noakm", "akm"), **kw: Any) -> dict[str, Any]:
-    inp = report.ReportInput(tasks=tasks, arms=arms, seeds=kw.pop("seeds", 3), slice="all", stashes_root=Path("/nonexistent"),
-                             samples=samples, model="local/m", agent="opencode", agent_version="1.18.33", **kw)
+def build(
+    tasks: list[Any], samples: list[dict[str, Any]], arms: tuple[str, ...] = ("noakm", "akm"), **kw: Any
+) -> dict[str, Any]:
+    inp = report.ReportInput(
+        tasks=tasks,
+        arms=arms,
+        seeds=kw.pop("seeds", 3),
+        slice="all",
+        stashes_root=Path("/nonexistent"),
+        samples=samples,
+        model="local/m",
+        agent="opencode",
+        agent_version="1.18.33",
+        **kw,
+    )
     return report.build(inp, timestamp=TS)
 
 
-def bench(n_tasks: int = 4, arms: tuple[str, ...] = ("noakm", "akm"), outcome: Any = None, tokens: int | None = 900,
-          **extra: Any) -> dict[str, Any]:
+def bench(
+    n_tasks: int = 4,
+    arms: tuple[str, ...] = ("noakm", "akm"),
+    outcome: Any = None,
+    tokens: int | None = 900,
+    **extra: Any,
+) -> dict[str, Any]:
     """akm passes every task, noakm every other one (or ``outcome(task index, arm, seed)``)."""
     tasks = [make_task(f"d{i % 2}/t{i:03d}", gold_ref="skill:gold") for i in range(n_tasks)]
     samples = []
@@ -36,8 +57,18 @@ def bench(n_tasks: int = 4, arms: tuple[str, ...] = ("noakm", "akm"), outcome: A
             for seed in (1, 2, 3):
                 out = outcome(i, arm, seed) if outcome else ("pass" if arm == "akm" or i % 2 else "fail")
                 tr = traj(searches=[1], shown=["skill:gold"], feedback="positive") if arm == "akm" else None
-                samples.append(sample(t.id, arm, seed, out, tokens=tokens, trajectory=tr,
-                                      transcript=f"transcripts/r1/{t.id.replace('/', '_')}-{arm}-{seed}.jsonl", **extra))
+                samples.append(
+                    sample(
+                        t.id,
+                        arm,
+                        seed,
+                        out,
+                        tokens=tokens,
+                        trajectory=tr,
+                        transcript=f"transcripts/r1/{t.id.replace('/', '_')}-{arm}-{seed}.jsonl",
+                        **extra,
+                    )
+                )
     return build(tasks, samples, arms)
 
 
@@ -53,10 +84,22 @@ class TestPage:
     def test_two_arms_every_plot(self) -> None:
         env = bench(cost_usd=0.01)
         page = parse(html_report.render(env))
-        assert set(plots(page)) == {"arms", "forest", "outcomes", "failure-modes", "tokens", "cost", "trajectory", "gold-rank"} - {"failure-modes"}
+        assert set(plots(page)) == {
+            "arms",
+            "forest",
+            "outcomes",
+            "failure-modes",
+            "tokens",
+            "cost",
+            "trajectory",
+            "gold-rank",
+        } - {"failure-modes"}
         assert empty(page) == {"failure-modes"}  # every akm run passed
         assert all(svg.select(class_="mark") for svg in plots(page).values())
-        forest = {m.attrs["data-task"]: float(m.attrs["data-value"]) for m in plots(page)["forest"].select("g", data_task=None)}
+        forest = {
+            m.attrs["data-task"]: float(m.attrs["data-value"])
+            for m in plots(page)["forest"].select("g", data_task=None)
+        }
         assert forest == {t["id"]: t["delta"]["pass_rate"] for t in env["tasks"]}
         assert page.one("p", id="verdict").text == f"Verdict: {env['verdict']}"
 
@@ -86,7 +129,10 @@ class TestPage:
     def test_failures_and_costs_drawn(self) -> None:
         env = bench(outcome=lambda i, arm, seed: "fail" if seed == 1 else "pass", cost_usd=0.25)
         page = parse(html_report.render(env))
-        modes = {m.attrs["data-label"]: int(m.attrs["data-count"]) for m in plots(page)["failure-modes"].select("g", class_="mark")}
+        modes = {
+            m.attrs["data-label"]: int(m.attrs["data-count"])
+            for m in plots(page)["failure-modes"].select("g", class_="mark")
+        }
         assert modes == env["failure_modes"]["by_label"] and sum(modes.values()) == 4
         cost = plots(page)["cost"].select("g", data_summary="arm")
         assert [float(m.attrs["data-x"]) for m in cost] == [0.25, 0.25]
@@ -100,14 +146,19 @@ class TestPage:
         assert "<script" not in a and "default-src 'none'" in a
 
     def test_forest_shows_the_largest_deltas_when_there_are_many(self) -> None:
-        env = bench(n_tasks=html_report.FOREST_CAP + 30, outcome=lambda i, arm, seed: "pass" if arm == "akm" or seed <= i % 4 else "fail")
+        env = bench(
+            n_tasks=html_report.FOREST_CAP + 30,
+            outcome=lambda i, arm, seed: "pass" if arm == "akm" or seed <= i % 4 else "fail",
+        )
         page = parse(html_report.render(env))
         marks = plots(page)["forest"].select("g", data_task=None)
         assert len(marks) == html_report.FOREST_CAP
         shown = sorted(abs(float(m.attrs["data-value"])) for m in marks)
-        left_out = sorted(abs(t["delta"]["pass_rate"]) for t in env["tasks"])[: len(env["tasks"]) - html_report.FOREST_CAP]
+        left_out = sorted(abs(t["delta"]["pass_rate"]) for t in env["tasks"])[
+            : len(env["tasks"]) - html_report.FOREST_CAP
+        ]
         assert max(left_out) <= min(shown)
-        assert f"the other 30 are in the per-task table" in page.text
+        assert "the other 30 are in the per-task table" in page.text
         assert len(page.one("table", id="tasks-table").one("tbody").select("tr")) == html_report.FOREST_CAP + 30
 
     def test_long_task_ids_fit(self) -> None:
@@ -121,12 +172,26 @@ class TestPage:
         assert mark.attrs["data-label"] == long_id and long_id in mark.one("title").text
         assert float(mark.one("text").attrs["x"]) - len(label) * svg.CHAR_W >= 0  # starts inside the plot
 
-    @pytest.mark.parametrize("rel", ["/etc/passwd", "../x.jsonl", "transcripts/../../x", "https://example.com/t",
-                                     "javascript:alert(1)", "a\\b", "", None, 3])
+    @pytest.mark.parametrize(
+        "rel",
+        [
+            "/etc/passwd",
+            "../x.jsonl",
+            "transcripts/../../x",
+            "https://example.com/t",
+            "javascript:alert(1)",
+            "a\\b",
+            "",
+            None,
+            3,
+        ],
+    )
     def test_no_link_outside_the_report_dir(self, rel: object) -> None:
         assert html_report.transcript_href(rel) is None
 
-    @pytest.mark.parametrize(("c1", "n1", "c2", "n2"), [(3, 3, 0, 3), (1, 5, 4, 5), (0, 1, 1, 1), (7, 10, 7, 10), (2, 9, 5, 6)])
+    @pytest.mark.parametrize(
+        ("c1", "n1", "c2", "n2"), [(3, 3, 0, 3), (1, 5, 4, 5), (0, 1, 1, 1), (7, 10, 7, 10), (2, 9, 5, 6)]
+    )
     def test_task_interval_is_newcombes(self, c1: int, n1: int, c2: int, n2: int) -> None:
         """The forest plot's interval per task against statsmodels' Newcombe (hybrid score) interval."""
         tasks = [make_task("d/t")]
@@ -156,7 +221,7 @@ class TestReportDir:
         store = self._store(tmp_path, env)
         old = os.umask(0o077)  # a private umask must not make the artifact private
         try:
-            paths = report.write(tmp_path / "out", env, store)
+            paths = report_files.write(tmp_path / "out", env, store)
         finally:
             os.umask(old)
         assert [p.name for p in paths] == ["report.json", "summary.md", "report.html"]
@@ -173,7 +238,7 @@ class TestReportDir:
     def test_missing_transcript_is_not_linked(self, tmp_path: Path) -> None:
         env = bench()
         store = self._store(tmp_path, env, skip=2)
-        paths = report.write(tmp_path / "out", env, store)
+        paths = report_files.write(tmp_path / "out", env, store)
         written = json.loads(paths[0].read_text())
         assert [r["transcript"] for r in written["runs"][:2]] == [None, None]
         assert all((tmp_path / "out" / r["transcript"]).is_file() for r in written["runs"][2:])
@@ -185,12 +250,13 @@ class TestReportDir:
         stale = tmp_path / "out" / "transcripts" / "old-run" / "x.jsonl"
         stale.parent.mkdir(parents=True)
         stale.write_text("old\n")
-        report.write(tmp_path / "out", env, store)
+        report_files.write(tmp_path / "out", env, store)
         assert not stale.exists() and not stale.parent.exists()
         before = sorted(p.relative_to(store) for p in store.rglob("*"))
-        report.write(store, env, store)  # the report written into the store itself: links already resolve
+        report_files.write(store, env, store)  # the report written into the store itself: links already resolve
         assert sorted(p.relative_to(store) for p in store.rglob("*") if p.parent != store) == [
-            p for p in before if (store / p).parent != store]
+            p for p in before if (store / p).parent != store
+        ]
         assert all(stat.S_IMODE((store / r["transcript"]).stat().st_mode) == 0o600 for r in env["runs"])
         assert stat.S_IMODE(store.stat().st_mode) == 0o700
 
@@ -198,7 +264,7 @@ class TestReportDir:
         env = bench()
         store = self._store(tmp_path, env)
         env["provenance"]["store"] = str(store)
-        report.write(tmp_path / "out", env)
+        report_files.write(tmp_path / "out", env)
         assert all((tmp_path / "out" / r["transcript"]).is_file() for r in env["runs"])
 
 
@@ -206,7 +272,10 @@ class TestSummaryCap:
     def test_small_report_lists_every_task(self) -> None:
         env = bench(n_tasks=MD_TASK_ROWS)
         md = render_markdown(env)
-        assert sum(line.startswith("| d") for line in md.split("## Per-task pass rates")[1].split("\n## ")[0].splitlines()) == MD_TASK_ROWS
+        assert (
+            sum(line.startswith("| d") for line in md.split("## Per-task pass rates")[1].split("\n## ")[0].splitlines())
+            == MD_TASK_ROWS
+        )
         assert "tasks shown" not in md
 
     def test_large_report_lists_the_largest_deltas(self) -> None:
@@ -215,7 +284,10 @@ class TestSummaryCap:
         section = render_markdown(env).split("## Per-task pass rates")[1].split("\n## ")[0]
         rows = [line for line in section.splitlines() if line.startswith("| d")]
         assert len(rows) == MD_TASK_ROWS
-        assert f"{MD_TASK_ROWS} of {n} tasks shown (with the largest |delta|); all are in report.json and report.html" in section
+        assert (
+            f"{MD_TASK_ROWS} of {n} tasks shown (with the largest |delta|); all are in report.json and report.html"
+            in section
+        )
         shown = {line.split("|")[1].strip() for line in rows}
         biggest = sorted(env["tasks"], key=lambda t: (-abs(t["delta"]["pass_rate"]), t["id"]))[:MD_TASK_ROWS]
         assert shown == {t["id"] for t in biggest}

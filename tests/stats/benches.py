@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pytest_akmbench import lift, metrics
+from pytest_akmbench.report import lift, metrics
 from tests.core.test_metrics import sample
 
 
@@ -52,7 +52,9 @@ def envelope(arms: dict[str, list[list[bool]]], seeds: int) -> dict[str, Any]:
     per_arm = {arm: rows(arm, o) for arm, o in arms.items()}
     m = len(next(iter(arms.values())))
     return {
-        "schemaVersion": 1, "track": "utility", "agent": {"model": "sim/model"},
+        "schemaVersion": 1,
+        "track": "utility",
+        "agent": {"model": "sim/model"},
         "corpus": {"seedsPerArm": seeds, "taskCorpusHash": "h", "fixtureContentHash": "f"},
         "aggregate": {arm: metrics.aggregate(r) for arm, r in per_arm.items()},
         "tasks": [{"id": f"d/t{i:03d}", **{arm: per_arm[arm][i] for arm in arms}} for i in range(m)],

@@ -16,7 +16,8 @@ from scipy import stats as ss
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from pytest_akmbench import compare, report, significance, stats
+from pytest_akmbench.report import compare, metrics, significance, stats
+from pytest_akmbench.report import envelope as report
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 
@@ -73,12 +74,54 @@ class TestPrimitives:
             rates = [rng.randint(0, n) / n for _ in range(m)]
             assert stats.cluster_rate_interval(rates, m * n) == pytest.approx(cluster_interval(rates, m * n), abs=1e-9)
 
+    @pytest.mark.parametrize("m", [999, 1001, 1500, 4000])
+    def test_arm_interval_of_many_tasks_matches_independent_formula(self, m: int) -> None:
+        """The arm's pass-rate interval of a big corpus (hundreds to thousands of tasks, 3 runs
+        each) is the same design-effect interval scipy's t and statsmodels' Wilson give."""
+        rng = random.Random(m)
+        rows = []
+        for i in range(m):
+            c = rng.choice((0, 1, 1, 2, 3, 3))
+            rows.append(
+                metrics.per_task([sample(f"d/t{i}", "akm", s, "pass" if s <= c else "fail") for s in (1, 2, 3)])
+            )
+        ci = metrics.aggregate(rows)["pass_rate_ci"]
+        expected = cluster_interval([r["pass_rate"] for r in rows], 3 * m)
+        assert (ci["low"], ci["high"]) == pytest.approx(expected, abs=1e-9)
+
+    def test_student_t_matches_scipy_at_many_degrees_of_freedom(self) -> None:
+        for df in (1, 2, 29, 30, 120, 999, 1000, 1001, 5000, 100_000):
+            for q in (0.9, 0.975, 0.995):
+                assert stats.student_t_quantile(q, df) == pytest.approx(ss.t.ppf(q, df), rel=1e-9)
+
+    def test_percentile_is_numpys_linear_interpolation(self) -> None:
+        """The bootstrap interval's percentile interpolates between order statistics as numpy does."""
+        rng = random.Random(3)
+        for _ in range(200):
+            values = sorted(rng.uniform(-1, 1) for _ in range(rng.randint(1, 40)))
+            q = rng.random()
+            assert stats._percentile(values, q) == pytest.approx(float(np.percentile(values, 100 * q)), abs=1e-12)
+
+    @pytest.mark.parametrize(("confidence", "tail"), [(None, 0.025), (0.9, 0.05), (0.99, 0.005)])
+    def test_bootstrap_interval_has_the_stated_level(self, confidence: float | None, tail: float) -> None:
+        """400 tasks, half with delta 1 and half 0: a resampled mean is Binomial(400, 1/2) / 400,
+        so the 95% percentile interval (the default) must sit at its exact 2.5% and 97.5%
+        quantiles; a 90% interval would be 3 tasks (0.0075) narrower on each side."""
+        pairs = [([True], [False])] * 200 + [([True], [True])] * 200
+        kw = {} if confidence is None else {"confidence": confidence}
+        res = stats.paired_bootstrap_delta(pairs, iterations=10_000, **kw)
+        assert res["delta"] == 0.5
+        assert res["low"] == pytest.approx(ss.binom.ppf(tail, 400, 0.5) / 400, abs=0.003)
+        assert res["high"] == pytest.approx(ss.binom.ppf(1 - tail, 400, 0.5) / 400, abs=0.003)
+
     def test_pass_k_match_published_estimators(self) -> None:
         for n in range(1, 16):
             for c in range(n + 1):
                 for k in range(1, n + 1):
                     assert stats.pass_at_k(n, c, k) == pytest.approx(chen_pass_at_k(n, c, k), abs=1e-12)
-                    assert stats.pass_hat_k(n, c, k) == pytest.approx(special.comb(c, k) / special.comb(n, k), abs=1e-12)
+                    assert stats.pass_hat_k(n, c, k) == pytest.approx(
+                        special.comb(c, k) / special.comb(n, k), abs=1e-12
+                    )
 
     def test_sign_test_matches_binomtest(self) -> None:
         rng = random.Random(5)
@@ -139,9 +182,14 @@ class TestPrimitives:
             for a, na, b, nb in strata:
                 t = a + b
                 xs = range(max(0, t - nb), min(t, na) + 1)
-                splits.append([(Fraction(x, na) - Fraction(t - x, nb), ss.hypergeom.pmf(x, na + nb, t, na)) for x in xs])
-            expected = sum(math.prod(q for _, q in combo) for combo in itertools.product(*splits)
-                           if abs(sum(v for v, _ in combo)) >= abs(observed))
+                splits.append(
+                    [(Fraction(x, na) - Fraction(t - x, nb), ss.hypergeom.pmf(x, na + nb, t, na)) for x in xs]
+                )
+            expected = sum(
+                math.prod(q for _, q in combo)
+                for combo in itertools.product(*splits)
+                if abs(sum(v for v, _ in combo)) >= abs(observed)
+            )
             assert significance.stratified_permutation_test(strata)["p_value"] == pytest.approx(expected, abs=1e-12)
 
 
@@ -184,20 +232,29 @@ class TestEnvelope:
                     continue
                 c = sum(r["outcome"] == "pass" for r in valid)
                 assert row["pass_rate"] == pytest.approx(c / len(valid))
-                assert (row["pass_rate_ci"]["low"], row["pass_rate_ci"]["high"]) == pytest.approx(sm_wilson(c, len(valid)))
+                assert (row["pass_rate_ci"]["low"], row["pass_rate_ci"]["high"]) == pytest.approx(
+                    sm_wilson(c, len(valid))
+                )
                 assert row["tokens_per_run"] == pytest.approx(np.mean([r["tokens"]["total"] for r in valid]))
                 rates.append(c / len(valid))
                 valid_total += len(valid)
                 kmin = min(kmin, len(valid))
             agg = env["aggregate"][arm]
             assert agg["pass_rate"] == pytest.approx(np.mean(rates))
-            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(cluster_interval(rates, valid_total))
+            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(
+                cluster_interval(rates, valid_total)
+            )
             assert list(agg["pass_at_k"]) == [str(k) for k in range(1, kmin + 1)]
             for k in range(1, kmin + 1):
-                per_task = [(t[arm]["valid_count"], t[arm]["passes"]) for t in env["tasks"] if t[arm]["pass_rate"] is not None]
-                assert agg["pass_at_k"][str(k)] == pytest.approx(np.mean([chen_pass_at_k(n, c, k) for n, c in per_task]))
+                per_task = [
+                    (t[arm]["valid_count"], t[arm]["passes"]) for t in env["tasks"] if t[arm]["pass_rate"] is not None
+                ]
+                assert agg["pass_at_k"][str(k)] == pytest.approx(
+                    np.mean([chen_pass_at_k(n, c, k) for n, c in per_task])
+                )
                 assert agg["pass_hat_k"][str(k)] == pytest.approx(
-                    np.mean([special.comb(c, k) / special.comb(n, k) for n, c in per_task]))
+                    np.mean([special.comb(c, k) / special.comb(n, k) for n, c in per_task])
+                )
 
     def test_paired_comparisons(self, seed: int) -> None:
         env, _ = random_report(seed)
@@ -205,20 +262,29 @@ class TestEnvelope:
         blocks = {"noakm": agg["delta"]["paired"], "synthetic": agg["akm_over_synthetic_paired"]}
         raw = []
         for b, block in blocks.items():
-            pairs = [(t["akm"], t[b]) for t in env["tasks"] if t["akm"]["pass_rate"] is not None and t[b]["pass_rate"] is not None]
+            pairs = [
+                (t["akm"], t[b])
+                for t in env["tasks"]
+                if t["akm"]["pass_rate"] is not None and t[b]["pass_rate"] is not None
+            ]
             d = [a["pass_rate"] - o["pass_rate"] for a, o in pairs]
             assert block["tasks"] == len(pairs) and block["delta"] == pytest.approx(np.mean(d))
             assert block["p_value"] == pytest.approx(sign_flip_p(d), abs=1e-12)
             raw.append(block["p_value"])
             # the interval: the test's acceptance set, widened to the Agresti–Caffo run noise
-            var = sum(((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
-                      for a, o in pairs for c, n in ((a["passes"], a["valid_count"]), (o["passes"], o["valid_count"])))
+            var = sum(
+                ((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
+                for a, o in pairs
+                for c, n in ((a["passes"], a["valid_count"]), (o["passes"], o["valid_count"]))
+            )
             half = Z * math.sqrt(var) / len(pairs)
             diag = block["diagnostics"]
             assert block["low"] == pytest.approx(max(-1.0, min(diag["permutation_low"], np.mean(d) - half)))
             assert block["high"] == pytest.approx(min(1.0, max(diag["permutation_high"], np.mean(d) + half)))
             wins, losses = sum(x > 0 for x in d), sum(x < 0 for x in d)
-            assert diag["sign_test_p"] == pytest.approx(ss.binomtest(wins, wins + losses).pvalue if wins + losses else 1.0)
+            assert diag["sign_test_p"] == pytest.approx(
+                ss.binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+            )
         holm = multipletests(raw, method="holm")[1]
         for block, p in zip(blocks.values(), holm):
             assert block["p_value_holm"] == pytest.approx(p) and block["holm_family"] == 2
@@ -235,8 +301,12 @@ def test_compare_numbers(seed: int) -> None:
     tasks = [make_task(f"d/t{i}") for i in range(4)]
     envs = []
     for seeds in (3, 5):
-        samples = [sample(t.id, arm, s, "pass" if rng.random() < 0.5 else "fail")
-                   for t in tasks for arm in ("noakm", "akm") for s in range(1, seeds + 1)]
+        samples = [
+            sample(t.id, arm, s, "pass" if rng.random() < 0.5 else "fail")
+            for t in tasks
+            for arm in ("noakm", "akm")
+            for s in range(1, seeds + 1)
+        ]
         envs.append(report.build(inp(tasks, samples, seeds=seeds), timestamp=TS))
     result = compare.compare(*envs)
     assert any("differ in runs per task" in w for w in result["warnings"])
@@ -252,17 +322,31 @@ def test_compare_numbers(seed: int) -> None:
             task_p.append(t["p_value_holm"])
             strata.append((*h, *b))
         observed = sum(Fraction(a, na) - Fraction(b, nb) for a, na, b, nb in strata)
-        splits = [[(Fraction(x, na) - Fraction(a + b - x, nb), ss.hypergeom.pmf(x, na + nb, a + b, na))
-                   for x in range(max(0, a + b - nb), min(a + b, na) + 1)] for a, na, b, nb in strata]
-        expected = sum(math.prod(q for _, q in combo) for combo in itertools.product(*splits)
-                       if abs(sum(v for v, _ in combo)) >= abs(observed))
+        splits = [
+            [
+                (Fraction(x, na) - Fraction(a + b - x, nb), ss.hypergeom.pmf(x, na + nb, a + b, na))
+                for x in range(max(0, a + b - nb), min(a + b, na) + 1)
+            ]
+            for a, na, b, nb in strata
+        ]
+        expected = sum(
+            math.prod(q for _, q in combo)
+            for combo in itertools.product(*splits)
+            if abs(sum(v for v, _ in combo)) >= abs(observed)
+        )
         assert c["paired"]["p_value"] == pytest.approx(expected, abs=1e-12)
         arm_p.append(c["paired"]["p_value"])
-        var = sum(((x + 1) / (n + 2)) * (1 - (x + 1) / (n + 2)) / (n + 2) for a, na, b, nb in strata for x, n in ((a, na), (b, nb)))
+        var = sum(
+            ((x + 1) / (n + 2)) * (1 - (x + 1) / (n + 2)) / (n + 2)
+            for a, na, b, nb in strata
+            for x, n in ((a, na), (b, nb))
+        )
         d = float(observed) / len(strata)
         assert (c["paired"]["low"], c["paired"]["high"]) == pytest.approx(
-            (max(-1, d - Z * math.sqrt(var) / len(strata)), min(1, d + Z * math.sqrt(var) / len(strata))))
+            (max(-1, d - Z * math.sqrt(var) / len(strata)), min(1, d + Z * math.sqrt(var) / len(strata)))
+        )
     raw_task = [t["p_value"] for c in result["arms"].values() for t in c["perTask"]]
     assert task_p == pytest.approx(list(multipletests(raw_task, method="holm")[1]))
     assert [c["paired"]["p_value_holm"] for c in result["arms"].values()] == pytest.approx(
-        list(multipletests(arm_p, method="holm")[1]))
+        list(multipletests(arm_p, method="holm")[1])
+    )

@@ -4,13 +4,14 @@ alternative. Bounds are the nominal level plus 3 Monte Carlo standard errors; th
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
 from pathlib import Path
 from typing import Any
 
-from pytest_akmbench import compare, gates, lift, metrics, stats
+from pytest_akmbench.report import compare, gates, lift, metrics, stats
 from tests.stats.benches import envelope, paired, rows, runs, task_rates
 
 
@@ -68,8 +69,10 @@ class TestVerdict:
         for _ in range(reps):
             rates = task_rates(rng, 16, "beta")
             akm, noakm, syn = (runs(rng, rates, 3) for _ in range(3))
-            blocks = [lift.compare_arms(("akm", b), rows("akm", akm), rows(b, o), akm, o, resamples=2000)
-                      for b, o in (("noakm", noakm), ("synthetic", syn))]
+            blocks = [
+                lift.compare_arms(("akm", b), rows("akm", akm), rows(b, o), akm, o, resamples=2000)
+                for b, o in (("noakm", noakm), ("synthetic", syn))
+            ]
             lift.adjust(blocks)
             any_hit += any(b["significant"] for b in blocks)
         assert any_hit / reps <= ceiling(0.05, reps)
@@ -106,9 +109,16 @@ class TestCompareAndRegressionGates:
         rng = random.Random(606)
         base = envelope({"noakm": runs(rng, [0.5] * 6, 3), "akm": runs(rng, [0.5] * 6, 3)}, 3)
         missing = envelope({"noakm": runs(rng, [0.5] * 6, 3)}, 3)
-        errored = dict(missing, aggregate={**missing["aggregate"], "akm": metrics.aggregate(
-            rows("akm", [[] for _ in range(6)], errors=[3] * 6))})
-        errored["tasks"] = [{**t, "akm": r} for t, r in zip(missing["tasks"], rows("akm", [[] for _ in range(6)], errors=[3] * 6))]
+        errored = dict(
+            missing,
+            aggregate={
+                **missing["aggregate"],
+                "akm": metrics.aggregate(rows("akm", [[] for _ in range(6)], errors=[3] * 6)),
+            },
+        )
+        errored["tasks"] = [
+            {**t, "akm": r} for t, r in zip(missing["tasks"], rows("akm", [[] for _ in range(6)], errors=[3] * 6))
+        ]
         for head in (missing, errored):
             (tmp_path / "base.json").write_text(json.dumps(base))
             result = gates.evaluate(head, ["no-regression:base.json"], tmp_path)[0]
@@ -122,7 +132,9 @@ class TestCompareAndRegressionGates:
         regressed = improved = 0
         for _ in range(reps):
             rates = task_rates(rng, 40, "high")
-            result = compare.compare(envelope({"akm": runs(rng, rates, 3)}, 3), envelope({"akm": runs(rng, rates, 5)}, 5))
+            result = compare.compare(
+                envelope({"akm": runs(rng, rates, 3)}, 3), envelope({"akm": runs(rng, rates, 5)}, 5)
+            )
             c = result["arms"]["akm"]
             regressed += c["beyond_noise"] and c["paired"]["delta"] < 0
             improved += c["beyond_noise"] and c["paired"]["delta"] > 0
@@ -133,7 +145,9 @@ class TestArmFigures:
     def test_cluster_interval_coverage(self) -> None:
         """The per-arm interval covers the mean pass rate of the task population: 17 × 5 and
         40 × 5, tasks spread out (Beta(0.5, 0.5), mean 0.5) or mostly easy (Beta(4, 1), 0.8)."""
-        for (m, n, dist, mean), seed in zip(((17, 5, "beta", 0.5), (40, 5, "high", 0.8), (17, 3, "high", 0.8)), (1, 2, 3)):
+        for (m, n, dist, mean), seed in zip(
+            ((17, 5, "beta", 0.5), (40, 5, "high", 0.8), (17, 3, "high", 0.8)), (1, 2, 3)
+        ):
             rng, reps, covered = random.Random(seed), 1000, 0
             for _ in range(reps):
                 outcomes = runs(rng, task_rates(rng, m, dist), n)
@@ -152,4 +166,6 @@ class TestArmFigures:
             agg = metrics.aggregate(rows("akm", kept, errors=errors))
             assert agg is not None
             at, hat = list(agg["pass_at_k"].values()), list(agg["pass_hat_k"].values())
-            assert all(x <= y + 1e-12 for x, y in zip(at, at[1:])) and all(x >= y - 1e-12 for x, y in zip(hat, hat[1:]))
+            assert all(x <= y + 1e-12 for x, y in itertools.pairwise(at)) and all(
+                x >= y - 1e-12 for x, y in itertools.pairwise(hat)
+            )

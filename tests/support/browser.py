@@ -16,8 +16,15 @@ from pathlib import Path
 import pytest
 
 MISSING = "chromium not installed: apt-get install chromium (bash .ci/setup installs it)"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 def chromium() -> str:
@@ -34,7 +41,10 @@ def run(page: Path, *args: str, timeout_s: float = 90) -> str:
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         proc = subprocess.Popen(
             [exe, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
             env={**os.environ, "HOME": profile},  # never the user's own chromium profile or config
         )
         try:

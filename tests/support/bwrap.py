@@ -3,10 +3,9 @@ any skip into a failure: see the root conftest.py)."""
 
 from __future__ import annotations
 
-
 import pytest
 
-from pytest_akmbench import sandbox
+from pytest_akmbench.system import sandbox
 
 
 def require_bwrap() -> None:

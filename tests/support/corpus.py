@@ -30,8 +30,13 @@ def write_task(
     for name, text in (workspace or {"README.md": f"Task {task_id}: write hello to out.txt\n"}).items():
         (task_dir / "workspace" / name).write_text(text)
     data = {
-        "id": task_id, "title": f"Title of {task_id}", "domain": domain, "difficulty": "easy",
-        "stash": stash, "verifier": verifier, "budget": {"tokens": 1000, "wallMs": 20000},
+        "id": task_id,
+        "title": f"Title of {task_id}",
+        "domain": domain,
+        "difficulty": "easy",
+        "stash": stash,
+        "verifier": verifier,
+        "budget": {"tokens": 1000, "wallMs": 20000},
     }
     data.update(extra or {})
     (task_dir / "task.yaml").write_text(raw_yaml if raw_yaml is not None else yaml.safe_dump(data, sort_keys=False))
@@ -68,7 +73,10 @@ def standard_corpus(base: Path) -> tuple[Path, Path]:
     write_task(tasks, "alpha/script-task")
     write_task(tasks, "alpha/pytest-task", verifier="pytest")
     write_task(
-        tasks, "beta/regex-task", verifier="regex", solve="echo 'the answer is 42'\n",
+        tasks,
+        "beta/regex-task",
+        verifier="regex",
+        solve="echo 'the answer is 42'\n",
         extra={"expected_match": r"answer is 4\d"},
     )
     return tasks, stashes

@@ -9,8 +9,13 @@ from html.parser import HTMLParser
 _VOID = {"meta", "link", "br", "hr", "img", "input", "col", "area", "base", "embed", "source", "track", "wbr"}
 # Elements whose start closes an open one (HTML's optional end tags): the nearest open element
 # of the listed kinds, unless one of the barrier elements comes first.
-_AUTO_CLOSE = {"tr": ({"tr"}, {"table", "tbody", "thead"}), "td": ({"td", "th"}, {"tr", "table"}),
-               "th": ({"td", "th"}, {"tr", "table"}), "li": ({"li"}, {"ul", "ol"}), "p": ({"p"}, {"div", "body"})}
+_AUTO_CLOSE = {
+    "tr": ({"tr"}, {"table", "tbody", "thead"}),
+    "td": ({"td", "th"}, {"tr", "table"}),
+    "th": ({"td", "th"}, {"tr", "table"}),
+    "li": ({"li"}, {"ul", "ol"}),
+    "p": ({"p"}, {"div", "body"}),
+}
 
 
 @dataclass
@@ -31,6 +36,7 @@ class Element:
 
     def select(self, tag: str | None = None, **attrs: str | None) -> list[Element]:
         """Elements by tag and attributes (``class_`` for class; value None: the attribute is present)."""
+
         def ok(e: Element) -> bool:
             if tag is not None and e.tag != tag:
                 return False
@@ -38,7 +44,9 @@ class Element:
                 name = key.rstrip("_").replace("_", "-")
                 if name not in e.attrs:
                     return False
-                if value is not None and (value not in e.attrs[name].split() if name == "class" else e.attrs[name] != value):
+                if value is not None and (
+                    value not in e.attrs[name].split() if name == "class" else e.attrs[name] != value
+                ):
                     return False
             return True
 

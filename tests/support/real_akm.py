@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import os
 import shutil
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
 
-from pytest_akmbench import akm
+from pytest_akmbench.cell import akm
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = "no real akm found: run bash .ci/setup with the akm bundles (see .ci/akm) or set AKMBENCH_TEST_AKM"
 
 
-@lru_cache(maxsize=None)
+@cache
 def found() -> dict[str, akm.AkmInfo]:
     """Every real akm at hand, by version, probed once per test process."""
     candidates = [Path(p) for p in os.environ.get("AKMBENCH_TEST_AKM", "").split(os.pathsep) if p]

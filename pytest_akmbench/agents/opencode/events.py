@@ -1,0 +1,219 @@
+"""Live parser of ``opencode run --format json`` output (docs/opencode.md, "The event stream").
+
+opencode prints one JSON object per line: ``{"type", "timestamp", "sessionID", "part"|"error"}``
+with ``type`` one of ``step_start``, ``tool_use``, ``step_finish``, ``text``, ``reasoning`` and
+``error``. :class:`EventStream` is fed those lines as they arrive. It
+
+* appends each raw line to the transcript file, up to :data:`TRANSCRIPT_CAP` bytes (whole lines
+  only; past the cap it stops writing, keeps parsing and records a warning), and never keeps
+  the transcript in memory;
+* sums ``step_finish`` tokens into ``{input, output, reasoning, cache_read, cache_write, total}``
+  and their cost, counts turns (one per ``step_finish``) and tool calls (``tool_use`` parts);
+* keeps the final text: the text parts that came after the last tool call;
+* records ``error`` events (name, message, statusCode) and permission auto-rejections;
+* extracts akm usage from bash tool commands (``akm search``, ``akm show``, ``akm feedback``,
+  read as a shell would: :func:`akm.calls`);
+* remembers when the last event arrived, so the caller can tell a hung agent from a busy one.
+
+Pure: no pytest, no processes. Thread-safe for one feeding thread and any number of readers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from ...cell.akm import calls
+
+TRANSCRIPT_CAP = 16 * 1024 * 1024
+TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
+
+_REJECTED = re.compile(r"rejected permission|user rejected|permission .*rejected", re.IGNORECASE)
+
+
+def empty_akm_usage() -> dict[str, list[Any]]:
+    return {"searches": [], "shows": [], "feedback": []}
+
+
+class EventStream:
+    """Accumulates what an opencode ``run --format json`` stream says, line by line."""
+
+    def __init__(
+        self,
+        transcript: Path | None = None,
+        *,
+        cap: int = TRANSCRIPT_CAP,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._cap = cap
+        self._file: IO[bytes] | None = None
+        self.transcript = transcript
+        if transcript is not None:
+            transcript.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(transcript, "wb")  # noqa: SIM115 - closed in close()
+        self.bytes_written = 0
+        self.truncated = False
+        self.started_at = clock()
+        self.last_event_at: float | None = None
+        self.tokens = {k: 0 for k in TOKEN_KEYS}
+        self.cost = 0.0
+        self.turns = 0
+        self.tool_calls = 0
+        self.reasoning_parts = 0
+        self.last_finish_reason: str | None = None
+        self.errors: list[dict[str, Any]] = []
+        self.errors_after_last_step = 0
+        self.permission_rejections: list[str] = []
+        self.tool_errors = 0
+        self.bad_lines = 0
+        self.session_id: str | None = None
+        self.akm = empty_akm_usage()
+        self._texts_since_tool: list[str] = []
+        self.warnings: list[str] = []
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, line: bytes | str) -> dict[str, Any] | None:
+        """Take one line of stdout (with or without its newline); returns the parsed event."""
+        raw = line.encode("utf-8", "replace") if isinstance(line, str) else line
+        if not raw.endswith(b"\n"):
+            raw += b"\n"
+        with self._lock:
+            self._write(raw)
+            self.last_event_at = self._clock()
+            text = raw.strip()
+            if not text:
+                return None
+            try:
+                event = json.loads(text)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                self.bad_lines += 1
+                return None
+            if not isinstance(event, dict):
+                self.bad_lines += 1
+                return None
+            self._apply(event)
+            return event
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write(self, raw: bytes) -> None:
+        if self._file is None or self.truncated:
+            return
+        if self.bytes_written + len(raw) > self._cap:
+            self.truncated = True
+            self.warnings.append(f"transcript truncated at {self._cap} bytes")
+            self._file.flush()
+            return
+        self._file.write(raw)
+        self._file.flush()
+        self.bytes_written += len(raw)
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        part = event.get("part")
+        part = part if isinstance(part, dict) else {}
+        if self.session_id is None and isinstance(event.get("sessionID"), str):
+            self.session_id = event["sessionID"]
+        if kind == "step_finish":
+            self.turns += 1
+            self.errors_after_last_step = 0
+            tokens = part.get("tokens")
+            tokens = tokens if isinstance(tokens, dict) else {}
+            cache = tokens.get("cache")
+            cache = cache if isinstance(cache, dict) else {}
+            values = {
+                "input": tokens.get("input"),
+                "output": tokens.get("output"),
+                "reasoning": tokens.get("reasoning"),
+                "cache_read": cache.get("read"),
+                "cache_write": cache.get("write"),
+            }
+            step_total = 0
+            for key, value in values.items():
+                n = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+                self.tokens[key] += n
+                step_total += n
+            total = tokens.get("total")
+            self.tokens["total"] += (
+                int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else step_total
+            )
+            cost = part.get("cost")
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                self.cost += float(cost)
+            reason = part.get("reason")
+            self.last_finish_reason = reason if isinstance(reason, str) else None
+        elif kind == "tool_use":
+            self.tool_calls += 1
+            self._texts_since_tool = []
+            state = part.get("state")
+            state = state if isinstance(state, dict) else {}
+            tool = part.get("tool")
+            if state.get("status") == "error":
+                self.tool_errors += 1
+                message = str(state.get("error") or state.get("output") or "")
+                if _REJECTED.search(message):
+                    self.permission_rejections.append(f"{tool}: {message[:200]}")
+            inputs = state.get("input")
+            inputs = inputs if isinstance(inputs, dict) else {}
+            command = inputs.get("command")
+            if tool == "bash" and isinstance(command, str):
+                for call in calls(command):
+                    if call.verb == "search":
+                        self.akm["searches"].append({"query": call.query})
+                    elif call.verb == "show" and call.ref:
+                        self.akm["shows"].append(call.ref)
+                    elif call.verb == "feedback" and call.ref:
+                        self.akm["feedback"].append({"ref": call.ref, "polarity": call.polarity})
+        elif kind == "text":
+            text = part.get("text")
+            if isinstance(text, str):
+                self._texts_since_tool.append(text)
+        elif kind == "reasoning":
+            self.reasoning_parts += 1
+        elif kind == "error":
+            err = event.get("error")
+            err = err if isinstance(err, dict) else {}
+            data = err.get("data")
+            data = data if isinstance(data, dict) else {}
+            message = data.get("message", err.get("message", ""))
+            self.errors.append(
+                {"name": str(err.get("name", "")), "message": str(message), "statusCode": data.get("statusCode")}
+            )
+            self.errors_after_last_step += 1
+
+    # ------------------------------------------------------------------ output
+
+    @property
+    def measured(self) -> bool:
+        """True once at least one step_finish reported tokens."""
+        return self.turns > 0
+
+    @property
+    def final_text(self) -> str:
+        with self._lock:
+            return "\n".join(t for t in self._texts_since_tool if t).strip()
+
+    def idle_for(self, now: float | None = None) -> float:
+        """Seconds since the last line (or since the stream was created)."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            last = self.last_event_at if self.last_event_at is not None else self.started_at
+        return max(0.0, now - last)

@@ -1,0 +1,486 @@
+"""The opencode providers file, its discovery chain and the model choice (the README,
+"Models and providers").
+
+A providers file is JSON::
+
+    {"$schema": "...", "schemaVersion": 1, "defaultModel": "local/qwen3",
+     "providers": {"local": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "...",
+                             "apiKey": "{env:LOCAL_API_KEY}"}, "models": {...}}}}
+
+Each ``providers.<key>`` entry goes verbatim into opencode's ``provider.<key>``. Unlike the
+reference: unknown top-level keys are errors; the ``sk-`` heuristic scans every string (and
+key) of the whole file, not only ``providers``; env-ref names may be any case; a non-string
+``defaultModel`` is an error; ``{env:VAR}`` references are collected so the adapter passes
+exactly those variables to the agent (and refuses to run when one is unset).
+
+Messages never contain a secret: a credential found by the heuristic is reported by its JSON
+path only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError
+
+SCHEMA_VERSION = 1
+FORBIDDEN_KEYS = ("plugin", "mcp", "permission", "disabled_providers", "small_model", "snapshot")
+ALLOWED_KEYS = ("$schema", "schemaVersion", "defaultModel", "providers")
+CLOUD_PREFIXES = (
+    "anthropic",
+    "openai",
+    "openrouter",
+    "opencode",
+    "google",
+    "amazon",
+    "azure",
+    "vertex",
+    "bedrock",
+    "mistral",
+    "groq",
+    "together",
+    "fireworks",
+)
+SCRIPTED_PREFIX = "scripted"
+_ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_REF_WHOLE = re.compile(r"^\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
+# Any sk-... token not glued to a preceding word (so "risk-free" or "task-name" pass): keys of
+# every length, test keys included, look like this.
+_SK = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]")
+# Header names that carry a credential; their values must come from {env:VAR}.
+_CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password", re.IGNORECASE)
+_FIX_HINT = (
+    "pass --bench-providers FILE or --bench-opencode-config FILE, set BENCH_OPENCODE_CONFIG, or add "
+    "providers or opencodeConfig to the run config"
+)
+OPENCODE_CONFIG = "opencode config"
+# Of a standard opencode config a run takes the provider entries and the model; every other
+# key (permissions, plugins, MCP servers, instructions, ...) is the harness's to set per cell.
+OPENCODE_TAKEN = ("$schema", "provider", "model")
+
+
+@dataclass(frozen=True, slots=True)
+class ProvidersFile:
+    """Validated provider entries: from a providers file, or from a standard opencode config
+    (``kind``). ``source`` is a path, or ``<config>: providers`` for inline entries;
+    ``ignored`` names an opencode config's keys the run does not take."""
+
+    source: str
+    providers: Mapping[str, Any]
+    default_model: str | None = None
+    env_refs: frozenset[str] = frozenset()
+    kind: str = "providers file"
+    ignored: tuple[str, ...] = ()
+
+    def env_refs_of(self, key: str) -> frozenset[str]:
+        """The ``{env:VAR}`` names used by one provider entry."""
+        entry = self.providers.get(key)
+        return frozenset(_collect_env_refs(entry)) if entry is not None else frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The model of a run and where it and its provider came from."""
+
+    model: str
+    model_source: str
+    provider_key: str
+    providers: ProvidersFile | None = None
+    provider_entry: Mapping[str, Any] | None = None
+    env_vars: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def scripted(self) -> bool:
+        return self.provider_key == SCRIPTED_PREFIX
+
+    @property
+    def policy(self) -> str | None:
+        return self.model.split("/", 1)[1] if self.scripted and "/" in self.model else None
+
+
+def provider_key(model: str) -> str:
+    """The provider part of a model id: up to the first ``/``."""
+    return model.split("/", 1)[0]
+
+
+# ---------------------------------------------------------------- validation
+
+
+def load_providers_file(path: str | Path, *, what: str = "providers file") -> ProvidersFile:
+    """Read and validate a providers file; a missing file is a usage error."""
+    p = Path(path).expanduser()
+    return validate_providers(_read_json(p, what), str(p.resolve()))
+
+
+def load_opencode_config(path: str | Path, *, what: str = OPENCODE_CONFIG) -> ProvidersFile:
+    """Read and validate a standard opencode config (``opencode.json``)."""
+    p = Path(path).expanduser()
+    return validate_opencode_config(_read_json(p, what), str(p.resolve()))
+
+
+def load_provider_source(path: str | Path, *, what: str) -> ProvidersFile:
+    """Either shape, told apart by content: a ``provider`` block (or no ``schemaVersion`` and no
+    ``providers``) is a standard opencode config, anything else a providers file."""
+    p = Path(path).expanduser()
+    data = _read_json(p, what)
+    if is_opencode_config(data):
+        return validate_opencode_config(data, str(p.resolve()))
+    return validate_providers(data, str(p.resolve()))
+
+
+def is_opencode_config(data: Any) -> bool:
+    return isinstance(data, dict) and ("provider" in data or not {"schemaVersion", "providers"} & set(data))
+
+
+def _read_json(p: Path, what: str) -> Any:
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: {what} not found; {_FIX_HINT}", usage=True) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{p}: cannot read {what}: {err}") from err
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{p}: invalid JSON (line {err.lineno}, column {err.colno}): {err.msg}") from None
+
+
+def validate_opencode_config(data: Any, source: str) -> ProvidersFile:
+    """Validate a standard opencode config: its ``provider`` block under the providers file's
+    credential rules (keys only as ``{env:VAR}``), and its ``model``."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object (an opencode config with a provider block)")
+    _scan_credentials(data, "", source)
+    return _entries(
+        data.get("provider", {}),
+        data.get("model"),
+        source,
+        "provider",
+        "model",
+        kind=OPENCODE_CONFIG,
+        ignored=tuple(sorted(k for k in data if k not in OPENCODE_TAKEN)),
+    )
+
+
+def validate_providers(data: Any, source: str) -> ProvidersFile:
+    """Validate parsed providers-file JSON; every error names ``source`` and the fix."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object with schemaVersion and providers")
+    # The credential scan runs first and over everything, so a secret is never echoed back.
+    _scan_credentials(data, "", source)
+    for key in data:
+        if key in FORBIDDEN_KEYS:
+            raise ConfigError(f"{source}: {key}: not allowed in a providers file (the bench controls it); remove it")
+    for key in data:
+        if key not in ALLOWED_KEYS:
+            raise ConfigError(f"{source}: {key}: unknown top-level key; allowed: {', '.join(ALLOWED_KEYS)}")
+    version = data.get("schemaVersion")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise ConfigError(f"{source}: schemaVersion: must be {SCHEMA_VERSION}, got {json.dumps(version)}")
+    return _entries(data.get("providers"), data.get("defaultModel"), source, "providers", "defaultModel")
+
+
+def _entries(providers: Any, model: Any, source: str, field: str, model_field: str, **kind: Any) -> ProvidersFile:
+    """The provider entries and model of either shape, checked alike."""
+    if not isinstance(providers, dict):
+        raise ConfigError(f"{source}: {field}: must be an object keyed by provider name")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ConfigError(f"{source}: {model_field}: must be a model id string like 'local/my-model'")
+    for key, entry in providers.items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{source}: {field}.{key}: must be an object (opencode's provider entry)")
+        if key == SCRIPTED_PREFIX:
+            raise ConfigError(
+                f"{source}: {field}.{key}: the name 'scripted' is reserved for the built-in scripted model; rename it"
+            )
+        if "/" in key or not key:
+            raise ConfigError(f"{source}: {field}.{key!r}: a provider name must be non-empty and contain no '/'")
+    return ProvidersFile(
+        source=source,
+        providers=providers,
+        default_model=model,
+        env_refs=frozenset(_collect_env_refs(providers)),
+        **kind,
+    )
+
+
+def _scan_credentials(node: Any, path: str, source: str) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and _SK.search(key):
+                raise ConfigError(
+                    f"{source}: credential heuristic triggered at a key under {path or 'the top level'!r}; "
+                    f"reference it as {{env:NAME}} instead of a literal value"
+                )
+            if key == "apiKey" and isinstance(value, str):
+                if not _ENV_REF_WHOLE.match(value):
+                    raise ConfigError(
+                        f"{source}: {sub}: must be an env-ref (e.g. {{env:MY_API_KEY}}), not a literal value"
+                    )
+                continue
+            if key == "apiKey" and value is not None and not isinstance(value, str):
+                raise ConfigError(f"{source}: {sub}: must be an env-ref string like {{env:MY_API_KEY}}")
+            _scan_credentials(value, sub, source)
+            if key == "headers" and isinstance(value, dict):
+                _scan_headers(value, sub, source)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _scan_credentials(value, f"{path}[{i}]", source)
+    elif isinstance(node, str) and _SK.search(node):
+        raise ConfigError(
+            f"{source}: {path}: credential heuristic triggered (looks like an sk- API key); "
+            f"reference it as {{env:NAME}} and export NAME instead"
+        )
+
+
+def _scan_headers(headers: dict[str, Any], path: str, source: str) -> None:
+    for name, value in headers.items():
+        if (
+            isinstance(name, str)
+            and _CREDENTIAL_HEADER.search(name)
+            and not (isinstance(value, str) and _ENV_REF.search(value))
+        ):
+            raise ConfigError(
+                f"{source}: {path}.{name}: a credential header must take its secret from an env-ref "
+                f'(e.g. "Bearer {{env:MY_API_KEY}}"), not a literal value'
+            )
+
+
+def _collect_env_refs(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(key, str):
+                found.update(_ENV_REF.findall(key))
+            found |= _collect_env_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _collect_env_refs(value)
+    elif isinstance(node, str):
+        found.update(_ENV_REF.findall(node))
+    return found
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def default_providers_path(env: Mapping[str, str]) -> Path:
+    """``${XDG_CONFIG_HOME:-~/.config}/akm/bench-providers.json`` (read only, never written)."""
+    xdg = env.get("XDG_CONFIG_HOME") or ""
+    base = Path(xdg) if xdg else Path(env.get("HOME") or Path.home()) / ".config"
+    return base / "akm" / "bench-providers.json"
+
+
+def discover_providers(
+    *,
+    explicit: str | Path | None = None,
+    explicit_opencode: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    config_providers: Any = None,
+    config_default_model: str | None = None,
+    config_providers_ref: str | None = None,
+    config_opencode: Any = None,
+    config_opencode_ref: str | None = None,
+    config_path: str | Path | None = None,
+    cwd: Path | None = None,
+) -> ProvidersFile | None:
+    """The first provider source that applies, or ``None`` when there is none.
+
+    Order: the one named on the command line or in the ini (``--bench-providers`` for a
+    providers file, ``--bench-opencode-config`` for a standard opencode config; not both), then
+    ``BENCH_OPENCODE_CONFIG`` (either shape, told apart by content), then the run config's
+    ``providers``/``providersRef``/``opencodeConfig``/``opencodeConfigRef`` (refs relative to
+    the config file), then the user default ``${XDG_CONFIG_HOME:-~/.config}/akm/bench-providers.json``
+    only if it exists.
+    """
+    env = os.environ if env is None else env
+    cwd = cwd or Path.cwd()
+    if explicit and explicit_opencode:
+        raise ConfigError("--bench-providers and --bench-opencode-config both name the providers; give one", usage=True)
+    if explicit:
+        return _expect(
+            load_provider_source(_resolve(explicit, cwd, env), what="providers file (--bench-providers)"),
+            "providers file",
+            "--bench-opencode-config",
+        )
+    if explicit_opencode:
+        return _expect(
+            load_provider_source(
+                _resolve(explicit_opencode, cwd, env), what="opencode config (--bench-opencode-config)"
+            ),
+            OPENCODE_CONFIG,
+            "--bench-providers",
+        )
+    from_env = env.get("BENCH_OPENCODE_CONFIG") or ""
+    if from_env:
+        return load_provider_source(_resolve(from_env, cwd, env), what="BENCH_OPENCODE_CONFIG file")
+    cfg = str(config_path) if config_path else "run config"
+    base = Path(config_path).parent if config_path else cwd
+    if config_providers is not None:
+        wrapper: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "providers": config_providers}
+        if config_default_model is not None:
+            wrapper["defaultModel"] = config_default_model
+        return validate_providers(wrapper, f"{cfg}: providers")
+    if config_providers_ref:
+        return load_providers_file(
+            _resolve(config_providers_ref, base, env), what=f"providers file (providersRef in {cfg})"
+        )
+    if config_opencode is not None:
+        return validate_opencode_config(config_opencode, f"{cfg}: opencodeConfig")
+    if config_opencode_ref:
+        return load_opencode_config(
+            _resolve(config_opencode_ref, base, env), what=f"opencode config (opencodeConfigRef in {cfg})"
+        )
+    default = default_providers_path(env)
+    if default.is_file():
+        return load_providers_file(default)
+    return None
+
+
+def _expect(found: ProvidersFile, kind: str, other_option: str) -> ProvidersFile:
+    if found.kind != kind:
+        raise ConfigError(
+            f"{found.source}: this is a{'n' if found.kind[0] in 'aeiou' else ''} {found.kind}, "
+            f"not a{'n' if kind[0] in 'aeiou' else ''} {kind}; pass it with {other_option}",
+            usage=True,
+        )
+    return found
+
+
+def _resolve(value: str | Path, base: Path, env: Mapping[str, str]) -> Path:
+    text = str(value)
+    text = re.sub(
+        r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
+        lambda m: env.get(m.group(1) or m.group(2), m.group(0)),
+        text,
+    )
+    if text == "~" or text.startswith("~/"):
+        text = str(Path(env.get("HOME") or Path.home())) + text[1:]
+    p = Path(text)
+    return p if p.is_absolute() else (base / p)
+
+
+# ---------------------------------------------------------------- model
+
+
+def resolve_model(
+    *,
+    cli_model: str | None = None,
+    env: Mapping[str, str] | None = None,
+    config_default_model: str | None = None,
+    providers: ProvidersFile | None = None,
+) -> tuple[str, str]:
+    """(model, where it came from): CLI > BENCH_OPENCODE_MODEL > run config ``model`` or
+    ``defaultModel`` > the providers file's ``defaultModel`` or the opencode config's ``model``."""
+    env = os.environ if env is None else env
+    for value, where in (
+        (cli_model, "--bench-model"),
+        (env.get("BENCH_OPENCODE_MODEL"), "BENCH_OPENCODE_MODEL"),
+        (config_default_model, "run config model"),
+        (providers.default_model if providers else None, _model_field(providers)),
+    ):
+        if value and value.strip():
+            return value.strip(), where
+    raise ConfigError(
+        "no model chosen; pass --bench-model PROVIDER/MODEL, set BENCH_OPENCODE_MODEL, or set model in the run "
+        "config or the opencode config (defaultModel in a providers file); scripted/oracle runs offline without providers",
+        usage=True,
+    )
+
+
+def _model_field(providers: ProvidersFile | None) -> str:
+    if providers is None:
+        return ""
+    return f"{providers.source} {'model' if providers.kind == OPENCODE_CONFIG else 'defaultModel'}"
+
+
+def check_model(model: str, model_source: str, providers: ProvidersFile | None) -> ModelChoice:
+    """Check the model's provider exists: built-in scripted, in the providers, or a cloud prefix."""
+    if not model or model.startswith("/") or model.endswith("/") or "/" not in model:
+        raise ConfigError(
+            f"{model_source}: model {model!r} must look like PROVIDER/MODEL (e.g. local/qwen3 or scripted/oracle)"
+        )
+    key = provider_key(model)
+    if key == SCRIPTED_PREFIX:
+        from .scripted import POLICIES
+
+        policy = model.split("/", 1)[1]
+        if policy not in POLICIES:
+            raise ConfigError(
+                f"{model_source}: unknown scripted policy {policy!r}; use one of "
+                + ", ".join(f"scripted/{p}" for p in POLICIES)
+            )
+        return ModelChoice(model=model, model_source=model_source, provider_key=key)
+    if providers is not None and key in providers.providers:
+        return ModelChoice(
+            model=model,
+            model_source=model_source,
+            provider_key=key,
+            providers=providers,
+            provider_entry=providers.providers[key],
+            env_vars=providers.env_refs_of(key),
+        )
+    if key in CLOUD_PREFIXES:
+        return ModelChoice(model=model, model_source=model_source, provider_key=key, providers=providers)
+    where = f"which is not in {providers.source}" if providers is not None else "but no providers file was found"
+    block = "provider" if providers is not None and providers.kind == OPENCODE_CONFIG else "providers"
+    raise ConfigError(
+        f"{model_source}: model {model!r} uses provider {key!r}, {where}; add {block}.{key} "
+        f"to the {providers.kind if providers is not None else 'providers file'}, or {_FIX_HINT}",
+        usage=providers is None,
+    )
+
+
+def check_env_vars(choice: ModelChoice, env: Mapping[str, str]) -> dict[str, str]:
+    """The ``{env:VAR}`` values the agent needs; a ConfigError names any that is unset."""
+    missing = sorted(v for v in choice.env_vars if not env.get(v))
+    if missing:
+        src = choice.providers.source if choice.providers else "providers"
+        block = "provider" if choice.providers is not None and choice.providers.kind == OPENCODE_CONFIG else "providers"
+        raise ConfigError(
+            f"{src}: {block}.{choice.provider_key} references {{env:{missing[0]}}} but {missing[0]} is not set; "
+            f"export it before running"
+        )
+    return {v: env[v] for v in sorted(choice.env_vars)}
+
+
+def resolve_env_refs(node: Any, values: Mapping[str, str]) -> Any:
+    """A copy of ``node`` with every ``{env:VAR}`` of ``values`` replaced by its value.
+
+    The adapter writes the resolved provider entry into the cell's private (0600) opencode
+    config, so the variables themselves need not be in the agent's environment, where every
+    tool command (an agent running ``env``) would see them.
+    """
+    if isinstance(node, str):
+        return _ENV_REF.sub(lambda m: values.get(m.group(1), m.group(0)), node)
+    if isinstance(node, dict):
+        return {resolve_env_refs(k, values): resolve_env_refs(v, values) for k, v in node.items()}
+    if isinstance(node, list):
+        return [resolve_env_refs(v, values) for v in node]
+    return node
+
+
+def secret_values(providers: ProvidersFile | None, env: Mapping[str, str]) -> list[str]:
+    """The values of every variable the providers file references: what no stored text may hold."""
+    if providers is None:
+        return []
+    return sorted({env[name] for name in providers.env_refs if env.get(name)})
+
+
+def describe(choice: ModelChoice) -> dict[str, Any]:
+    """A report-safe summary: names only, never a value of an env var."""
+    return {
+        "model": choice.model,
+        "model_source": choice.model_source,
+        "provider": choice.provider_key,
+        "providers_source": choice.providers.source if choice.providers else None,
+        "providers_kind": choice.providers.kind if choice.providers else None,
+        "env_vars": sorted(choice.env_vars),
+    }

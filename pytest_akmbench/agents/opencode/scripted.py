@@ -1,0 +1,476 @@
+"""The scripted model: the project's only stand-in for an LLM.
+
+An OpenAI-compatible chat-completions server (stdlib ``ThreadingHTTPServer`` on 127.0.0.1, a
+free port, a daemon thread) that answers the real opencode binary with scripted turns, so the
+whole agent path (opencode, tools, budgets, token accounting, cleanup) runs offline and
+deterministically. It speaks exactly what docs/opencode.md describes ("The model server protocol"): ``POST
+{base}/chat/completions`` with ``stream: true``, answered with SSE ``chat.completion.chunk``
+deltas, tool calls, a ``finish_reason``, a usage chunk and ``data: [DONE]``.
+
+Cells are told apart by a token in the base URL path: ``{root}/c/<token>/v1``. The adapter
+``register``\\ s a cell before spawning opencode and ``unregister``\\ s it afterwards.
+
+Policies (the model name is ``scripted/<policy>``):
+
+``oracle``
+    akm arm: ``akm search '<keywords>'``, ``akm show <gold ref>`` (when the task has one; the
+    ref as the search output printed it, else the corpus's ref in the akm line's syntax), the
+    task's ``solution/solve.sh`` run through the bash tool (its text, fed to ``bash`` on a
+    heredoc, with cwd = the workspace), ``akm feedback <gold_ref> --positive``, then a final
+    answer. Other arms: the solution and the final answer only. The final answer is the output
+    of the solution's tool call, as opencode returned it, so regex tasks see what solve.sh
+    printed.
+``idle``   answers with text at once, no tools.
+``hang``   accepts the request and never answers until the server stops.
+``error``  HTTP 500 with ``retry-after-ms: 50`` so opencode's retries are fast, then it gives up.
+``loop``   calls a harmless, always different bash command forever.
+``snoop``  tries to read what a cell must never see (the solution, the verifier, the stash
+           fixture, other cells, the store, the user's home) and answers with what it read;
+           see :mod:`snoop`. It shows whether the cell's sandbox holds.
+
+Usage is deterministic per turn: ``prompt_tokens = 1000 + 10*turn``, ``completion_tokens = 20``,
+no cached or reasoning tokens, where ``turn`` counts the assistant messages already in the
+request (0 for the first call). The server keeps per-cell totals of what it reported, in
+opencode's own token vocabulary, so tests can compare them with the event stream.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from ...cell import akm
+from ...cell.prompts import keywords
+from ...corpus.tasks import Task
+from . import snoop
+
+POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop")
+ERROR_MESSAGE = "scripted provider failure: the model is unavailable (policy error)"
+IDLE_TEXT = "I have looked at the task and will not change anything."
+TITLE_TEXT = "akmbench"
+HEREDOC = "AKMBENCH_SOLVE_EOF"
+SHOW = "Show the matching asset"
+
+
+def usage_for_turn(turn: int) -> dict[str, Any]:
+    """The usage block reported for the ``turn``-th call of a cell (0-based)."""
+    return {
+        "prompt_tokens": 1000 + 10 * turn,
+        "completion_tokens": 20,
+        "total_tokens": 1020 + 10 * turn,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
+@dataclass
+class _Cell:
+    policy: str
+    task: Task | None
+    arm: str
+    run_dir: Path | None
+    commands: list[str] | None = None
+    akm_line: str | None = None
+    totals: dict[str, int] = field(
+        default_factory=lambda: {
+            "requests": 0,
+            "title_requests": 0,
+            "errors": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "input": 0,
+            "output": 0,
+            "reasoning": 0,
+            "cache_read": 0,
+            "cache_write": 0,
+            "total": 0,
+        }
+    )
+
+
+@dataclass
+class _Action:
+    kind: str  # "tool" | "text" | "hang" | "error"
+    command: str = ""
+    description: str = ""
+    text: str = ""
+
+
+class ScriptedModel:
+    """Start with :meth:`start`, register cells, read :meth:`totals`, :meth:`stop` at the end."""
+
+    def __init__(self) -> None:
+        self._cells: dict[str, _Cell] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.root: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> str:
+        """Bind 127.0.0.1 on a free port, serve in a daemon thread; returns the root URL."""
+        if self._server is not None:
+            assert self.root is not None
+            return self.root
+        model = self
+
+        class Handler(_Handler):
+            scripted = model
+
+        self._stopping.clear()
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="akmbench-scripted-model"
+        )
+        self._thread.start()
+        self.root = f"http://127.0.0.1:{server.server_address[1]}"
+        return self.root
+
+    def stop(self) -> None:
+        """Release hanging requests, stop serving and close the socket."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+        self.root = None
+
+    def __enter__(self) -> ScriptedModel:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ cells
+
+    def base_url(self, token: str) -> str:
+        if self.root is None:
+            raise RuntimeError("scripted model not started")
+        return f"{self.root}/c/{token}/v1"
+
+    def register(
+        self,
+        token: str,
+        policy: str,
+        task: Task | None = None,
+        arm: str = "noakm",
+        run_dir: Path | None = None,
+        *,
+        commands: list[str] | None = None,
+        akm_line: str | None = None,
+    ) -> str:
+        """Script a cell; returns its base URL. ``commands`` (tests) replaces the oracle's plan
+        with those bash commands followed by a final answer echoing the last output."""
+        if policy not in POLICIES:
+            raise ValueError(f"unknown scripted policy {policy!r}; use one of {', '.join(POLICIES)}")
+        if policy in ("oracle", "snoop") and task is None and commands is None:
+            raise ValueError(f"the {policy} policy needs the task")
+        with self._lock:
+            self._cells[token] = _Cell(
+                policy=policy, task=task, arm=arm, run_dir=run_dir, commands=commands, akm_line=akm_line
+            )
+        return self.base_url(token)
+
+    def unregister(self, token: str) -> None:
+        with self._lock:
+            self._cells.pop(token, None)
+
+    def totals(self, token: str) -> dict[str, int]:
+        """What the server reported to this cell so far (copy); zeros for an unknown token."""
+        with self._lock:
+            cell = self._cells.get(token)
+            return dict(cell.totals) if cell else dict(_Cell("idle", None, "", None).totals)
+
+    def _cell(self, token: str) -> _Cell | None:
+        with self._lock:
+            return self._cells.get(token)
+
+    # ------------------------------------------------------------------ scripts
+
+    def plan(self, cell: _Cell) -> list[_Action]:
+        """The tool-call turns of an oracle cell, in order (the final answer follows them)."""
+        if cell.commands is not None:
+            return [_Action("tool", command=c, description="scripted command") for c in cell.commands]
+        task = cell.task
+        assert task is not None
+        if cell.policy == "snoop":
+            return [_Action("tool", command=snoop.command(task, cell.run_dir), description="Look around")]
+        actions: list[_Action] = []
+        on_akm = cell.arm == "akm"
+        if on_akm:
+            actions.append(
+                _Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")
+            )
+            if task.gold_ref:
+                actions.append(_Action("tool", command="akm show {ref}", description=SHOW))
+        script = (
+            task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
+        )
+        if not script.endswith("\n"):
+            script += "\n"
+        actions.append(
+            _Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description="Apply the solution")
+        )
+        if on_akm and task.gold_ref:
+            actions.append(_Action("tool", command="akm feedback {ref} --positive", description="Record feedback"))
+        return actions
+
+    def next_action(self, cell: _Cell, messages: list[dict[str, Any]], turn: int) -> _Action:
+        if cell.policy == "idle":
+            return _Action("text", text=IDLE_TEXT)
+        if cell.policy == "hang":
+            return _Action("hang")
+        if cell.policy == "error":
+            return _Action("error")
+        if cell.policy == "loop":
+            return _Action("tool", command=f"echo 'still working, step {turn}'", description=f"Check step {turn}")
+        plan = self.plan(cell)
+        if turn < len(plan):
+            action = plan[turn]
+            if "{ref}" in action.command:
+                ref = _quote(_gold_ref(cell, messages))
+                return _Action(
+                    action.kind, command=action.command.replace("{ref}", ref), description=action.description
+                )
+            return action
+        return _Action("text", text=_final_answer(messages, plan))
+
+
+def _gold_ref(cell: _Cell, messages: list[dict[str, Any]]) -> str:
+    """The gold asset's ref as the search printed it, like an agent copying it from the output;
+    the corpus's ref in the installed akm's syntax when the search did not list it."""
+    gold = cell.task.gold_ref if cell.task else None
+    assert gold is not None
+    searched = next((_content_text(m.get("content")) for m in messages if m.get("role") == "tool"), "")
+    hits = akm.search_refs(searched) or []
+    return next((ref for ref in hits if akm.same_asset(ref, gold)), akm.format_ref(gold, cell.akm_line or "0.7"))
+
+
+def _quote(text: str) -> str:
+    return shlex.quote(text)
+
+
+def _final_answer(messages: list[dict[str, Any]], plan: list[_Action]) -> str:
+    """The output of the solution's tool call (the last tool message for a commands plan)."""
+    target = None
+    for i, action in enumerate(plan):
+        if action.description == "Apply the solution":
+            target = f"call_{i}"
+    outputs = {m.get("tool_call_id"): _content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
+    if target is None:
+        tool_msgs = [m for m in messages if m.get("role") == "tool"]
+        text = _content_text(tool_msgs[-1].get("content")) if tool_msgs else ""
+    else:
+        text = outputs.get(target, "")
+    text = text.strip()
+    if not text or text == "(no output)":
+        return "Done."
+    return text
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    scripted: ScriptedModel
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        parts = self.path.split("?", 1)[0].strip("/").split("/")
+        # c/<token>/v1/chat/completions
+        if len(parts) != 5 or parts[0] != "c" or parts[2:] != ["v1", "chat", "completions"]:
+            self._json(404, {"error": {"message": f"no such endpoint {self.path}", "type": "invalid_request_error"}})
+            return
+        cell = self.scripted._cell(parts[1])
+        if cell is None:
+            self._json(404, {"error": {"message": "unknown scripted cell", "type": "invalid_request_error"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._json(400, {"error": {"message": "bad json", "type": "invalid_request_error"}})
+            return
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        model = str(body.get("model", "scripted"))
+        stream = bool(body.get("stream"))
+        if not body.get("tools"):
+            usage = usage_for_turn(0)
+            with self.scripted._lock:
+                cell.totals["title_requests"] += 1
+            self._answer(stream, model, _Action("text", text=TITLE_TEXT), usage, call_id="")
+            return
+        turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        action = self.scripted.next_action(cell, messages, turn)
+        if action.kind == "hang":
+            with self.scripted._lock:
+                cell.totals["requests"] += 1
+            self.scripted._stopping.wait()
+            self.close_connection = True
+            return
+        if action.kind == "error":
+            with self.scripted._lock:
+                cell.totals["requests"] += 1
+                cell.totals["errors"] += 1
+            self._json(
+                500,
+                {"error": {"message": ERROR_MESSAGE, "type": "server_error", "code": "unavailable"}},
+                headers={"retry-after-ms": "50"},
+            )
+            return
+        usage = usage_for_turn(turn)
+        with self.scripted._lock:
+            t = cell.totals
+            t["requests"] += 1
+            t["prompt_tokens"] += usage["prompt_tokens"]
+            t["completion_tokens"] += usage["completion_tokens"]
+            cached = usage["prompt_tokens_details"]["cached_tokens"]
+            reasoning = usage["completion_tokens_details"]["reasoning_tokens"]
+            t["input"] += usage["prompt_tokens"] - cached
+            t["cache_read"] += cached
+            t["output"] += usage["completion_tokens"] - reasoning
+            t["reasoning"] += reasoning
+            t["total"] += usage["prompt_tokens"] + usage["completion_tokens"]
+        self._answer(stream, model, action, usage, call_id=f"call_{turn}")
+
+    # ------------------------------------------------------------------ replies
+
+    def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _answer(self, stream: bool, model: str, action: _Action, usage: dict[str, Any], call_id: str) -> None:
+        cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+        created = int(time.time())
+        if not stream:
+            message: dict[str, Any] = {"role": "assistant", "content": action.text if action.kind == "text" else None}
+            if action.kind == "tool":
+                message["tool_calls"] = [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps(_bash_args(action))},
+                    }
+                ]
+            self._json(
+                200,
+                {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "finish_reason": "tool_calls" if action.kind == "tool" else "stop",
+                        }
+                    ],
+                    "usage": usage,
+                },
+            )
+            return
+
+        def chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+            obj = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
+            return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+        frames: list[bytes] = []
+        if action.kind == "tool":
+            args = json.dumps(_bash_args(action))
+            frames.append(
+                chunk(
+                    [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": call_id,
+                                        "type": "function",
+                                        "function": {"name": "bash", "arguments": ""},
+                                    }
+                                ],
+                            },
+                            "finish_reason": None,
+                        }
+                    ]
+                )
+            )
+            for i in range(0, len(args), 400):
+                frames.append(
+                    chunk(
+                        [
+                            {
+                                "index": 0,
+                                "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[i : i + 400]}}]},
+                                "finish_reason": None,
+                            }
+                        ]
+                    )
+                )
+            frames.append(chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]))
+        else:
+            frames.append(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]))
+            frames.append(chunk([{"index": 0, "delta": {"content": action.text}, "finish_reason": None}]))
+            frames.append(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+        frames.append(chunk([], usage=usage))
+        frames.append(b"data: [DONE]\n\n")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for frame in frames:
+                self.wfile.write(frame)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def _bash_args(action: _Action) -> dict[str, Any]:
+    return {"command": action.command, "description": action.description or "Run a command"}

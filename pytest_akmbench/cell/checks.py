@@ -1,0 +1,188 @@
+"""The checks of a corpus: static checks (``validate``) and behaviour checks (``--bench-soundness``).
+
+Static: every task.yaml valid, ids unique and equal to their path, stash fixtures and gold
+refs present, a solution for every task, no workspace or shared workspace layer mentioning
+akm (the control arm must not be told about it), and a heuristic warning when a stash asset contains a literal answer a
+verifier pins. Behaviour: the untouched workspace fails its verifier, the solution passes it,
+and the verifier says the same thing twice.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..agents.base import AgentRequest, Limits, OracleAgent
+from ..corpus.tasks import Task, load_lenient
+from ..errors import CorpusError
+from ..system.procs import ProcessTracker
+from . import akm
+from .akm import asset_exists
+from .prompts import keywords
+from .rundir import copy_stash, copy_workspace
+from .verifiers import Verdict, verify
+
+_AKM = re.compile(r"(?<![a-z0-9])akm(?![a-z0-9])", re.IGNORECASE)
+# Short strings are a format's own vocabulary (a heading, a file name) that an asset must
+# teach; a long pinned string is more likely the task's answer itself.
+_LITERAL = re.compile(r"""(?P<q>["'])(?P<text>[^"'\n]{24,})(?P=q)""")
+
+
+def _asset_texts(stash: Path) -> list[tuple[Path, str]]:
+    texts = []
+    for path in sorted(stash.rglob("*")):
+        if path.is_file() and path.name not in ("MANIFEST.json", ".stash.json"):
+            texts.append((path, path.read_text(encoding="utf-8", errors="replace")))
+    return texts
+
+
+def _pinned_literals(task: Task) -> list[str]:
+    sources = [task.task_dir / "verify.sh", *sorted((task.task_dir / "tests").glob("*.py"))]
+    found = []
+    for src in sources:
+        if src.is_file():
+            found += [m.group("text") for m in _LITERAL.finditer(src.read_text(encoding="utf-8", errors="replace"))]
+    return sorted(set(found))
+
+
+def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], list[str], list[str]]:
+    """Check the corpus without running anything: (valid tasks, errors, warnings)."""
+    warnings: list[str] = []
+    try:
+        corpus, by_path = load_lenient(tasks_root, stashes_root)
+    except CorpusError as err:
+        return [], [str(err)], []
+    errors = list(by_path.values())
+    tasks = list(corpus.tasks)
+    checked: set[Path] = set()
+    for task in tasks:
+        path = task.yaml_path
+        rel = path.parent.relative_to(tasks_root).as_posix()
+        if rel != task.id:
+            warnings.append(f"{path}: id: {task.id!r} differs from its directory {rel!r}")
+        if not task.solution.is_file():
+            errors.append(f"{path}: solution: no solution/solve.sh; add one so the oracle can prove the task solvable")
+        if task.gold_ref and not asset_exists(stashes_root / task.stash, task.gold_ref):
+            errors.append(f"{path}: gold_ref: {task.gold_ref!r} is not an asset of stash {task.stash!r}")
+        for ref in task.expected_transfer_from:
+            if not asset_exists(stashes_root / task.stash, ref):
+                errors.append(f"{path}: expected_transfer_from: {ref!r} is not an asset of stash {task.stash!r}")
+        for layer in (*task.layers, task.workspace):
+            if layer in checked:
+                continue  # a shared layer is reported once, not once per task
+            checked.add(layer)
+            for file in sorted(layer.rglob("*")) if layer.is_dir() else []:
+                if file.is_file() and _AKM.search(file.read_text(encoding="utf-8", errors="replace") + " " + file.name):
+                    errors.append(f"{file}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)")
+        assets = _asset_texts(stashes_root / task.stash)
+        literals = _pinned_literals(task)
+        for asset, text in assets:
+            if task.expected_match and re.search(task.expected_match, text):
+                warnings.append(f"{path}: expected_match: the answer pattern matches stash asset {asset}")
+            for literal in literals:
+                if literal in text:
+                    warnings.append(f"{path}: verifier pins {literal!r}, which stash asset {asset} contains verbatim")
+    return sorted(tasks, key=lambda t: t.id), errors, warnings
+
+
+def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeout_s: float = 120.0) -> list[str]:
+    """Run the verifier on the untouched workspace (must fail) and after solve.sh (must pass), twice each."""
+    problems = []
+    for label, solve in (("untouched workspace", False), ("solution", True)):
+        run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
+        try:
+            workspace = run_dir / "workspace"
+            copy_workspace(task, workspace)
+            (run_dir / "home").mkdir()
+            env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(run_dir / "home"), "LANG": "C.UTF-8"}
+            text = ""
+            if solve:
+                result = OracleAgent().run(
+                    AgentRequest(
+                        task=task,
+                        arm="noakm",
+                        seed=1,
+                        workspace=workspace,
+                        run_dir=run_dir,
+                        env=env,
+                        prompt="",
+                        prompt_version="",
+                        limits=Limits(wall_s=timeout_s),
+                        transcript=run_dir / "t",
+                        procs=procs,
+                    )
+                )
+                if result.error or result.budget:
+                    problems.append(f"solution did not finish: {result.error or 'wall budget'}")
+                    continue
+                text = result.final_text
+            verdicts: list[Verdict] = []
+            for _ in range(2):
+                scratch = run_dir / "verify"
+                scratch.mkdir(exist_ok=True)
+                verdicts.append(
+                    verify(
+                        task,
+                        workspace=workspace,
+                        final_text=text,
+                        scratch=scratch,
+                        env=env,
+                        procs=procs,
+                        timeout_s=timeout_s,
+                    )
+                )
+            first, second = verdicts
+            if first.error:
+                problems.append(f"verifier could not run on the {label}: {first.error}")
+            elif first.passed != second.passed:
+                problems.append(f"verifier is not deterministic on the {label}: {_word(first)} then {_word(second)}")
+            elif first.passed != solve:
+                problems.append(
+                    "verifier passes on the untouched workspace: doing nothing would solve the task"
+                    if not solve
+                    else f"solution does not pass its verifier (exit {first.exit_code}): {first.tail.strip()[-300:]}"
+                )
+        finally:
+            procs.kill_all()
+            shutil.rmtree(run_dir, ignore_errors=True)
+    return problems
+
+
+def search_problems(
+    task: Task, stashes_root: Path, info: akm.AkmInfo, work_root: Path, procs: ProcessTracker
+) -> list[str]:
+    """With a real akm: searching the task's keywords as the akm arm's prompt does lists its gold
+    asset. Without that, the akm arm could only reach the gold asset by guessing its ref."""
+    if not task.gold_ref:
+        return []
+    run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
+    try:
+        stash = run_dir / "stash"
+        copy_stash(task, stashes_root, stash)
+        env = akm.cell_env(info, stash, akm.private_env(run_dir / "home"))
+        akm.write_config(info, env)
+        code, output, _ = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
+        if code != 0:
+            return [f"akm {info.version}: index of stash {task.stash!r} failed (exit {code}): {output.strip()[-200:]}"]
+        words = keywords(task)
+        code, output, _ = procs.run([str(info.path), "search", words], cwd=stash, env=env, timeout_s=120)
+        hits = akm.search_refs(output) if code == 0 else None
+        if hits is None:
+            return [f"akm {info.version}: search {words!r} failed (exit {code}): {output.strip()[-200:]}"]
+        if not any(akm.same_asset(ref, task.gold_ref) for ref in hits):
+            found = ", ".join(hits[:5]) or "no hit"
+            return [
+                f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref} "
+                f"({found}); change the keywords or the asset's description and tags"
+            ]
+        return []
+    finally:
+        procs.kill_all()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _word(verdict: Verdict) -> str:
+    return "pass" if verdict.passed else "fail"

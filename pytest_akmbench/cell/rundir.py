@@ -1,0 +1,142 @@
+"""A cell's run dir: the copies of the workspace and stash, the content hashes of a task, the
+PATH of an arm without akm, and the akm arm's index and event log (docs/architecture.md).
+
+The copy rule is the corpus's (docs/corpus.md, "Layout"): regular files and directories only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from ..corpus.tasks import Task
+from ..system.procs import ProcessTracker, is_executable
+from . import akm
+
+# What a shell says for a command that does not exist: "not available in this arm" would
+# itself tell the control arm that there is an akm to have.
+_NO_AKM = '#!/bin/sh\necho "sh: 1: akm: not found" >&2\nexit 127\n'
+
+
+def tree_hash(path: Path) -> str:
+    """SHA-256 over a directory's regular files (relative path NUL bytes NUL), caches skipped."""
+    h = hashlib.sha256()
+    if not path.is_dir():
+        return h.hexdigest()
+    entries: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".pytest_cache")]
+        entries.extend(os.path.relpath(os.path.join(dirpath, n), path) for n in filenames)
+    for rel in sorted(entries):
+        full = path / rel
+        if full.is_file() and not full.is_symlink():
+            h.update(rel.encode() + b"\0" + full.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def copy_workspace(task: Task, dst: Path) -> None:
+    """The task's starting workspace: its shared layers, then its own ``workspace/``."""
+    for layer in (*task.layers, task.workspace):
+        _copy_tree(layer, dst)
+
+
+def task_hash(task: Task) -> str:
+    """The content hash of everything a task's cells start from: its directory and its layers."""
+    if not task.layers:
+        return tree_hash(task.task_dir)
+    return hashlib.sha256("\0".join([tree_hash(task.task_dir), *map(tree_hash, task.layers)]).encode()).hexdigest()
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    # Regular files and directories only, .gitkeep skipped: docs/corpus.md, "Layout".
+    dst.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        for d in dirnames:
+            (dst / rel / d).mkdir(exist_ok=True)
+        for name in filenames:
+            source = Path(dirpath) / name
+            if name == ".gitkeep" or not source.is_file() or source.is_symlink():
+                continue
+            shutil.copy2(source, dst / rel / name)
+
+
+def write_akm_stub(bin_dir: Path) -> None:
+    """An ``akm`` in ``bin_dir`` that behaves like a missing command."""
+    path = bin_dir / "akm"
+    path.write_text(_NO_AKM)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warnings: list[str]) -> list[str]:
+    """PATH entries for an arm that must not have akm.
+
+    A directory holding ``akm`` is dropped (silently when it is inside the cell's run dir,
+    e.g. the runner's own bin dir). A system directory (one that also holds ``sh``) cannot be
+    dropped, so ``akm`` is shadowed there by a missing-command stub in ``bin_dir``.
+    """
+    kept: list[str] = []
+    shadow = False
+    run_root = run_dir.resolve()
+    for entry in entries:
+        path = Path(entry)
+        if not is_executable(path / "akm"):
+            kept.append(entry)
+            continue
+        if path.resolve().is_relative_to(run_root):
+            continue
+        if is_executable(path / "sh"):
+            kept.append(entry)
+            shadow = True
+            warnings.append(f"{entry}/akm shadowed by a missing-command stub for the {arm} arm")
+        else:
+            warnings.append(f"PATH entry {entry} holds an akm executable; dropped for the {arm} arm")
+    if shadow:
+        write_akm_stub(bin_dir)
+    return kept
+
+
+def copy_stash(task: Task, stashes_root: Path, dst: Path) -> None:
+    """The akm arm's stash: the task's fixture, then its ``stash_overlay``."""
+    _copy_tree(stashes_root / task.stash, dst)
+    if task.stash_overlay:
+        _copy_tree((task.task_dir / task.stash_overlay).resolve(), dst)
+
+
+class TreatmentDown(Exception):
+    """The akm arm's akm did not work for this cell: the cell is a harness_error."""
+
+
+def index_stash(info: akm.AkmInfo, stash: Path, env: dict[str, str], procs: ProcessTracker) -> dict[str, Any]:
+    """``akm index`` of the cell's own stash copy, at the path the agent will search."""
+    started = time.monotonic()
+    code, output, timed_out = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
+    report = akm.index_report(output)
+    report["ms"] = round((time.monotonic() - started) * 1000)
+    if code != 0 or timed_out:
+        why = "timed out" if timed_out else f"exit {code}"
+        raise TreatmentDown(f"akm index of the stash failed ({why}): {output.strip()[-300:]}")
+    if report["entries"] == 0:
+        raise TreatmentDown("akm index found no asset in the stash: the akm arm would search an empty stash")
+    return report
+
+
+def akm_events(
+    info: akm.AkmInfo, env: dict[str, str], cwd: Path, procs: ProcessTracker, since_ms: int
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """What akm logged since the agent started, or (None, why) when its log cannot be read."""
+    argv = akm.log_argv(info)
+    if argv is None:
+        return akm.since(akm.parse_events_file(akm.events_file(env)), since_ms), None
+    code, output, timed_out = procs.run(argv, cwd=cwd, env=env, timeout_s=60)
+    events = akm.parse_log(output) if code == 0 and not timed_out else None
+    if events is None:
+        return None, f"akm log unreadable (exit {code}): {output.strip()[-200:]}"
+    return akm.since(events, since_ms), None

@@ -1,0 +1,444 @@
+"""What the agent actually did with akm in one cell, from its transcript and akm's own log.
+
+The reference derived its trajectory from the *verifier's* stdout, so most of its signals were
+empty or artefacts. Here two sources are combined:
+
+1. **akm's own event log** (see :func:`akm.read_events`) is the ground truth of what akm
+   *served*: every search with its query and ranked results, every show, every feedback with
+   its signal. A call akm refused (an unknown ref, a usage error) leaves no event.
+2. **The agent transcript** (``opencode run --format json`` events, docs/opencode.md) gives the
+   order of things, the workspace writes, and every akm call the agent *attempted*, found by
+   reading each bash command as a shell would (:mod:`shell`), with the tool's exit status.
+   Without akm's log (an akm that keeps none) it is the only source of akm operations: a call
+   counts only when its command did not fail.
+
+Only the adapter's own summary (``AgentResult.akm``) is used when there is no transcript.
+Everything returned is plain builtins (it crosses xdist and lands in the sample store) and
+bounded: at most :data:`MAX_ACTIONS` actions and :data:`MAX_RESULTS` refs per search. Files are
+streamed line by line with a per-line cap, never read whole. Pure: no pytest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..corpus.tasks import Task
+from . import akm
+from .shell import writes_files
+
+MAX_ACTIONS = 100
+MAX_RESULTS = 10
+LINE_CAP = 4 * 1024 * 1024
+LOW_RANK = 5  # a gold rank above this is "low" (docs/report.md, "Failure modes")
+AKM_VERBS = ("search", "show", "feedback")
+WRITE_TOOLS = frozenset(("write", "edit", "patch", "multiedit", "apply_patch"))
+
+
+def ref_matches(ref: str | None, gold: str | None) -> bool:
+    """Whether ``ref`` names the gold asset, in either akm's ref syntax (see :func:`akm.same_asset`)."""
+    return akm.same_asset(ref, gold)
+
+
+def iter_json_lines(path: Path, cap: int = LINE_CAP) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, streamed; lines longer than ``cap`` are skipped."""
+    with open(path, "rb") as fh:
+        while True:
+            line = fh.readline(cap + 1)
+            if not line:
+                return
+            if len(line) > cap and not line.endswith(b"\n"):
+                while (rest := fh.readline(cap)) and not rest.endswith(b"\n"):
+                    pass  # drain an over-long line without holding it
+                continue
+            try:
+                obj = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(obj, dict):
+                yield obj
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class _Transcript:
+    """The akm calls and workspace writes of one opencode transcript, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []  # every akm call attempted, with ok True/False/None
+        self.writes: list[dict[str, Any]] = []
+        self.first_ts: int | None = None
+        self.context_bytes = 0  # output of the tool calls that ran akm
+
+    def read(self, path: Path) -> None:
+        for event in iter_json_lines(path):
+            ts = _int(event.get("timestamp"))
+            self._seen_time(ts)
+            if event.get("type") == "tool_use":
+                self._tool(_dict(event.get("part")), ts)
+
+    def _seen_time(self, ts: int | None) -> None:
+        if ts is not None and (self.first_ts is None or ts < self.first_ts):
+            self.first_ts = ts
+
+    def _tool(self, part: dict[str, Any], ts: int | None) -> None:
+        state = _dict(part.get("state"))
+        inputs, times = _dict(state.get("input")), _dict(state.get("time"))
+        start = _int(times.get("start")) or ts
+        end = _int(times.get("end")) or start
+        self._seen_time(start)  # opencode emits step_start after the tool has started
+        completed = state.get("status") == "completed"
+        exit_code = _int(_dict(state.get("metadata")).get("exit"))
+        output = state.get("output") if isinstance(state.get("output"), str) else ""
+        tool, command = part.get("tool"), inputs.get("command")
+        if tool in WRITE_TOOLS:
+            if completed:
+                self._write(tool, inputs.get("filePath"), end)
+            return
+        if tool != "bash" or not isinstance(command, str):
+            return
+        found = akm.calls(command)
+        if found:
+            self.context_bytes += len(output.encode("utf-8", "replace"))
+        failed = not completed or (exit_code is not None and exit_code != 0)
+        for call in found:
+            # A command's status belongs to its last command: only a lone call can be judged
+            # failed by it; in a longer command a failure leaves each call unknown (None).
+            ok = (not failed) if len(found) == 1 or not failed else None
+            entry: dict[str, Any] = {
+                "kind": call.verb,
+                "t_ms": start,
+                "ok": ok,
+                "exit": exit_code if len(found) == 1 else None,
+            }
+            if call.verb == "search":
+                entry["query"] = call.query
+                entry["results"] = _cap(akm.search_refs(output)) if ok and len(found) == 1 else None
+            elif call.verb in ("show", "feedback"):
+                entry["ref"] = call.ref
+                entry["polarity"] = call.polarity
+                if len(found) == 1:
+                    entry["bytes"] = len(output.encode("utf-8", "replace"))
+            self.calls.append(entry)
+        if completed and not failed and writes_files(command):
+            self._write("bash", None, end)
+
+    def _write(self, tool: str, path: Any, at: int | None) -> None:
+        self.writes.append({"kind": "write", "tool": tool, "path": path if isinstance(path, str) else None, "t_ms": at})
+
+
+def _cap(refs: list[str] | None) -> list[str] | None:
+    return None if refs is None else refs[:MAX_RESULTS]
+
+
+def _from_events(events: list[dict[str, Any]], gold: str | None, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """akm operations as akm logged them; show sizes borrowed from the matching transcript call."""
+    sizes = [c for c in calls if c["kind"] == "show" and c.get("bytes") is not None]
+    ops: list[dict[str, Any]] = []
+    for e in events:
+        if e["kind"] == "search":
+            ops.append(
+                {
+                    "kind": "search",
+                    "query": e["query"],
+                    "results": _cap(e["results"]),
+                    "hit_count": e["hit_count"],
+                    "gold_rank": _rank(e["results"], gold),
+                    "t_ms": e["t_ms"],
+                    "ok": True,
+                }
+            )
+        elif e["kind"] == "show":
+            size = next(
+                (c for c in sizes if akm.same_asset(c["ref"], e["ref"]) or akm.same_asset(e["ref"], c["ref"])), None
+            )
+            if size is not None:
+                sizes.remove(size)
+            ops.append(
+                {
+                    "kind": "show",
+                    "ref": e["ref"],
+                    "t_ms": e["t_ms"],
+                    "ok": True,
+                    "bytes": size["bytes"] if size else None,
+                }
+            )
+        else:
+            ops.append({"kind": "feedback", "ref": e["ref"], "polarity": e["signal"], "t_ms": e["t_ms"], "ok": True})
+    return ops
+
+
+def _from_calls(calls: list[dict[str, Any]], gold: str | None) -> list[dict[str, Any]]:
+    ops = []
+    for c in calls:
+        if c["kind"] in AKM_VERBS and c["ok"] is not False:
+            op = {k: v for k, v in c.items() if k != "exit"}
+            if c["kind"] == "search":
+                op["hit_count"] = None if c["results"] is None else len(c["results"])
+                op["gold_rank"] = _rank(c["results"], gold)
+            ops.append(op)
+    return ops
+
+
+def _from_agent(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    for s in summary.get("searches") or []:
+        query = s.get("query") if isinstance(s, dict) else str(s)
+        ops.append(
+            {
+                "kind": "search",
+                "query": query,
+                "results": None,
+                "hit_count": None,
+                "gold_rank": None,
+                "t_ms": None,
+                "ok": True,
+            }
+        )
+    for ref in summary.get("shows") or []:
+        ops.append({"kind": "show", "ref": ref, "t_ms": None, "ok": True})
+    for f in summary.get("feedback") or []:
+        if isinstance(f, dict):
+            ops.append(
+                {"kind": "feedback", "ref": f.get("ref"), "polarity": f.get("polarity"), "t_ms": None, "ok": True}
+            )
+    return ops
+
+
+def _rank(results: list[str] | None, gold: str | None) -> int | None:
+    if results is None or gold is None:
+        return None
+    return next((i for i, ref in enumerate(results, 1) if ref_matches(ref, gold)), None)
+
+
+def liveness(calls: list[dict[str, Any]], events: list[dict[str, Any]] | None) -> tuple[bool | None, str | None]:
+    """(did akm answer at least once, why the treatment looks broken or None).
+
+    ``None`` answered when the agent never called akm. Broken: every call failed and at least
+    one failed the way only a broken akm fails (exit 70, 78, 126, 127 or a signal); an agent
+    asking for a ref that is not there (exit 1 or 2) is the agent's doing, not akm's.
+    """
+    if events:
+        return True, None
+    if not calls:
+        return None, None
+    if any(c["ok"] for c in calls):
+        return True, None
+    if any(c["ok"] is None for c in calls):
+        return None, None
+    broken = [
+        c["exit"]
+        for c in calls
+        if c["exit"] is not None and (c["exit"] in akm.BROKEN_EXITS or c["exit"] < 0 or c["exit"] > 128)
+    ]
+    if broken:
+        return False, f"akm never answered: {len(calls)} akm call(s), all failed (exit {broken[-1]})"
+    return False, None
+
+
+def analyse_cell(
+    task: Task,
+    transcript: Path | None,
+    akm_events: list[dict[str, Any]] | None,
+    agent_akm: dict[str, Any] | None,
+    *,
+    agent_started_ms: int | None = None,
+) -> dict[str, Any]:
+    """The akm trajectory of one cell as plain data (see the module docstring for sources).
+
+    ``akm_events`` are akm's own normalised events (``None`` when akm keeps no readable log).
+    ``agent_started_ms`` (epoch ms) anchors the ``time_to_*`` figures; without it they are
+    measured from the earliest time in the transcript. Never raises: a fault in the analysis
+    gives an unobserved trajectory (``source`` None) with a warning, so a sample is never lost.
+    """
+    try:
+        return _analyse(task, transcript, akm_events, agent_akm, agent_started_ms)
+    except Exception as err:
+        empty = _analyse(task, None, None, None, None)
+        empty["warnings"].append(f"trajectory analysis failed: {type(err).__name__}: {err}")
+        return empty
+
+
+def _analyse(
+    task: Task,
+    transcript: Path | None,
+    events: list[dict[str, Any]] | None,
+    agent_akm: dict[str, Any] | None,
+    agent_started_ms: int | None,
+) -> dict[str, Any]:
+    gold = task.gold_ref
+    warnings: list[str] = []
+    seen = _Transcript()
+    source: str | None = None
+    if transcript is not None and transcript.is_file():
+        try:
+            seen.read(transcript)
+            source = "transcript"
+        except OSError as err:
+            warnings.append(f"transcript unreadable: {err}")
+    if events is not None:
+        ops = _from_events(events, gold, seen.calls)
+        source = source or "akm_events"
+        confirmed = sum(1 for c in seen.calls if c["ok"] and c["kind"] in AKM_VERBS)
+        if confirmed > len(ops):
+            warnings.append(f"{confirmed - len(ops)} akm call(s) the transcript shows succeeding are not in akm's log")
+    elif source == "transcript":
+        ops = _from_calls(seen.calls, gold)
+    elif agent_akm:
+        ops, source = _from_agent(agent_akm), "agent"
+    else:
+        ops = []
+    actions: list[dict[str, Any]] = []
+    for action in sorted([*ops, *seen.writes], key=lambda a: (a["t_ms"] is None, a["t_ms"] or 0)):
+        if not (action["kind"] == "write" and actions and actions[-1]["kind"] == "write"):
+            actions.append(action)  # consecutive writes collapse into the first
+    failed = [c for c in seen.calls if c["ok"] is False]
+    actions.extend(
+        {"kind": c["kind"], "t_ms": c["t_ms"], "ok": False, "exit": c["exit"]}
+        for c in failed
+        if c["kind"] in AKM_VERBS and len(actions) < MAX_ACTIONS
+    )
+    answered, broken = liveness(seen.calls, events)
+    return _summary(task, source, events is not None, ops, actions, seen, answered, broken, agent_started_ms, warnings)
+
+
+def _summary(
+    task: Task,
+    source: str | None,
+    have_events: bool,
+    ops: list[dict[str, Any]],
+    actions: list[dict[str, Any]],
+    seen: _Transcript,
+    answered: bool | None,
+    broken: str | None,
+    agent_started_ms: int | None,
+    warnings: list[str],
+) -> dict[str, Any]:
+    gold = task.gold_ref
+    searches = [a for a in ops if a["kind"] == "search"]
+    shows = [a for a in ops if a["kind"] == "show"]
+    feedback = [a for a in ops if a["kind"] == "feedback"]
+    loaded: list[str] = []
+    for a in shows:
+        if a["ref"] and not any(akm.same_asset(a["ref"], r) and akm.same_asset(r, a["ref"]) for r in loaded):
+            loaded.append(a["ref"])
+    polarities = {a.get("polarity") for a in feedback} - {None}
+    allowed = (gold,) + task.expected_transfer_from if gold else task.expected_transfer_from
+    irrelevant = [r for r in loaded if not any(ref_matches(r, g) for g in allowed if g)] if allowed else None
+    searched_before: bool | None = None
+    if source == "transcript":
+        first_write = min((w["t_ms"] for w in seen.writes if w["t_ms"] is not None), default=None)
+        searched_before = any(
+            s["t_ms"] is not None and (first_write is None or s["t_ms"] < first_write) for s in searches
+        )
+    anchor = agent_started_ms if agent_started_ms is not None else seen.first_ts
+    gold_show = next((a for a in shows if ref_matches(a["ref"], gold)), None)
+    sizes = [a["bytes"] for a in shows if a.get("bytes") is not None]
+    attempted = seen.calls
+    return {
+        "source": source,
+        "akm_events": have_events,
+        "actions": actions[:MAX_ACTIONS],
+        "actions_truncated": len(actions) > MAX_ACTIONS,
+        "search_count": len(searches),
+        "show_count": len(shows),
+        "feedback_count": len(feedback),
+        "positive_feedback_count": sum(a.get("polarity") == "positive" for a in feedback),
+        "negative_feedback_count": sum(a.get("polarity") == "negative" for a in feedback),
+        "searches_with_hits": sum(1 for a in searches if a.get("hit_count")),
+        "gold_ranks": [a["gold_rank"] for a in searches if a.get("results") is not None] if gold else [],
+        "assets_loaded": loaded,
+        "correct_asset_loaded": None if gold is None else any(ref_matches(r, gold) for r in loaded),
+        "feedback_recorded": bool(feedback),
+        "feedback_polarity": ("mixed" if len(polarities) > 1 else next(iter(polarities))) if polarities else None,
+        "searched_before_acting": searched_before,
+        "workspace_writes": len(seen.writes) if source == "transcript" else None,
+        "irrelevant_assets_loaded": irrelevant,
+        "akm_calls": len(attempted) if source == "transcript" else None,
+        "akm_calls_failed": sum(c["ok"] is False for c in attempted) if source == "transcript" else None,
+        "akm_answered": answered,
+        "akm_broken": broken,
+        "time_to_first_search_ms": _elapsed(searches[0]["t_ms"] if searches else None, anchor),
+        "time_to_first_correct_asset_ms": _elapsed(gold_show["t_ms"] if gold_show else None, anchor),
+        "asset_bytes_loaded": sum(sizes) if source == "transcript" else None,
+        "context_bytes_loaded": seen.context_bytes if source == "transcript" else None,
+        "warnings": warnings,
+    }
+
+
+def _elapsed(at: int | None, anchor: int | None) -> int | None:
+    if at is None or anchor is None or at < anchor:
+        return None
+    return at - anchor
+
+
+# ---------------------------------------------------------------- failure modes
+
+FAILURE_LABELS = (
+    "no_search",
+    "search_no_gold",
+    "search_low_rank",
+    "loaded_wrong",
+    "loaded_ignored",
+    "followed_wrong",
+    "unrelated_bug",
+    "hung",
+    "confused",
+    "budget_exceeded",
+)
+
+
+def failure_mode(sample: dict[str, Any], gold: str | None) -> str | None:
+    """Why an akm-arm run did not pass, from its trajectory (docs/report.md, "Failure modes").
+
+    ``budget_exceeded`` runs get their budget tag (``hung``/``confused``, else
+    ``budget_exceeded``). ``fail`` runs with a trajectory, first rule wins: no search →
+    ``no_search``; no gold ref → ``unrelated_bug``; gold shown → ``followed_wrong`` if the
+    agent wrote to the workspace after first showing it, else ``loaded_ignored``; every search
+    with known results missed the gold → ``search_no_gold``; best rank > 5 →
+    ``search_low_rank``; another asset shown → ``loaded_wrong``; else ``unrelated_bug``. Passing runs, harness errors,
+    other arms and runs without a trajectory get None (never a guess).
+    """
+    if sample.get("arm") != "akm":
+        return None
+    outcome = sample.get("outcome")
+    if outcome == "budget_exceeded":
+        tag = sample.get("budget_tag")
+        return tag if tag in ("hung", "confused") else "budget_exceeded"
+    traj = sample.get("trajectory")
+    if outcome != "fail" or not isinstance(traj, dict) or traj.get("source") is None:
+        return None
+    if not traj.get("search_count"):
+        return "no_search"
+    if gold is None:
+        return "unrelated_bug"
+    if traj.get("correct_asset_loaded"):
+        actions = traj.get("actions") or []
+        shown = next(
+            (
+                i
+                for i, a in enumerate(actions)
+                if a["kind"] == "show" and a.get("ok", True) and ref_matches(a.get("ref"), gold)
+            ),
+            None,
+        )
+        if shown is not None and any(a["kind"] == "write" for a in actions[shown + 1 :]):
+            return "followed_wrong"
+        return "loaded_ignored"
+    ranks = list(traj.get("gold_ranks") or [])
+    known = [r for r in ranks if r is not None]
+    if ranks and not known:
+        return "search_no_gold"
+    if known and min(known) > LOW_RANK:
+        return "search_low_rank"
+    if traj.get("assets_loaded"):
+        return "loaded_wrong"
+    return "unrelated_bug"

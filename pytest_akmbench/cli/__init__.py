@@ -1,0 +1,1 @@
+"""``python -m pytest_akmbench``: the commands (``main``) and ``doctor``; no pytest needed."""

@@ -1,0 +1,209 @@
+"""``python -m pytest_akmbench``: report, compare, validate, doctor, kill, clean.
+
+None of these needs pytest or an agent; they use the core directly. Errors are one line on
+stderr; exit status 2 for usage errors (a missing file, an unknown task), 78 for invalid
+configuration content, as the reference does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..cell.runner import RunContext
+from ..corpus.config import DEFAULT_FLOOR, load_run_config, resolve, run_caps
+from ..corpus.tasks import load_corpus, select_with_override
+from ..errors import BenchError, ConfigError
+from ..report import envelope as report
+from ..report import files as report_files
+from ..report.resume import report_input
+from ..store.samples import SampleStore
+from ..system import lifecycle
+
+
+class _StoredAgent:
+    """An agent known only by the name and version its samples carry."""
+
+    def __init__(self, name: str, version: str) -> None:
+        self.name, self.version = name, version
+
+
+def _latest(store_dir: Path, agent: str) -> dict[str, Any] | None:
+    latest = None
+    for record in SampleStore(store_dir).iter_records():
+        if record.get("agent", {}).get("name") == agent:
+            latest = record
+    return latest
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    cwd = Path.cwd()
+    config = load_run_config(Path(args.config)) if args.config else None
+    settings = resolve(
+        rootdir=cwd,
+        cwd=cwd,
+        config=config,
+        ini={},
+        cli={
+            "tasks": args.tasks,
+            "arms": args.arms,
+            "seeds": args.seeds,
+            "agent": args.agent,
+            "model": args.model,
+            "floor": args.floor,
+            "budget_tokens": args.budget_tokens,
+            "budget_wall_ms": args.budget_wall_ms,
+        },
+        tasks_root=Path(args.corpus).resolve(),
+        stashes_root=Path(args.stashes).resolve(),
+    )
+    corpus = load_corpus(settings.tasks_root, settings.stashes_root)
+    tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
+    store_dir = Path(args.store).resolve()
+    latest = _latest(store_dir, settings.agent)
+    if latest is None:
+        raise ConfigError(
+            f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True
+        )
+    # The offline report rebuilds the latest run: its agent version, model, run id (unless given) and sandbox.
+    agent = _StoredAgent(settings.agent, args.agent_version or latest["fingerprint"]["agent_version"])
+    ctx = RunContext(
+        run_id=args.run_id or latest["run_id"],
+        tmp_root=store_dir,
+        stashes_root=settings.stashes_root,
+        agent=agent,  # type: ignore[arg-type]
+        model=settings.model if args.model else latest.get("model"),
+        budget_tokens=settings.budget_tokens,
+        budget_wall_ms=settings.budget_wall_ms,
+        budget_turns=settings.budget_turns,
+        verify_timeout_s=settings.verify_timeout,
+        **run_caps(settings),
+        sandbox=latest["fingerprint"].get("sandbox", "none"),
+    )
+    cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
+    inp = report_input(
+        tasks=tasks,
+        arms=settings.arms,
+        seeds=settings.seeds,
+        cells=cells,
+        slice_label=slice_label,
+        ctx=ctx,
+        store_dir=store_dir,
+        floor=settings.floor,
+        cwd=cwd,
+    )
+    envelope = report.build(inp)
+    json_path, md_path, html_path = report_files.write(Path(args.out), envelope, store_dir)
+    print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
+    return 0
+
+
+def cmd_compare(argv: Sequence[str]) -> int:
+    from ..report import compare
+
+    return compare.main(list(argv))
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .validate import validate
+
+    return validate(Path(args.corpus), Path(args.stashes), [Path(c) for c in args.configs])
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    return lifecycle.kill(_tmp_root(args), project=Path.cwd(), everything=args.all)
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    return lifecycle.clean(_tmp_root(args), older_than_h=args.older_than)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import doctor
+
+    return doctor(args)
+
+
+def _tmp_root(args: argparse.Namespace) -> Path:
+    return Path(args.tmp) if args.tmp else lifecycle.default_tmp_root()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pytest_akmbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    rep = sub.add_parser("report", help="rebuild report.json, summary.md and report.html from a sample store, offline")
+    rep.add_argument("--store", default=".akmbench/store", help="sample store directory (default: .akmbench/store)")
+    rep.add_argument("--out", default=".akmbench/report", help="output directory (default: .akmbench/report)")
+    rep.add_argument("--config", help="the run config the bench ran with")
+    rep.add_argument("--corpus", default="corpus/tasks", help="tasks root (default: corpus/tasks)")
+    rep.add_argument("--stashes", default="corpus/stashes", help="stash fixtures (default: corpus/stashes)")
+    rep.add_argument("--tasks", help="task selector, as --bench-tasks")
+    rep.add_argument("--arms", help="arms, as --bench-arms")
+    rep.add_argument("--seeds", help="seeds per cell, as --bench-seeds")
+    rep.add_argument("--agent", help="agent name (default: from the config, else opencode)")
+    rep.add_argument("--agent-version", help="agent version (default: the latest sample's)")
+    rep.add_argument("--model", help="model (default: the latest sample's)")
+    rep.add_argument("--run-id", help="which run counts as this report's own (default: the latest)")
+    rep.add_argument("--floor", default=str(DEFAULT_FLOOR), help="reporting floor (default: 3)")
+    rep.add_argument("--budget-tokens", help="as --bench-budget-tokens")
+    rep.add_argument("--budget-wall-ms", help="as --bench-budget-wall-ms")
+    rep.set_defaults(func=cmd_report)
+
+    sub.add_parser("compare", help="compare two report.json files (see compare --help)", add_help=False)
+
+    val = sub.add_parser("validate", help="check a corpus and run configs without running any agent")
+    val.add_argument("--corpus", default="corpus/tasks", help="tasks root (default: corpus/tasks)")
+    val.add_argument("--stashes", default="corpus/stashes", help="stash fixtures (default: corpus/stashes)")
+    val.add_argument("configs", nargs="*", help="run configs to check as well")
+    val.set_defaults(func=cmd_validate)
+
+    for name, helptext, func in (
+        ("kill", "stop this project's running bench (SIGTERM; a second call sends SIGKILL)", cmd_kill),
+        ("clean", "remove stale run dirs (never a live run's, never the store)", cmd_clean),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--tmp", help="bench tmp root (default: ~/.cache/bench-cells)")
+        if name == "clean":
+            p.add_argument("--older-than", type=float, default=6.0, metavar="HOURS", help="age threshold (default: 6)")
+        else:
+            p.add_argument(
+                "--all",
+                action="store_true",
+                help="stop the benches of every project, not only the one of the current directory",
+            )
+        p.set_defaults(func=func)
+
+    doc = sub.add_parser("doctor", help="what is installed and reachable")
+    doc.add_argument("--config", help="run config (for its providers and model)")
+    doc.add_argument("--providers", help="providers file")
+    doc.add_argument("--opencode-config", help="standard opencode config (opencode.json)")
+    doc.add_argument("--model", help="model to check")
+    doc.add_argument("--opencode", help="opencode executable")
+    doc.add_argument("--akm", help="akm executable")
+    doc.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["compare"]:
+        return _guard(lambda: cmd_compare(argv[1:]))
+    args = build_parser().parse_args(argv)
+    return _guard(lambda: args.func(args))
+
+
+def _guard(fn: Any) -> int:
+    try:
+        return int(fn())
+    except ConfigError as err:
+        print(f"akmbench: {err}", file=sys.stderr)
+        return 2 if err.usage else 78
+    except BenchError as err:
+        print(f"akmbench: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,442 @@
+"""Run configs (schema v1, docs/corpus.md) and the one resolved ``Settings`` of a bench run.
+
+Every setting has four possible sources with a fixed precedence: command line, then the
+run config file, then the ini file, then the default. Each value remembers where it came
+from so an error can name it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import ConfigError
+from ..records import ARMS
+from ..system.sandbox import parse_mode
+
+DEFAULT_SEEDS = 3
+DEFAULT_FLOOR = 3
+DEFAULT_BUDGET_TOKENS = 30000
+DEFAULT_BUDGET_WALL_MS = 120000
+DEFAULT_VERIFY_TIMEOUT_S = 120.0
+PARALLEL_MAX = 8
+# Beyond these a run is a typo, not a benchmark: 10^8 seeds took 2.9 GB just to collect.
+MAX_SEEDS = 1000
+MAX_CELLS = 200_000
+PARALLEL_WARN = 4
+
+# Run-config fields: the reference's schema v1, the standalone akm-bench's additions (track,
+# model, opencodeConfig/Ref, phase2*), and this project's agent, akm and budgetTurns.
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "$schema": (str,),
+    "schemaVersion": (int,),
+    "track": (str,),
+    "name": (str,),
+    "description": (str,),
+    "providers": (dict,),
+    "providersRef": (str,),
+    "opencodeConfig": (dict,),
+    "opencodeConfigRef": (str,),
+    "defaultModel": (str,),
+    "model": (str,),
+    "tasks": (str, list),
+    "arms": (list,),
+    "seeds": (int,),
+    "budgetTokens": (int,),
+    "budgetWallMs": (int,),
+    "budgetTurns": (int,),
+    "parallel": (int,),
+    "forceParallel": (bool,),
+    "baseline": (str,),
+    "agent": (str,),
+    "akm": (str,),
+    "phase2Enabled": (bool,),
+    "phase2ReflectTimeoutMs": (int,),
+    "phase2ReflectRetryTimeoutMs": (int,),
+    "phase2SkipReflectOnAllNegative": (bool,),
+}
+# One source of provider entries per run config.
+PROVIDER_FIELDS = ("providers", "providersRef", "opencodeConfig", "opencodeConfigRef")
+# Settings of the evolve track: accepted so a standalone akm-bench config loads, unused here.
+PHASE2_FIELDS = ("phase2Enabled", "phase2ReflectTimeoutMs", "phase2ReflectRetryTimeoutMs",
+                 "phase2SkipReflectOnAllNegative")
+TRACKS = ("utility", "evolve")
+_POSITIVE = ("seeds", "budgetTokens", "budgetWallMs", "budgetTurns", "parallel", "phase2ReflectTimeoutMs",
+             "phase2ReflectRetryTimeoutMs")
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """A validated run-config file; absent fields are ``None``."""
+
+    path: Path
+    data: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.data.get("name") or self.path.stem)
+
+    def get(self, key: str) -> Any:
+        return self.data.get(key)
+
+    @property
+    def default_model(self) -> str | None:
+        """``model`` (standalone akm-bench) or ``defaultModel`` (reference): one slot."""
+        return self.data.get("model") or self.data.get("defaultModel")
+
+    def warnings(self) -> list[str]:
+        """What the file sets that this run will not use (each a whole line)."""
+        unused = [key for key in PHASE2_FIELDS if key in self.data]
+        if not unused:
+            return []
+        return [f"{self.path}: {', '.join(unused)}: evolve-track settings, unused by the utility track this run "
+                "executes (accepted so the config loads unchanged)"]
+
+    def resolve_path(self, key: str) -> Path | None:
+        """A path field after ``${VAR}``/``$VAR``/``~`` expansion, relative to the file's dir."""
+        raw = self.data.get(key)
+        return None if not raw else expand_path(raw, self.path.parent)
+
+
+def expand_path(raw: str, base: Path) -> Path:
+    """Path expansion (docs/corpus.md, "Run configs"): ``${NAME}``, ``$NAME``, ``~``, then relative to ``base``."""
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), raw)
+    text = re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: os.environ.get(m.group(1), ""), text)
+    path = Path(text).expanduser()
+    return path if path.is_absolute() else (base / path)
+
+
+def load_run_config(path: Path) -> RunConfig:
+    """Read and validate a run config; an error names the file, the field and the fix.
+
+    Only the first problem is raised (one line); ``validate`` lists them all
+    (:func:`run_config_problems`).
+    """
+    data = read_run_config(path)
+    problems = run_config_problems(data, path)
+    if problems:
+        more = len(problems) - 1
+        tail = f" (and {more} more: python -m pytest_akmbench validate {path} lists them)" if more else ""
+        raise ConfigError(problems[0] + tail)
+    if data.get("track", "utility") != "utility":
+        raise ConfigError(f"{path}: track: the {data['track']} track cannot run here yet; this plugin runs the "
+                          "utility track (remove the field or set it to \"utility\")", usage=True)
+    return RunConfig(path=path, data=data)
+
+
+def read_run_config(path: Path) -> dict[str, Any]:
+    """The parsed JSON object of a run config, unchecked."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: run config not found; check the --bench-config path", usage=True) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read run config: {getattr(err, 'strerror', None) or err}", usage=True) from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a run config is a JSON object, got {type(data).__name__}")
+    return data
+
+
+def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
+    """Every problem of a parsed run config, each a line naming the file and the field."""
+    problems: list[str] = []
+    typed: dict[str, Any] = {}  # the known fields of the right type: the checks below read only these
+    for key, value in data.items():
+        if key not in _FIELDS:
+            problems.append(f"{path}: unknown field {key!r}; known fields: {', '.join(sorted(_FIELDS))}")
+            continue
+        want = _FIELDS[key]
+        if isinstance(value, bool) and bool not in want or not isinstance(value, want):
+            names = " or ".join("array" if t is list else "object" if t is dict else t.__name__ for t in want)
+            problems.append(f"{path}: {key}: expected {names}, got {json.dumps(value)}")
+        else:
+            typed[key] = value
+    if data.get("schemaVersion") != 1 or isinstance(data.get("schemaVersion"), bool):
+        problems.append(f"{path}: schemaVersion: must be 1, got {json.dumps(data.get('schemaVersion'))}")
+    sources = [key for key in PROVIDER_FIELDS if key in data]
+    if len(sources) > 1:
+        problems.append(f"{path}: {' and '.join(sources)}: give one source of providers, not {len(sources)}")
+    if "model" in typed and "defaultModel" in typed and typed["model"] != typed["defaultModel"]:
+        problems.append(f"{path}: model and defaultModel: both name the run's model; keep one")
+    if "track" in typed and typed["track"] not in TRACKS:
+        problems.append(f"{path}: track: must be one of {', '.join(TRACKS)}, got {json.dumps(typed['track'])}")
+    for key in _POSITIVE:
+        if key in typed and typed[key] < 1:
+            problems.append(f"{path}: {key}: must be a positive integer, got {typed[key]}")
+    if typed.get("seeds", 0) > MAX_SEEDS:
+        problems.append(f"{path}: seeds: {typed['seeds']} seeds is too many: at most {MAX_SEEDS} trials per cell")
+    tasks = typed.get("tasks")
+    if isinstance(tasks, list) and not all(isinstance(t, str) and t for t in tasks):
+        problems.append(f"{path}: tasks: every entry must be a task id string")
+    if "arms" in typed:
+        try:
+            parse_arms(typed["arms"])
+        except ValueError as err:
+            problems.append(f"{path}: arms: {err}")
+    return problems
+
+
+def config_options(cfg: RunConfig | None) -> dict[str, Any]:
+    """The run config's provider and model fields, as the agent adapter's discovery reads them."""
+    return {
+        "config_providers": cfg.get("providers") if cfg else None,
+        "config_providers_ref": cfg.get("providersRef") if cfg else None,
+        "config_opencode": cfg.get("opencodeConfig") if cfg else None,
+        "config_opencode_ref": cfg.get("opencodeConfigRef") if cfg else None,
+        "config_default_model": cfg.default_model if cfg else None,
+        "config_path": str(cfg.path) if cfg else None,
+    }
+
+
+# ---------------------------------------------------------------- value parsers
+# Plain functions raising ValueError, shared by the pytest options, ini keys and the CLI.
+
+
+def positive_int(text: str | int) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise ValueError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def seed_count(text: str | int) -> int:
+    value = positive_int(text)
+    if value > MAX_SEEDS:
+        raise ValueError(f"{value} seeds is too many: at most {MAX_SEEDS} trials per cell")
+    return value
+
+
+def check_matrix(tasks: int, arms: int, seeds: int) -> None:
+    """Refuse a selection whose cells could not be collected in reasonable memory."""
+    cells = tasks * arms * seeds
+    if cells > MAX_CELLS:
+        raise ConfigError(
+            f"{tasks} tasks x {arms} arms x {seeds} seeds = {cells} cells is more than the {MAX_CELLS} one run "
+            "can hold; select fewer tasks or seeds"
+        )
+
+
+def positive_float(text: str | float) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def parse_arms(value: str | list[Any]) -> tuple[str, ...]:
+    items = [a.strip() for a in value.split(",")] if isinstance(value, str) else value
+    if not items or any(not isinstance(a, str) or not a for a in items):
+        raise ValueError(f"expected a non-empty list of arms ({', '.join(ARMS)})")
+    for arm in items:
+        if arm not in ARMS:
+            raise ValueError(f"unknown arm {arm!r}; arms are {', '.join(ARMS)}")
+    dupes = sorted({a for a in items if items.count(a) > 1})
+    if dupes:
+        raise ValueError(f"arm {dupes[0]!r} is listed twice")
+    return tuple(items)
+
+
+def parse_tasks(value: str | list[str]) -> str | list[str]:
+    """A selector: all/train/eval, a domain, a task id, or a comma-separated list of ids."""
+    if isinstance(value, list):
+        return value
+    text = value.strip()
+    if not text:
+        raise ValueError("expected a task selector (all, train, eval, a domain, or ids a/b,c/d)")
+    return [t.strip() for t in text.split(",") if t.strip()] if "," in text else text
+
+
+def parse_bool(value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+# ---------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a bench run needs, resolved once (CLI > config file > ini > default)."""
+
+    rootdir: Path
+    tasks_root: Path
+    stashes_root: Path
+    config: RunConfig | None = None
+    tasks: str | list[str] | None = None
+    tasks_override: str | list[str] | None = None
+    arms: tuple[str, ...] = ("noakm", "akm")
+    seeds: int = DEFAULT_SEEDS
+    agent: str = "opencode"
+    model: str | None = None
+    providers: Path | None = None
+    opencode_config: Path | None = None
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS
+    budget_wall_ms: int = DEFAULT_BUDGET_WALL_MS
+    budget_turns: int | None = None
+    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT_S
+    parallel: int | None = None
+    force_parallel: bool = False
+    store: Path | None = None
+    report: Path | None = None
+    tmp: Path | None = None
+    akm: Path | None = None
+    opencode: Path | None = None
+    keep_runs: bool = False
+    fresh: bool = False
+    soundness: bool = False
+    baseline: Path | None = None
+    gates: tuple[str, ...] = ()
+    floor: int = DEFAULT_FLOOR
+    sandbox: str = "auto"  # auto | bwrap | none; after plugin setup, the mode actually used
+    sandbox_ro: tuple[Path, ...] = ()
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.config.name if self.config else "adhoc"
+
+
+# Setting name -> (run-config field or None, parser).
+_SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
+    "tasks": (None, parse_tasks),
+    "arms": ("arms", parse_arms),
+    "seeds": ("seeds", seed_count),
+    "agent": ("agent", str),
+    "model": (None, str),
+    "providers": (None, str),
+    "opencode_config": (None, str),
+    "budget_tokens": ("budgetTokens", positive_int),
+    "budget_wall_ms": ("budgetWallMs", positive_int),
+    "budget_turns": ("budgetTurns", positive_int),
+    "verify_timeout": (None, positive_float),
+    "parallel": ("parallel", positive_int),
+    "force_parallel": ("forceParallel", parse_bool),
+    "akm": ("akm", str),
+    "opencode": (None, str),
+    "store": (None, str),
+    "report": (None, str),
+    "tmp": (None, str),
+    "keep_runs": (None, parse_bool),
+    "fresh": (None, parse_bool),
+    "soundness": (None, parse_bool),
+    "baseline": ("baseline", str),
+    "floor": (None, positive_int),
+    "sandbox": (None, parse_mode),
+    "sandbox_ro": (None, lambda v: tuple(v) if isinstance(v, (list, tuple)) else (str(v),)),
+}
+_PATHS = ("providers", "opencode_config", "akm", "opencode", "store", "report", "tmp", "baseline")
+
+
+def resolve(
+    *,
+    rootdir: Path,
+    cli: Mapping[str, Any],
+    ini: Mapping[str, Any],
+    config: RunConfig | None,
+    tasks_root: Path,
+    stashes_root: Path,
+    cwd: Path,
+) -> Settings:
+    """Merge the layers. ``cli`` and ``ini`` hold raw values keyed by setting name (None = unset).
+
+    Relative paths from the command line resolve against ``cwd``, from the ini against
+    ``rootdir``, from the config file against the file's directory.
+    """
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for name, (cfg_key, parse) in _SPEC.items():
+        layers: list[tuple[str, Any, Path]] = [
+            (f"--bench-{name.replace('_', '-')}" if name != "parallel" else "--parallel", cli.get(name), cwd)
+        ]
+        if config is not None and cfg_key is not None:
+            layers.append((f"{config.path}: {cfg_key}", config.get(cfg_key), config.path.parent))
+        layers.append((f"ini bench_{name}", ini.get(name), rootdir))
+        for origin, raw, base in layers:
+            if raw is None or raw == "":
+                continue
+            try:
+                value = parse(raw)
+            except ValueError as err:
+                raise ConfigError(f"{origin}: {err}") from None
+            if name in _PATHS:
+                value = expand_path(value, base)
+            elif name == "sandbox_ro":
+                value = tuple(_existing(expand_path(v, base), origin) for v in value)
+            values[name] = value
+            origins[name] = origin
+            break
+    if config is not None and config.get("tasks") is not None:
+        values["tasks_override"] = values.pop("tasks", None)
+        values["tasks"] = parse_tasks(config.get("tasks"))
+    return Settings(
+        rootdir=rootdir,
+        tasks_root=tasks_root,
+        stashes_root=stashes_root,
+        config=config,
+        origins=origins,
+        **values,
+    )
+
+
+def _existing(path: Path, origin: str) -> Path:
+    if not path.exists():
+        raise ConfigError(f"{origin}: {path} does not exist; give a file or directory the sandboxed agent may read")
+    return path
+
+
+def run_caps(settings: Settings) -> dict[str, Any]:
+    """The run-level budgets set explicitly (anywhere but the defaults): they cap every task's own."""
+    return {
+        "cap_tokens": settings.budget_tokens if "budget_tokens" in settings.origins else None,
+        "cap_wall_ms": settings.budget_wall_ms if "budget_wall_ms" in settings.origins else None,
+    }
+
+
+def load_baseline(path: Path) -> dict[str, float]:
+    """A flat {task_id: pass_rate} map (docs/corpus.md, "Run configs"); rates are numbers in [0, 1]."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: baseline file not found; fix the baseline path", usage=True) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read baseline: {err}", usage=True) from err
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{path}: baseline is not valid JSON: line {err.lineno}: {err.msg}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a baseline is a JSON object mapping task ids to pass rates")
+    for task_id, rate in data.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ConfigError(f"{path}: {task_id}: baseline pass rate must be a number in [0, 1], got {json.dumps(rate)}")
+    return {k: float(v) for k, v in data.items()}
+
+
+def clamp_parallel(value: int, force: bool) -> tuple[int, str | None]:
+    """Clamp to [1, 8]; above 4 a warning unless forced, as the reference does."""
+    clamped = max(1, min(PARALLEL_MAX, value))
+    warning = None
+    if clamped > PARALLEL_WARN and not force:
+        warning = (
+            f"--parallel {clamped} exceeds {PARALLEL_WARN}; high concurrency may overwhelm local providers. "
+            "Pass --bench-force-parallel to suppress this warning."
+        )
+    return clamped, warning

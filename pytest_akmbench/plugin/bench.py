@@ -1,0 +1,368 @@
+"""The hooks of an active bench run: settings, collection of cells, the cell fixtures, the reports.
+
+Registered by the entry point (``plugin/__init__.py``) only when a run asks for a bench, so a
+pytest run that does not use it never imports this module or anything below it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..agents.base import Agent, OracleAgent, SessionInfo
+from ..cell import akm
+from ..corpus.config import (
+    Settings,
+    check_matrix,
+    clamp_parallel,
+    config_options,
+    load_baseline,
+    load_run_config,
+    resolve,
+)
+from ..corpus.tasks import find_task_files, load_lenient, select_with_override
+from ..errors import BenchError, ConfigError, CorpusError, StoreError
+from ..report import gates
+from ..store import preflight
+from ..store.scrub import Scrubber
+from ..system import lifecycle, procs, sandbox
+from ..system.interrupts import Interrupts
+from . import options
+from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
+    InterruptHooks,
+    bench_procs,
+    bench_sample,
+    pytest_report_teststatus,
+    pytest_runtest_makereport,
+)
+from .nodes import CELL_KEY, STORED_KEY, TaskFile, guard_notes
+from .selection import deselect_by_keyword
+from .session import BenchSession
+from .state import STATE_KEY, BenchState
+from .xdist_hooks import XdistHooks
+
+
+def _setup(config: pytest.Config) -> BenchState | None:
+    raw = {n: options.raw(config, n) for n in options.SETTINGS}
+    gate_cli, gate_ini = options.raw(config, "gate")
+    explicit = any(cli is not None for cli, _ in raw.values()) or gate_cli is not None
+    if not explicit and raw["corpus"][1] is None and raw["config"][1] is None:
+        return None
+    rootdir = config.rootpath
+    cwd = config.invocation_params.dir
+    cfg_raw, cfg_ini = raw.pop("config")
+    run_config = None
+    if cfg_raw or cfg_ini:
+        run_config = load_run_config(Path(cwd if cfg_raw else rootdir) / (cfg_raw or cfg_ini))
+    corpus_cli, corpus_ini = raw.pop("corpus")
+    stash_cli, stash_ini = raw.pop("stashes")
+    tasks_root = Path(cwd) / corpus_cli if corpus_cli else rootdir / (corpus_ini or "corpus/tasks")
+    stashes_root = Path(cwd) / stash_cli if stash_cli else rootdir / (stash_ini or "corpus/stashes")
+    tasks_root = tasks_root.resolve()
+    if not explicit and not _args_reach(config, Path(cwd), tasks_root):
+        return None  # e.g. plain `pytest` running the project's own tests beside an ini corpus
+    settings = resolve(
+        rootdir=rootdir,
+        cwd=Path(cwd),
+        config=run_config,
+        cli={k: v[0] for k, v in raw.items()},
+        ini={k: v[1] for k, v in raw.items()},
+        tasks_root=tasks_root,
+        stashes_root=stashes_root.resolve(),
+    )
+    gate_list = tuple(gate_cli or gate_ini or ())
+    for gate in gate_list:
+        try:
+            gates.parse(gate)
+        except ValueError as err:
+            raise ConfigError(str(err), usage=True) from None
+    state = _load(dataclasses.replace(settings, gates=gate_list), explicit)
+    if settings.baseline is not None:
+        state.baseline = load_baseline(settings.baseline)
+    return state
+
+
+def _args_reach(config: pytest.Config, cwd: Path, tasks_root: Path) -> bool:
+    """Whether a collection argument is the tasks root, inside it, or one of its parents."""
+    for arg in config.args:
+        path = (cwd / arg.split("::")[0]).resolve()
+        if path == tasks_root or path in tasks_root.parents or tasks_root in path.parents:
+            return True
+    return False
+
+
+def _load(settings: Settings, explicit: bool) -> BenchState:
+    """Load every task leniently: a bad task.yaml becomes that file's collection error."""
+    corpus, errors = load_lenient(settings.tasks_root, settings.stashes_root)
+    chosen, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
+    if not chosen and not errors:
+        raise CorpusError(f"{settings.tasks_root}: the selection matched no task")
+    check_matrix(len(chosen), len(settings.arms), settings.seeds)
+    return BenchState(
+        settings=settings,
+        corpus=corpus,
+        tasks=chosen,
+        slice=slice_label,
+        selected={t.yaml_path: t for t in chosen},
+        errors=errors,
+        task_dirs={p.parent for p in find_task_files(settings.tasks_root)},
+        explicit=explicit,
+    )
+
+
+def activate(config: pytest.Config) -> bool:
+    """Set up the bench run the options ask for; False when they turn out to ask for none."""
+    try:
+        state = _setup(config)
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
+    if state is None:
+        return False
+    config.stash[STATE_KEY] = state
+    if state.explicit and config.args_source != pytest.Config.ArgsSource.ARGS:
+        # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
+        config.args = [str(state.settings.tasks_root)]
+    if not hasattr(config, "workerinput"):
+        _refuse_conflicts(config, state)
+        _apply_parallel(config, state)
+    return True
+
+
+def _refuse_conflicts(config: pytest.Config, state: BenchState) -> None:
+    if state.settings.fresh and config.getoption("lf", None):
+        raise pytest.UsageError(
+            "--bench-fresh with --lf re-runs only the failed trials, and the newer samples would replace "
+            "them: pass rates biased upwards; drop --lf, or sample more with --bench-seeds"
+        )
+
+
+def _preflight(config: pytest.Config, state: BenchState, *, outputs: bool) -> None:
+    """Every place the run writes to takes writes, before any cell spends a token: the tmp
+    root first, the store, report dir and step summary once the agent has started (a bad
+    providers file is then reported without a store left behind)."""
+    try:
+        if not outputs:
+            preflight.writable_dir(state.tmp_root, "--bench-tmp", probe=preflight.TMP_PROBE)
+        elif not (config.option.collectonly or state.settings.soundness):
+            preflight.store(state.store_dir)
+            preflight.writable_dir(state.report_dir, "--bench-report", probe=preflight.REPORT_PROBE)
+            preflight.step_summary(os.environ)
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+def _apply_parallel(config: pytest.Config, state: BenchState) -> None:
+    wanted = state.settings.parallel
+    if wanted is None or getattr(config.option, "numprocesses", None) is not None:
+        return
+    if not config.pluginmanager.hasplugin("xdist"):
+        raise pytest.UsageError("--parallel needs pytest-xdist; pip install pytest-xdist")
+    n, warning = clamp_parallel(wanted, state.settings.force_parallel)
+    if warning:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+    if n > 1:
+        config.option.numprocesses = n
+        if config.option.dist == "no":
+            # Cells take uneven time; stealing keeps every worker busy to the end.
+            config.option.dist = "worksteal"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    workerinput = getattr(config, "workerinput", None)
+    state.run_id = (
+        workerinput["akmbench_run_id"]
+        if workerinput
+        else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+    )
+    state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
+    state.model = state.settings.model
+    procs.become_subreaper()
+    if workerinput is None:
+        _preflight(config, state, outputs=False)
+    try:
+        lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
+    except OSError as err:
+        raise pytest.UsageError(
+            f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); fix it or pass --bench-tmp DIR"
+        ) from None
+    state.interrupts = Interrupts(state.run_id, state.run_dir, controller=workerinput is None)
+    state.interrupts.install()
+    config.pluginmanager.register(InterruptHooks(state.interrupts), "akmbench-interrupts")
+    if workerinput is not None:
+        procs.die_with_parent()
+    try:
+        mode, fallback = sandbox.choose(state.settings.sandbox)
+        state.settings = dataclasses.replace(state.settings, sandbox=mode)
+        if fallback and workerinput is None:
+            state.warnings.append(fallback)
+            config.issue_config_time_warning(pytest.PytestConfigWarning(fallback), stacklevel=2)
+        if not state.settings.soundness:
+            state.agent.start(
+                SessionInfo(
+                    model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks), options=_agent_options(state)
+                )
+            )
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
+    state.started = not state.settings.soundness
+    try:
+        state.akm = _find_akm(state)
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
+    if state.akm is not None and state.akm.warning and workerinput is None:
+        state.warnings.append(state.akm.warning)
+    if workerinput is None:
+        cfg = state.settings.config
+        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", [])]:
+            state.warnings.append(line)
+            config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
+    if workerinput is None:
+        _preflight(config, state, outputs=True)
+    # What no stored or reported text may hold: the values behind the providers file's {env:VAR}.
+    state.scrub = Scrubber(getattr(state.agent, "secrets", None) or ())
+    # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
+    # says which; the same value is stamped into every sample and fingerprint.
+    state.model = getattr(state.agent, "model", None) or state.settings.model
+    if workerinput is None:
+        config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistHooks(state), "akmbench-xdist")
+
+
+def _find_akm(state: BenchState) -> akm.AkmInfo | None:
+    """The akm the akm arm gets, probed once per process. An agent needs it on that arm unless
+    it says it never calls akm (``uses_akm = False``: oracle, nop); such an agent still gets
+    one when it is there."""
+    if "akm" not in state.settings.arms:
+        return None
+    needed = not state.settings.soundness and getattr(state.agent, "uses_akm", True)
+    explicit = state.settings.akm
+    if not needed and explicit is None and shutil.which("akm") is None:
+        return None
+    return akm.detect(akm.locate(explicit))
+
+
+def _find_agent(config: pytest.Config, name: str) -> Agent:
+    found: dict[str, Agent] = {}
+    for batch in reversed(config.hook.pytest_akmbench_agents()):
+        for agent in batch or ():
+            found[agent.name] = agent
+    if name not in found:
+        raise pytest.UsageError(f"--bench-agent: unknown agent {name!r}; available: {', '.join(sorted(found))}")
+    return found[name]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.run_id:
+        return
+    if state.started:
+        state.agent.stop()
+    if state.interrupts is not None:
+        state.interrupts.restore()
+    if not hasattr(config, "workerinput"):
+        # A crashed worker's cells leave marked processes behind: nothing of this run survives
+        # it. Only the controller may do this, once every worker is gone: a worker finishing
+        # early would otherwise kill the cells its siblings are still running.
+        procs.sweep(state.run_id + "/", orphans=False)
+    lifecycle.release_run(state.tmp_root / state.run_id)
+    for name in ("akmbench-session", "akmbench-xdist", "akmbench-interrupts"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    s = state.settings
+    return [
+        f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
+        f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
+        + (f", model {state.model}" if state.model else "")
+        + f", sandbox {s.sandbox}, run {state.run_id}",
+        *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
+        *guard_notes(config),
+    ]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    if collection_path == state.settings.stashes_root or state.settings.stashes_root in collection_path.parents:
+        return True
+    if collection_path.parent in state.task_dirs and collection_path.name != "task.yaml":
+        return True  # workspaces, tests and solutions are the task's, never the session's items
+    return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    state = parent.config.stash.get(STATE_KEY, None)
+    if state is None or file_path.name != "task.yaml":
+        return None
+    if file_path in state.selected or file_path in state.errors:
+        return TaskFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if STATE_KEY in config.stash:
+        deselect_by_keyword(config, items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[Any]:
+    result = yield
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and not session.config.option.collectonly:
+        # Resume: a trial the store already holds under this fingerprint is not run again.
+        try:
+            stored = state.stored()
+        except StoreError as err:
+            raise pytest.UsageError(str(err)) from None
+        for item in session.items:
+            if CELL_KEY in item.stash:
+                cell = item.stash[CELL_KEY]
+                record = stored.done((cell.task.id, cell.arm, cell.seed), state.fingerprint_hash(cell))
+                if record is not None:
+                    item.stash[STORED_KEY] = record
+    return result
+
+
+def _provider_files(s: Settings) -> dict[str, Any]:
+    """--bench-providers / --bench-opencode-config: the command line beats the ini; both on the
+    same layer reach discovery, which refuses them."""
+    files = {
+        "providers": s.providers and str(s.providers),
+        "opencode_config": s.opencode_config and str(s.opencode_config),
+    }
+    if files["providers"] and files["opencode_config"]:
+        on_cli = {name: s.origins.get(name, "").startswith("--") for name in files}
+        if on_cli["providers"] != on_cli["opencode_config"]:
+            files["opencode_config" if on_cli["providers"] else "providers"] = None
+    return files
+
+
+def _agent_options(state: BenchState) -> dict[str, Any]:
+    s = state.settings
+    cfg = s.config
+    return {
+        "rootdir": str(s.rootdir),
+        "opencode": s.opencode and str(s.opencode),
+        "akm": s.akm and str(s.akm),
+        **_provider_files(s),
+        **config_options(cfg),
+    }

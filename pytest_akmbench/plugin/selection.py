@@ -1,0 +1,63 @@
+"""``-k`` for cells: an arm name selects exactly that arm.
+
+pytest matches ``-k`` identifiers as substrings of every keyword, so ``-k akm`` would also
+select ``noakm`` cells. For cells, an identifier that is an arm name matches only the cell's
+own arm; seed tokens (``s2``) and the cell name (``akm-s2``) match exactly; anything else
+matches as pytest's usual case-insensitive substring of the task id, domain, path parts and
+markers. Other items keep pytest's own matching. We evaluate the expression ourselves and
+then clear ``-k`` so pytest's pass does not undo the arm rule.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _pytest.mark import KeywordMatcher  # pytest's own matcher, for items that are not cells
+from _pytest.mark.expression import Expression
+
+from ..records import ARMS
+from .nodes import CELL_KEY
+
+
+class CellMatcher:
+    """Keyword matching for one cell item."""
+
+    def __init__(self, item: pytest.Item) -> None:
+        cell = item.stash[CELL_KEY]
+        self.arm = cell.arm
+        self.exact = {cell.name.lower(), f"s{cell.seed}", f"seed{cell.seed}", cell.task.slice}
+        names = {cell.task.id, cell.task.domain, *item.listextrakeywords()}
+        for node in item.listchain()[:-1]:
+            if isinstance(node, pytest.Session):
+                continue
+            if isinstance(node, pytest.Directory) and isinstance(node.parent, pytest.Session):
+                continue
+            names.add(node.name)
+        names.update(mark.name for mark in item.iter_markers())
+        self.names = [n.lower() for n in names]
+
+    def __call__(self, ident: str, /, **kwargs: object) -> bool:
+        if kwargs:
+            raise pytest.UsageError("Keyword expressions do not support call parameters.")
+        ident = ident.lower()
+        if ident in ARMS:
+            return ident == self.arm
+        return ident in self.exact or any(ident in name for name in self.names)
+
+
+def deselect_by_keyword(config: pytest.Config, items: list[pytest.Item]) -> None:
+    text = (config.option.keyword or "").lstrip()
+    if not text or not any(CELL_KEY in item.stash for item in items):
+        return
+    try:
+        expression = Expression.compile(text)
+    except SyntaxError as err:
+        raise pytest.UsageError(f"Wrong expression passed to '-k': {text}: at column {err.offset}: {err.msg}") from None
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        matcher = CellMatcher(item) if CELL_KEY in item.stash else KeywordMatcher.from_item(item)
+        (keep if expression.evaluate(matcher) else dropped).append(item)
+    config.option.keyword = ""
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

@@ -1,0 +1,219 @@
+"""The controller side of a bench run: gather samples from reports, write the report at the end.
+
+Registered only on the controller (never on xdist workers), so nothing is written twice.
+Samples arrive through ``pytest_runtest_logreport`` as plain dicts, the same path with and
+without ``-n``. Before writing, the report is checked against the run (``integrity.check``):
+on a mismatch it says so in ``warnings``, is marked incomplete and the exit status is non-zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..errors import BenchError
+from ..report import envelope as report
+from ..report import files as report_files
+from ..report import resume
+from ..store import integrity
+from .nodes import CELL_KEY
+
+if TYPE_CHECKING:
+    from ..corpus.tasks import Task
+    from .state import BenchState
+
+
+class BenchSession:
+    """Collects samples; writes report.json and summary.md at session end."""
+
+    def __init__(self, state: BenchState, config: pytest.Config) -> None:
+        self.state = state
+        self.config = config
+        self.samples: dict[str, dict[str, Any]] = {}
+        self.cells: set[tuple[str, str, int]] = set()
+        self.unidentified: set[str] = set()
+        self.claimed: dict[str, str] = {}
+        self.paths: tuple[Path, Path, Path] | None = None
+        self.envelope: dict[str, Any] | None = None
+        self.problems: list[str] = []
+        self.error: str | None = None
+        self.late_interrupt = False
+        self._by_suffix: dict[tuple[str, ...], list[Task]] | None = None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if session.config.option.collectonly:
+            return
+        for item in session.items:
+            if CELL_KEY in item.stash:
+                cell = item.stash[CELL_KEY]
+                self.cells.add((cell.task.id, cell.arm, cell.seed))
+
+    def add_node_ids(self, ids: list[str]) -> None:
+        """Record the cells behind node ids like ``corpus/t/a/task.yaml::akm-s2``."""
+        for nodeid in ids:
+            path, _, name = nodeid.partition("::")
+            arm, _, seed = name.rpartition("-s")
+            if not path.endswith("task.yaml") or not seed.isdigit():
+                continue  # not a cell (a soundness item, or someone else's test)
+            task = self._task_of(path)
+            if task is None:
+                self.unidentified.add(nodeid)
+            else:
+                self.cells.add((task.id, arm, int(seed)))
+
+    def _task_of(self, path: str) -> Task | None:
+        """The selected task a node id's path names, however pytest made it relative.
+
+        pytest writes a node id's path relative to the rootdir, or, for a corpus outside it, to
+        the collection argument holding it; the controller of an xdist run sees only these
+        strings. Try both, then the one selected task whose path ends the same way (pytest
+        sometimes prefixes a corpus outside the rootdir with ``..`` components of its own).
+        """
+        cwd = self.config.invocation_params.dir
+        bases = [self.state.settings.rootdir, cwd, *((cwd / a.split("::")[0]) for a in self.config.args)]
+        for base in bases:
+            task = self.state.selected.get((Path(base) / path).resolve())
+            if task is not None:
+                return task
+        if self._by_suffix is None:
+            self._by_suffix = {}
+            for task in self.state.selected.values():
+                parts = task.yaml_path.parts
+                for n in range(1, len(parts) + 1):
+                    self._by_suffix.setdefault(parts[-n:], []).append(task)
+        parts = Path(path).parts
+        for n in range(len(parts), 1, -1):  # the longest tail that names exactly one task
+            found = self._by_suffix.get(parts[-n:], [])
+            if len(found) == 1:
+                return found[0]
+            if found:
+                return None  # ambiguous: shorter tails cannot tell them apart either
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        sample = getattr(report, "akmbench_sample", None)
+        if sample is not None:
+            # A cell that ran is a selected cell, whatever its node id looked like.
+            self.cells.add((sample["task_id"], sample["arm"], sample["seed"]))
+            self.samples[report.nodeid] = sample
+        claimed = getattr(report, "akmbench_claimed", None)
+        if claimed:
+            self.claimed[report.nodeid] = claimed
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.cells and not self.samples and not self.unidentified:
+            return
+        state = self.state
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        try:
+            self._write_report(interrupted)  # under the interrupt hold taken at session finish
+        finally:
+            late = state.interrupts is not None and state.interrupts.drop()
+        if late and not interrupted:
+            self.late_interrupt = True
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        if interrupted or late:
+            return
+        failed = bool(self.problems or self.error)
+        if self.envelope is not None and self.envelope.get("gates"):
+            # With gates, they decide: green when all hold, the harness never failed and the
+            # report is true to the run.
+            harness_errors = any(r["outcome"] == "harness_error" for r in self.envelope["runs"])
+            ok = all(g["ok"] for g in self.envelope["gates"]) and not harness_errors and not failed
+            session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
+        elif failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _write_report(self, interrupted: bool) -> None:
+        state = self.state
+        try:
+            stored = resume.StoredSamples.load(state.store_dir)
+            # The report covers what was selected (after -k/-m), read back from the store so a
+            # resumed run reports every sample it has, not only this session's.
+            inp = resume.report_input(
+                tasks=state.tasks,
+                arms=state.settings.arms,
+                seeds=state.settings.seeds,
+                cells=self.cells,
+                slice_label=state.slice,
+                ctx=state.context(),
+                store_dir=state.store_dir,
+                floor=state.settings.floor,
+                extra_samples=self.samples.values(),
+                warnings=[*state.warnings, *self._claim_warnings()],
+                cwd=state.settings.rootdir,
+                baseline=state.baseline,
+                gates=state.settings.gates,
+                stored=stored,
+            )
+            self.problems = integrity.check(
+                chosen=inp.samples,
+                received=self.samples.values(),
+                stored_by_run=stored.of_run(state.run_id),
+                unidentified=self.unidentified,
+            )
+            complete = inp.complete and not interrupted and not self.problems
+            inp = dataclasses.replace(inp, complete=complete, warnings=[*self.problems, *inp.warnings])
+            self.envelope = state.scrub.obj(report.build(inp))
+            self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
+        except (OSError, BenchError) as err:
+            detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
+            self.error = (
+                f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
+                f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
+            )
+
+    def _claim_warnings(self) -> list[str]:
+        if not self.claimed:
+            return []
+        holders = sorted(set(self.claimed.values()))
+        return [
+            f"{len(self.claimed)} cells were run meanwhile by another bench sharing this store "
+            f"({'; '.join(holders[:3])}); this run reports their samples instead of running them twice"
+        ]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tr = terminalreporter
+        if self.error is not None:
+            tr.write_sep("-", "akmbench")
+            tr.write_line(f"ERROR: akmbench: {self.error}", red=True)
+        if self.paths is None or self.envelope is None:
+            return
+        if self.error is None:
+            tr.write_sep("-", "akmbench")
+        if self.envelope.get("verdict"):
+            tr.write_line(self.envelope["verdict"])
+        for arm in self.envelope["corpus"]["arms"]:
+            agg = self.envelope["aggregate"].get(arm)
+            if agg is None:
+                tr.write_line(f"{arm}: not run")
+                continue
+            rate = "n/a" if agg["pass_rate"] is None else f"{agg['pass_rate']:.2f}"
+            tr.write_line(
+                f"{arm}: pass_rate {rate} over {agg['tasks']} tasks, {agg['runs']} runs"
+                f" ({agg['harness_error_count']} harness errors, {agg['budget_exceeded_count']} over budget)"
+            )
+        delta = self.envelope["aggregate"].get("delta")
+        if delta and delta["pass_rate"] is not None:
+            tr.write_line(f"delta (akm - noakm): {delta['pass_rate']:+.2f}")
+        for problem in self.problems:
+            tr.write_line(problem, red=True)
+        for line in self._claim_warnings():
+            tr.write_line(line)
+        if not self.envelope["complete"]:
+            tr.write_line(
+                "report is INCOMPLETE: not every selected cell ran"
+                if not self.problems
+                else "report is INCOMPLETE: it does not match the run (see above)"
+            )
+        for gate in self.envelope.get("gates") or []:
+            tr.write_line(f"gate {'held' if gate['ok'] else 'FAILED'}: {gate['gate']}: {gate['message']}")
+        if self.late_interrupt:
+            tr.write_line("interrupted while the report was written: every cell had run, the report is whole")
+        tr.write_line(f"report: {self.paths[0]}")
+        tr.write_line(f"summary: {self.paths[1]}")
+        tr.write_line(f"html: {self.paths[2]}")

@@ -1,0 +1,95 @@
+"""The state of a bench run in one process (controller or xdist worker), shared by every hook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ..agents.base import Agent
+from ..cell.akm import AkmInfo
+from ..cell.runner import Cell, RunContext, cell_fingerprint
+from ..corpus.config import Settings, run_caps
+from ..corpus.tasks import Corpus, Task
+from ..report.resume import StoredSamples
+from ..store.samples import fingerprint_hash
+from ..store.scrub import Scrubber
+from ..system import lifecycle
+from ..system.interrupts import Interrupts
+
+STATE_KEY = pytest.StashKey["BenchState"]()
+
+
+@dataclass
+class BenchState:
+    """Everything resolved for this run, shared by every hook in this process."""
+
+    settings: Settings
+    corpus: Corpus
+    tasks: list[Task]
+    slice: str
+    selected: dict[Path, Task]
+    errors: dict[Path, str]
+    task_dirs: set[Path]
+    explicit: bool
+    run_id: str = ""
+    agent: Agent = field(default=None)  # type: ignore[assignment]
+    model: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    started: bool = False
+    baseline: dict[str, float] | None = None
+    akm: AkmInfo | None = None
+    interrupts: Interrupts | None = None
+    scrub: Scrubber = field(default_factory=Scrubber)
+    _stored: StoredSamples | None = None
+    _context: RunContext | None = None
+
+    @property
+    def report_dir(self) -> Path:
+        return self.settings.report or self.settings.rootdir / ".akmbench" / "report"
+
+    @property
+    def store_dir(self) -> Path:
+        return self.settings.store or self.settings.rootdir / ".akmbench" / "store"
+
+    def stored(self) -> StoredSamples:
+        """The store's samples, read once per process and refreshed before each cell runs
+        (with --bench-fresh only what is appended after the start counts)."""
+        if self._stored is None:
+            load = StoredSamples.after_now if self.settings.fresh else StoredSamples.load
+            self._stored = load(self.store_dir)
+        return self._stored
+
+    @property
+    def run_dir(self) -> Path:
+        return self.tmp_root / self.run_id
+
+    def fingerprint_hash(self, cell: Cell) -> str:
+        return fingerprint_hash(cell_fingerprint(cell, self.context()))
+
+    @property
+    def tmp_root(self) -> Path:
+        return self.settings.tmp or lifecycle.default_tmp_root()
+
+    def context(self) -> RunContext:
+        if self._context is None:
+            s = self.settings
+            self._context = RunContext(
+                run_id=self.run_id,
+                tmp_root=self.tmp_root,
+                stashes_root=s.stashes_root,
+                agent=self.agent,
+                model=self.model,
+                budget_tokens=s.budget_tokens,
+                budget_wall_ms=s.budget_wall_ms,
+                budget_turns=s.budget_turns,
+                verify_timeout_s=s.verify_timeout,
+                keep_runs=s.keep_runs,
+                akm=self.akm,
+                transcripts_dir=self.store_dir,
+                sandbox=s.sandbox,
+                sandbox_ro=s.sandbox_ro,
+                **run_caps(s),
+            )
+        return self._context

@@ -1,0 +1,72 @@
+"""Hooks that exist only on the controller of a pytest-xdist run."""
+
+from __future__ import annotations
+
+import queue
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..system import procs
+
+if TYPE_CHECKING:
+    from .state import BenchState
+
+DRAIN_S = 15.0  # how long an interrupted controller waits for its workers' last reports
+
+
+class XdistHooks:
+    """Hand the run id to every worker, learn the selected cells, reap a crashed worker's
+    cells at once, and hear every report the workers send after an interrupt."""
+
+    def __init__(self, state: BenchState) -> None:
+        self.state = state
+        self.nodes: set[Any] = set()
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["akmbench_run_id"] = self.state.run_id
+
+    def pytest_testnodeready(self, node: Any) -> None:
+        self.nodes.add(node)
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Under xdist the controller collects nothing; the workers' item ids say which
+        # cells were selected, so the report can tell a finished run from an interrupted one.
+        session = node.config.pluginmanager.get_plugin("akmbench-session")
+        if session is not None:
+            session.add_node_ids(ids)
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.nodes.discard(node)
+        # A crashed worker's cell processes are re-parented onto the controller (a subreaper):
+        # kill them now, not at session end, or its agent goes on spending for minutes. Live
+        # workers' cells are their own workers' children, never ours.
+        if error is not None:
+            procs.reap_orphans()
+
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        procs.sweep(f"{self.state.run_id}/{crashitem}", exact=True)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """On Ctrl-C the controller leaves xdist's event loop at once, while its workers (which
+        it interrupted too) may still report a cell that finished just then. Before xdist tears
+        them down, log what they send until each has finished, so the terminal's counts equal
+        the store's."""
+        if exitstatus != pytest.ExitCode.INTERRUPTED:
+            return
+        events = getattr(session.config.pluginmanager.get_plugin("dsession"), "queue", None)
+        if not isinstance(events, queue.Queue):
+            return
+        waiting = set(self.nodes)
+        deadline = time.monotonic() + DRAIN_S
+        while waiting and time.monotonic() < deadline:
+            try:
+                name, kwargs = events.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if name == "testreport":
+                session.config.hook.pytest_runtest_logreport(report=kwargs["rep"])
+            elif name in ("workerfinished", "errordown"):
+                waiting.discard(kwargs.get("node"))

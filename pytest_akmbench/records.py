@@ -1,0 +1,80 @@
+"""The records every layer shares: arms, outcomes, and the typed shapes of samples and reports.
+
+Plain typing only (no imports of the package, nothing at run time beyond ``typing``), so the
+pytest entry point can use it while the bench is inert. The shapes are documented in
+docs/report.md (the envelope) and docs/architecture.md (the sample).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict, get_args
+
+Arm = Literal["noakm", "akm", "synthetic"]
+Outcome = Literal["pass", "fail", "budget_exceeded", "harness_error"]
+
+# A cell of the matrix: (task id, arm, seed). A trial is a cell under one fingerprint.
+CellKey = tuple[str, str, int]
+
+ARMS: tuple[Arm, ...] = get_args(Arm)
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+# harness_error attempts stay in the store but never count: they run again and are out of
+# every pass-rate denominator.
+VALID_OUTCOMES: frozenset[Outcome] = frozenset(("pass", "fail", "budget_exceeded"))
+
+
+class Timing(TypedDict):
+    """Milliseconds of a cell's phases."""
+
+    setup: int
+    agent: int
+    verify: int
+    total: int
+
+
+class VerifierPart(TypedDict):
+    kind: str
+    exit_code: int  # -1 when the verifier did not run
+    output_tail: str
+
+
+class AgentPart(TypedDict):
+    name: str
+    version: str
+
+
+class Sample(TypedDict):
+    """One cell's record in the store (docs/architecture.md, "A sample"): made by the runner,
+    appended once, read by resume, the report and compare."""
+
+    schema: int
+    task_id: str
+    arm: str  # one of ARMS
+    seed: int
+    domain: str
+    slice: str
+    outcome: Outcome
+    reason: str | None
+    budget: str | None  # "tokens", "wall" or "turns" when a budget was hit
+    budget_tag: str | None  # "hung" or "confused"
+    tokens: dict[str, int] | None
+    token_measurement: str
+    cost_usd: float | None
+    turns: int | None
+    tool_calls: int | None
+    wallclock_ms: int
+    timing_ms: Timing
+    verifier: VerifierPart
+    final_text_tail: str
+    akm: dict[str, Any] | None
+    akm_setup: dict[str, Any] | None
+    trajectory: dict[str, Any] | None
+    transcript: str | None
+    agent: AgentPart
+    model: str | None
+    prompt_version: str
+    fingerprint: dict[str, Any]
+    fingerprint_hash: str
+    run_id: str
+    started_at: str
+    finished_at: str
+    warnings: list[str]

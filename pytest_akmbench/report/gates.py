@@ -1,0 +1,268 @@
+"""Bench-level gates (``--bench-gate``): conditions on the envelope that decide a CI run.
+
+Grammar (one expression per gate):
+
+* ``METRIC OP NUMBER`` with OP one of ``>= <= > < ==``. METRIC is one of
+  ``ARM.pass_rate``, ``ARM.pass_rate.low``, ``ARM.pass_rate.high``, ``ARM.pass_at_1``,
+  ``ARM.tokens_per_pass``, ``ARM.tokens_per_run``, ``ARM.wallclock_ms``,
+  ``ARM.harness_errors``, ``ARM.budget_exceeded``, ``ARM.flaky_tasks`` (ARM = noakm, akm,
+  synthetic); ``lift`` (akm − noakm paired delta), ``lift.low``, ``lift.high``, ``lift.p``
+  (the paired interval and the Holm-adjusted permutation p); ``synthetic_lift`` and its
+  ``.low/.high/.p`` (akm − synthetic); ``harness_errors``, ``budget_exceeded`` (all runs);
+  ``negative_transfer_count``; ``flaky_tasks``; ``cells_partial``, ``cells_missing``
+  (reporting floor); ``token_coverage``; ``correct_asset_loaded``, ``feedback_recorded``,
+  ``searched_before_acting`` (akm trajectory rates).
+* ``lift.significant`` / ``synthetic_lift.significant``: the report's verdict is that akm is
+  better, beyond noise (Holm-adjusted permutation p < 0.05, positive delta).
+* ``no-regression:PATH``: no arm's pass rate is lower than in the report at PATH beyond noise
+  (the aggregate test of :mod:`compare`, Holm over the arms), and every arm and task that had
+  valid runs there still has them.
+* ``no-task-regression:PATH``: as ``no-regression``, and no single task regressed beyond noise
+  (per-task Fisher exact tests, Holm over every task and arm compared).
+
+A metric that is not available (an arm that did not run) fails its gate, never passes it.
+Gates on a comparison's interval or test (``.low``, ``.high``, ``.p``, ``.significant``) also
+fail with fewer than ``lift.MIN_PAIRED_TASKS`` paired tasks or when the comparison is
+unreliable (too many harness errors). Pure: no pytest.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..records import ARMS
+from . import compare as compare_mod
+from . import lift as lift_mod
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+}
+_EXPR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+_ARM_FIELDS = {
+    "pass_rate": ("pass_rate",),
+    "pass_rate.low": ("pass_rate_ci", "low"),
+    "pass_rate.high": ("pass_rate_ci", "high"),
+    "pass_at_1": ("pass_at_1",),
+    "tokens_per_pass": ("tokens_per_pass",),
+    "tokens_per_run": ("tokens_per_run",),
+    "wallclock_ms": ("wallclock_ms",),
+    "harness_errors": ("harness_error_count",),
+    "budget_exceeded": ("budget_exceeded_count",),
+    "flaky_tasks": ("flaky_tasks",),
+}
+_PAIRED = {"": "delta", ".low": "low", ".high": "high", ".p": "p_value_holm"}
+_COMPARISONS = {"lift": ("aggregate", "delta", "paired"), "synthetic_lift": ("aggregate", "akm_over_synthetic_paired")}
+_REGRESSION_KINDS = ("no-regression", "no-task-regression")
+
+
+def _dig(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
+    arm, _, rest = metric.partition(".")
+    if arm in ARMS and rest in _ARM_FIELDS:
+        path = _ARM_FIELDS[rest]
+        return lambda env: _dig(env, "aggregate", arm, *path)
+    for name, where in _COMPARISONS.items():
+        if metric.startswith(name) and metric[len(name) :] in _PAIRED:
+            suffix = metric[len(name) :]
+            if suffix == "" and name == "lift":
+                return lambda env: _dig(env, "aggregate", "delta", "pass_rate")
+            if suffix == "" and name == "synthetic_lift":
+                return lambda env: _dig(env, "aggregate", "akm_over_synthetic_lift")
+            return lambda env, w=where, k=_PAIRED[suffix]: _dig(env, *w, k)
+    simple: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "harness_errors": lambda env: sum(r["outcome"] == "harness_error" for r in env.get("runs") or []),
+        "budget_exceeded": lambda env: sum(r["outcome"] == "budget_exceeded" for r in env.get("runs") or []),
+        "negative_transfer_count": lambda env: env.get("negative_transfer_count"),
+        "flaky_tasks": lambda env: len(env.get("flaky_tasks") or []),
+        "cells_partial": lambda env: sum(c["partial"] for c in (_dig(env, "floor_coverage", "by_arm") or {}).values()),
+        "cells_missing": lambda env: sum(c["missing"] for c in (_dig(env, "floor_coverage", "by_arm") or {}).values()),
+        "token_coverage": lambda env: _dig(env, "token_measurement", "coverage"),
+        "correct_asset_loaded": lambda env: _dig(env, "trajectory", "akm", "correct_asset_loaded"),
+        "feedback_recorded": lambda env: _dig(env, "trajectory", "akm", "feedback_recorded"),
+        "searched_before_acting": lambda env: _dig(env, "trajectory", "akm", "searched_before_acting"),
+    }
+    return simple.get(metric)
+
+
+def parse(expr: str) -> dict[str, Any]:
+    """Validate one gate expression; ValueError with a one-line message when it is not valid."""
+    text = expr.strip()
+    for kind in _REGRESSION_KINDS:
+        if text.startswith(kind + ":"):
+            path = text[len(kind) + 1 :].strip()
+            if not path:
+                raise ValueError(f"--bench-gate {expr!r}: {kind} needs a report path, e.g. {kind}:base/report.json")
+            return {"kind": kind, "path": path}
+    if text in ("lift.significant", "synthetic_lift.significant"):
+        return {"kind": "significant", "metric": text}
+    m = _EXPR.match(text)
+    if not m:
+        raise ValueError(
+            f"--bench-gate {expr!r}: expected METRIC OP NUMBER (e.g. akm.pass_rate>=0.6), "
+            "lift.significant, no-regression:PATH or no-task-regression:PATH"
+        )
+    metric, op, number = m.groups()
+    if _getter(metric) is None:
+        raise ValueError(
+            f"--bench-gate {expr!r}: unknown metric {metric!r}; try akm.pass_rate, lift, lift.low or harness_errors"
+        )
+    return {"kind": "threshold", "metric": metric, "op": op, "value": float(number)}
+
+
+def evaluate(envelope: dict[str, Any], gates: list[str], base_dir: Path) -> list[dict[str, Any]]:
+    """``[{gate, ok, observed, message}]`` per gate; every expression is parsed first."""
+    parsed = [(g, parse(g)) for g in gates]
+    out = []
+    for g, spec in parsed:
+        if spec["kind"] in _REGRESSION_KINDS:
+            out.append(_no_regression(envelope, g, spec, base_dir))
+        elif spec["kind"] == "significant":
+            out.append(_significant(envelope, g, spec))
+        else:
+            out.append(_threshold(envelope, g, spec))
+    return out
+
+
+def _comparison(env: dict[str, Any], metric: str) -> dict[str, Any] | None:
+    name = metric.partition(".")[0]
+    block = _dig(env, *_COMPARISONS[name]) if name in _COMPARISONS else None
+    return block if isinstance(block, dict) else None
+
+
+def _significant(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
+    block = _comparison(env, spec["metric"])
+    if block is None or block.get("p_value_holm") is None:
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"{spec['metric']} is not available (arm not run or no paired task)",
+        }
+    refusal = lift_mod.gate_refusal(block, spec["metric"])
+    if refusal:
+        return {"gate": gate, "ok": False, "observed": None, "message": refusal}
+    ok = bool(block["significant"]) and (block["delta"] or 0) > 0
+    what = "akm better beyond noise" if ok else "not significantly better"
+    return {
+        "gate": gate,
+        "ok": ok,
+        "observed": block["p_value_holm"],
+        "message": f"{what}: {block['delta']:+.2f}, Holm-adjusted p = {block['p_value_holm']:.2g} over {block['tasks']} paired tasks",
+    }
+
+
+def _threshold(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
+    getter = _getter(spec["metric"])
+    assert getter is not None  # parse() checked it
+    if spec["metric"].endswith((".low", ".high", ".p")) and spec["metric"].partition(".")[0] in _COMPARISONS:
+        refusal = lift_mod.gate_refusal(_comparison(env, spec["metric"]), spec["metric"])
+        if refusal:
+            return {"gate": gate, "ok": False, "observed": None, "message": refusal}
+    observed = getter(env)
+    if not isinstance(observed, (int, float)) or isinstance(observed, bool):
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"{spec['metric']} is not available (arm not run or no data)",
+        }
+    ok = _OPS[spec["op"]](float(observed), spec["value"])
+    shown = f"{observed:.4g}" if isinstance(observed, float) else str(observed)
+    verb = "holds" if ok else "fails"
+    return {
+        "gate": gate,
+        "ok": ok,
+        "observed": observed,
+        "message": f"{spec['metric']} = {shown}, {verb} {spec['op']} {spec['value']:g}",
+    }
+
+
+def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    path = Path(spec["path"])
+    if not path.is_absolute():
+        path = base_dir / path
+    try:
+        base = compare_mod.load_report(path)
+    except ValueError as err:
+        return {"gate": gate, "ok": False, "observed": None, "message": str(err)}
+    result = compare_mod.compare(base, env)
+    if not result["ok"]:
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"cannot compare with {path}: {result['message']}",
+        }
+    lost = [arm for arm in ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(env, arm)]
+    if lost:
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)",
+        }
+    if not result["arms"]:
+        return {"gate": gate, "ok": False, "observed": None, "message": f"no arm ran in both this report and {path}"}
+    gone = [
+        f"{arm}:{t['id']}" for arm, c in result["arms"].items() for t in c["perTask"] if t["presence"] == "base-only"
+    ]
+    if gone:
+        shown = ", ".join(gone[:5]) + (f", … and {len(gone) - 5} more" if len(gone) > 5 else "")
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": None,
+            "message": f"{len(gone)} task(s) with valid runs in {path} have none now: {shown}",
+        }
+    regressed = {
+        arm: c["paired"]["delta"]
+        for arm, c in result["arms"].items()
+        if c["beyond_noise"] and (c["paired"]["delta"] or 0) < 0
+    }
+    tasks = [
+        f"{arm}:{t['id']} {t['delta']:+.2f}"
+        for arm, c in result["arms"].items()
+        for t in c["perTask"]
+        if t["beyond_noise"] and (t["delta"] or 0) < 0
+    ]
+    task_note = f"; tasks regressed beyond noise: {', '.join(tasks)}" if tasks else ""
+    if regressed:
+        detail = ", ".join(f"{arm} {d:+.2f}" for arm, d in regressed.items())
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": regressed,
+            "message": f"regressed beyond noise vs {path}: {detail}{task_note}",
+        }
+    if spec["kind"] == "no-task-regression" and tasks:
+        return {
+            "gate": gate,
+            "ok": False,
+            "observed": tasks,
+            "message": f"{len(tasks)} task(s) regressed beyond noise vs {path} (Fisher exact, Holm over "
+            f"{result['per_task_family']} task comparisons): {', '.join(tasks)}",
+        }
+    deltas = {arm: c["paired"]["delta"] for arm, c in result["arms"].items()}
+    detail = ", ".join(f"{arm} {'n/a' if d is None else f'{d:+.2f}'}" for arm, d in deltas.items())
+    what = "no arm or task" if spec["kind"] == "no-task-regression" else "no arm"
+    return {
+        "gate": gate,
+        "ok": True,
+        "observed": deltas,
+        "message": f"{what} regressed beyond noise ({detail}){task_note}",
+    }

@@ -1,0 +1,175 @@
+"""The paired arm comparisons a report makes: akm − noakm (the verdict) and akm − synthetic.
+
+Every figure of a comparison (delta, interval, test) is computed on the same paired task set:
+the tasks where both arms have valid runs. The primary test is the paired sign-flip
+permutation test on task-level deltas (:func:`significance.sign_flip_test`); its inversion
+gives the interval, widened where needed to the run noise inside the tasks (:func:`_run_noise`).
+A comparison is significant when its Holm-adjusted p is below 0.05 and its interval excludes
+0, so the verdict never contradicts the interval it prints. The exact sign test and the
+cluster bootstrap of earlier versions are kept as diagnostics. Holm's adjustment runs over
+every comparison of the report (:func:`adjust`). Rules and reasons: docs/report.md, "Deltas"
+and "How the numbers are tested".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from statistics import fmean
+from typing import Any
+
+from . import significance, stats
+
+ALPHA = significance.ALPHA
+BOOTSTRAP_ITERATIONS = 2000
+BOOTSTRAP_SEED = 20261129
+# With m paired tasks the smallest two-sided p of the sign-flip test is 2 / 2^m, which is
+# above 0.05 for m <= 5: no interval can exclude 0, so interval gates refuse fewer tasks.
+MIN_PAIRED_TASKS = 6
+# Above this share of harness errors in an arm, a verdict on that arm is refused ("unreliable").
+MAX_HARNESS_ERROR_SHARE = 0.10
+_FIGURES = ("pass_rate", "tokens_per_pass", "tokens_per_run", "wallclock_ms")
+
+Row = dict[str, Any] | None
+
+
+def _valid(row: Row) -> bool:
+    return row is not None and row["pass_rate"] is not None
+
+
+def delta(rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, float | None]:
+    """a − b per figure, averaged over the tasks both arms have valid runs for (a figure
+    missing on either side of a task leaves that task out of that figure only)."""
+    both = [(a, b) for a, b in zip(rows_a, rows_b) if _valid(a) and _valid(b)]
+    out: dict[str, float | None] = {}
+    for key in _FIGURES:
+        diffs = [a[key] - b[key] for a, b in both if a[key] is not None and b[key] is not None]  # type: ignore[index]
+        out[key] = fmean(diffs) if diffs else None
+    return out
+
+
+def _run_noise(kept: Sequence[tuple[list[bool], list[bool]]]) -> float:
+    """Half-width of a 95% normal interval of the mean delta from the run noise inside the
+    tasks alone (Agresti–Caffo: passes + 1 over runs + 2 per side). The variance of a mean of
+    task deltas is never below it, while the spread of a few deltas can be (all equal: zero)."""
+    var = math.fsum(
+        (c + 1) / (n + 2) * (1 - (c + 1) / (n + 2)) / (n + 2)
+        for a, b in kept
+        for c, n in ((sum(a), len(a)), (sum(b), len(b)))
+    )
+    return stats.Z_95 * math.sqrt(var) / len(kept)
+
+
+def _errors(rows: Sequence[Row]) -> dict[str, Any]:
+    runs = sum(r["count"] for r in rows if r is not None)
+    errors = sum(r["harness_error_count"] for r in rows if r is not None)
+    return {"runs": runs, "harness_errors": errors, "share": errors / runs if runs else None}
+
+
+def _artefact_bounds(rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, float] | None:
+    """The delta if every harness-error run had failed on one side and passed on the other:
+    the range an artefact of unequal harness errors can reach (tasks both arms ran)."""
+    both = [(a, b) for a, b in zip(rows_a, rows_b) if a is not None and b is not None and a["count"] and b["count"]]
+    if not both:
+        return None
+
+    def rate(row: dict[str, Any], errors_pass: bool) -> float:
+        value: float = (row["passes"] + (row["harness_error_count"] if errors_pass else 0)) / row["count"]
+        return value
+
+    low = fmean(rate(a, False) - rate(b, True) for a, b in both)
+    high = fmean(rate(a, True) - rate(b, False) for a, b in both)
+    return {"low": low, "high": high}
+
+
+def compare_arms(
+    arms: tuple[str, str],
+    rows_a: Sequence[Row],
+    rows_b: Sequence[Row],
+    outcomes_a: Sequence[list[bool]],
+    outcomes_b: Sequence[list[bool]],
+    *,
+    resamples: int = significance.RESAMPLES,
+) -> dict[str, Any]:
+    """The paired comparison arms[0] − arms[1] over tasks (rows and outcomes in task order).
+    ``resamples`` only matters above EXACT_MAX_TASKS paired tasks (the p-value is valid for any)."""
+    kept = [(a, b) for a, b in zip(outcomes_a, outcomes_b) if a and b]
+    deltas = [Fraction(sum(a), len(a)) - Fraction(sum(b), len(b)) for a, b in kept]
+    test = significance.sign_flip_test(deltas, resamples=resamples)
+    boot = stats.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
+    sign = stats.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
+    one_side = sum(bool(a) != bool(b) for a, b in zip(outcomes_a, outcomes_b))
+    mean = float(sum(deltas) / len(deltas)) if deltas else None
+    low, high = test["low"], test["high"]
+    if mean is not None:
+        half = _run_noise(kept)
+        low, high = max(-1.0, min(low, mean - half)), min(1.0, max(high, mean + half))
+    errors = {arms[0]: _errors(rows_a), arms[1]: _errors(rows_b)}
+    shares = [Fraction(e["harness_errors"], e["runs"]) if e["runs"] else Fraction(0) for e in errors.values()]
+    unreliable = [arm for arm, e in errors.items() if e["share"] is not None and e["share"] > MAX_HARNESS_ERROR_SHARE]
+    return {
+        "tasks": len(kept),
+        "tasks_unpaired": one_side,
+        "delta": mean,
+        "low": low,
+        "high": high,
+        "wins": sign["wins"],
+        "losses": sign["losses"],
+        "ties": sign["ties"],
+        "p_value": test["p_value"],
+        "p_value_holm": test["p_value"],
+        "holm_family": 1,
+        "significant": _significant(test["p_value"], low, high),
+        "method": "sign_flip_permutation",
+        "exact": test["exact"],
+        "iterations": test["resamples"],
+        "seed": significance.SEED,
+        "diagnostics": {
+            "permutation_low": test["low"],
+            "permutation_high": test["high"],
+            "sign_test_p": sign["p_value"] if kept else None,
+            "bootstrap_low": boot["low"],
+            "bootstrap_high": boot["high"],
+            "bootstrap_iterations": boot["iterations"],
+            "bootstrap_seed": boot["seed"],
+        },
+        "harness_errors": errors,
+        "reliable": not unreliable,
+        "unreliable_arms": unreliable,
+        "artefact_bounds": _artefact_bounds(rows_a, rows_b) if shares[0] != shares[1] else None,
+    }
+
+
+def _significant(p: float | None, low: float | None, high: float | None) -> bool:
+    return p is not None and p < ALPHA and low is not None and high is not None and not low <= 0.0 <= high
+
+
+def adjust(comparisons: Sequence[dict[str, Any]]) -> None:
+    """Holm's adjustment over every comparison that has a p-value; sets ``p_value_holm``,
+    ``holm_family`` and ``significant`` (adjusted p < ALPHA, interval excluding 0) in place."""
+    tested = [c for c in comparisons if c.get("p_value") is not None]
+    for c, p in zip(tested, significance.holm([c["p_value"] for c in tested])):
+        c["p_value_holm"] = p
+        c["holm_family"] = len(tested)
+        c["significant"] = _significant(p, c["low"], c["high"])
+
+
+def gate_refusal(block: dict[str, Any] | None, name: str) -> str | None:
+    """Why a gate on this comparison's interval or test cannot be trusted, or None."""
+    if not isinstance(block, dict):
+        return None
+    tasks = block.get("tasks")
+    if isinstance(tasks, int) and tasks < MIN_PAIRED_TASKS:
+        return (
+            f"{name} needs at least {MIN_PAIRED_TASKS} paired tasks (has {tasks}): "
+            "with fewer, the paired test can never reject"
+        )
+    if block.get("reliable") is False:
+        arm = block["unreliable_arms"][0]
+        e = block["harness_errors"][arm]
+        return (
+            f"{name} refused: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors "
+            f"(over the {MAX_HARNESS_ERROR_SHARE:.0%} limit)"
+        )
+    return None

@@ -1,0 +1,226 @@
+"""The markdown summary of a report envelope (docs/report.md, "Markdown summary"); the verdict line
+is in verdict.py, the detail sections in sections.py.
+
+Pure functions of the envelope, so the session, the ``report`` command and tests render
+the same bytes from the same envelope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
+from .sections import (
+    bridge_section,
+    coverage_section,
+    failure_section,
+    floor_section,
+    negative_transfer_section,
+    overhead_section,
+    pass_k_section,
+    per_task_section,
+    trajectory_section,
+)
+from .verdict import verdict
+
+# ---------------------------------------------------------------- markdown
+
+
+def render_markdown(env: dict[str, Any]) -> str:
+    """The summary a reader sees first: verdict, aggregate with intervals, per-task table, sections."""
+    arms = env["corpus"]["arms"]
+    lines = _header(env)
+    lines += _aggregate_section(env, arms)
+    lines += pass_k_section(env, arms)
+    lines += _gates_section(env)
+    lines += trajectory_section(env)
+    lines += per_task_section(env, arms)
+    lines += floor_section(env)
+    lines += coverage_section(env)
+    lines += negative_transfer_section(env)
+    lines += failure_section(env)
+    lines += bridge_section(env)
+    lines += overhead_section(env)
+    lines += _token_section(env)
+    lines += _harness_error_section(env)
+    lines += _provenance_section(env)
+    if env["warnings"]:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in env["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def _header(env: dict[str, Any]) -> list[str]:
+    corpus = env["corpus"]
+    lines = [
+        f"# akm-bench utility — {env['agent']['model'] or env['agent']['harness']}",
+        "",
+        f"branch `{env['branch']}` @ `{env['commit']}` — {env['timestamp']}"
+        + ("" if env.get("complete", True) else " — **incomplete run**"),
+        f"corpus: {corpus['tasks']} tasks across {corpus['domains']} domains "
+        f"(slice={corpus['slice']}, seedsPerArm={corpus['seedsPerArm']}), agent: {env['agent']['harness']}",
+        "",
+        f"**Verdict:** {env.get('verdict') or verdict(env)}",
+    ]
+    failed = [g for g in env.get("gates") or [] if not g["ok"]]
+    if env.get("gates"):
+        lines.append(
+            f"**Gates:** {len(env['gates']) - len(failed)} passed, {len(failed)} failed"
+            + (": " + "; ".join(f"`{g['gate']}` ({g['message']})" for g in failed) if failed else "")
+        )
+    return lines
+
+
+def _aggregate_section(env: dict[str, Any], arms: list[str]) -> list[str]:
+    """The aggregate table (one row per arm, then the delta) and the notes on the comparisons."""
+    lines = ["", "## Aggregate", ""]
+    agg = env["aggregate"]
+    rows = []
+    for arm in arms:
+        a = agg.get(arm)
+        if a is None:
+            rows.append([arm] + ["not run"] * 7)
+            continue
+        ci = a.get("pass_rate_ci")
+        rows.append(
+            [
+                arm,
+                num(a["pass_rate"]),
+                fmt_ci(ci["low"], ci["high"]) if ci else "n/a",
+                num(a["pass_at_1"]),
+                num(a["tokens_per_pass"], 0),
+                num(a["wallclock_ms"], 0),
+                a["runs"],
+                a["harness_error_count"],
+            ]
+        )
+    d = agg.get("delta")
+    if d is not None:
+        p = d.get("paired") or {}
+        rows.append(
+            [
+                "**delta**",
+                signed(d["pass_rate"]),
+                fmt_ci(p.get("low"), p.get("high"), with_sign=True),
+                "",
+                signed(d["tokens_per_pass"], 0),
+                signed(d["wallclock_ms"], 0),
+                "",
+                "",
+            ]
+        )
+    lines.append(
+        md_table(
+            rows, ["arm", "pass_rate", "95% CI", "pass@1", "tokens_per_pass", "wallclock_ms", "runs", "harness_errors"]
+        )
+    )
+    lines += [
+        "",
+        "arm intervals treat tasks as clusters (Wilson at the design-effect sample size, t quantile); "
+        "harness errors are out of every figure",
+    ]
+    if d is not None and d.get("paired"):
+        lines += ["", _comparison_note("delta = akm − noakm", d["paired"])]
+    return lines + _synthetic_notes(agg)
+
+
+def _synthetic_notes(agg: dict[str, Any]) -> list[str]:
+    if "akm_over_synthetic_lift" not in agg:
+        return []
+    syn = agg["akm_over_synthetic_lift"]
+    if syn is None:
+        lines = ["", "akm_over_synthetic_lift: n/a"]
+    elif syn <= 0:
+        lines = [
+            "",
+            f":warning: **akm_over_synthetic_lift = {signed(syn)}** — AKM did not beat the synthetic-notes baseline.",
+        ]
+    else:
+        lines = ["", f"**akm_over_synthetic_lift: {signed(syn)}**"]
+    if agg.get("akm_over_synthetic_paired"):
+        lines += ["", _comparison_note("akm − synthetic", agg["akm_over_synthetic_paired"])]
+    return lines
+
+
+def _gates_section(env: dict[str, Any]) -> list[str]:
+    if not env.get("gates"):
+        return []
+    return [
+        "",
+        "## Gates",
+        "",
+        md_table(
+            [
+                [f"`{g['gate']}`", "pass" if g["ok"] else "**FAIL**", fmt_obs(g["observed"]), g["message"]]
+                for g in env["gates"]
+            ],
+            ["gate", "result", "observed", "detail"],
+        ),
+    ]
+
+
+def _token_section(env: dict[str, Any]) -> list[str]:
+    tm = env["token_measurement"]
+    if not tm["total_runs"]:
+        return []
+    return [
+        "",
+        "## Token measurement",
+        "",
+        f"- runs: {tm['total_runs']} total, {tm['runs_with_measured_tokens']} measured, "
+        f"{tm['runs_missing_measurement']} missing, {tm['runs_unsupported_measurement']} unsupported",
+        f"- coverage: {fmt_pct(tm['coverage'])} ({'reliable' if tm['reliable'] else 'unreliable — token figures cover the measured runs only'})",
+    ]
+
+
+def _harness_error_section(env: dict[str, Any]) -> list[str]:
+    problems = [r for r in env["runs"] if r["outcome"] == "harness_error"]
+    if not problems:
+        return []
+    lines = ["", "## Harness errors", ""]
+    lines += [f"- {r['task_id']} {r['arm']} s{r['seed']}: {r['reason']}" for r in problems[:50]]
+    if len(problems) > 50:
+        lines.append(f"- … and {len(problems) - 50} more")
+    return lines
+
+
+def _provenance_section(env: dict[str, Any]) -> list[str]:
+    prov = env.get("provenance")
+    if not prov:
+        return []
+    return [
+        "",
+        "## Provenance",
+        "",
+        f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
+        f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
+        f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
+        + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "")
+        + ", "
+        f"sandbox {prov.get('sandbox') or 'n/a'}, "
+        f"{len(prov['fingerprints'])} fingerprint(s), {prov['samples_from_store']} sample(s) from the store",
+    ]
+
+
+def _comparison_note(name: str, p: dict[str, Any]) -> str:
+    """How a paired comparison was computed, with its diagnostics."""
+    if not p["tasks"]:
+        return f"{name}: no task has valid runs in both arms"
+    how = (
+        f"exact over all {p['iterations']} sign vectors"
+        if p["exact"]
+        else f"{p['iterations']} random sign vectors, seed {p['seed']}"
+    )
+    diag = p["diagnostics"]
+    return (
+        f"{name}: {signed(p['delta'])}, paired over {p['tasks']} tasks"
+        + (f" ({p['tasks_unpaired']} unpaired tasks left out)" if p["tasks_unpaired"] else "")
+        + f"; paired permutation test ({how}) p={fmt_p(p['p_value'])}"
+        + (
+            f", Holm-adjusted p={fmt_p(p['p_value_holm'])} over {p['holm_family']} comparisons"
+            if p["holm_family"] > 1
+            else ""
+        )
+        + f"; 95% interval = the lifts the test does not reject; significant: {'yes' if p['significant'] else 'no'}. "
+        f"Diagnostics: sign test {p['wins']} wins / {p['losses']} losses / {p['ties']} ties, p={fmt_p(diag['sign_test_p'])}; "
+        f"cluster bootstrap {fmt_ci(diag['bootstrap_low'], diag['bootstrap_high'], with_sign=True)}"
+    )

@@ -1,0 +1,108 @@
+"""The report invariant: a report's runs are exactly the selected cells' latest valid samples.
+
+The session builds its report from the store, so the store and the report agree by
+construction. What can disagree is the run itself: a cell the controller could not identify,
+a sample the terminal counted that the store never got (a failed append), a newer sample
+another writer appended for one of our cells, a sample a worker stored after the controller
+stopped listening. :func:`check` names each such problem in one line; the session then marks
+the report incomplete and makes the exit status non-zero, so a wrong number never comes with
+a green run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..records import VALID_OUTCOMES, CellKey
+
+PREFIX = "report mismatch: "
+
+
+def cell_of(sample: dict[str, Any]) -> CellKey:
+    return (sample["task_id"], sample["arm"], sample["seed"])
+
+
+def identity(sample: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells two samples of one cell apart: the run and moment that made them."""
+    return (sample.get("run_id"), sample.get("started_at"), sample.get("fingerprint_hash"), sample.get("outcome"))
+
+
+def _name(cell: CellKey) -> str:
+    return f"{cell[0]}::{cell[1]}-s{cell[2]}"
+
+
+def _line(count: int, what: str, examples: list[CellKey], tail: str = "") -> str:
+    shown = ", ".join(_name(c) for c in sorted(examples)[:3])
+    more = f" and {count - 3} more" if count > 3 else ""
+    return f"{PREFIX}{count} {what} ({shown}{more}){tail}"
+
+
+def check(
+    *,
+    chosen: Iterable[dict[str, Any]],
+    received: Iterable[dict[str, Any]],
+    stored_by_run: Iterable[dict[str, Any]],
+    unidentified: Iterable[str] = (),
+) -> list[str]:
+    """The problems that make a report disagree with the run that wrote it; empty when none.
+
+    ``chosen``: the samples the report is made of (one per selected cell that has one);
+    ``received``: the samples this session's items reported (what the terminal counted);
+    ``stored_by_run``: the store's records written by this run; ``unidentified``: node ids of
+    collected items the controller could not match to a selected cell.
+    """
+    problems: list[str] = []
+    missing_ids = sorted(unidentified)
+    if missing_ids:
+        more = f" and {len(missing_ids) - 1} more" if len(missing_ids) > 1 else ""
+        problems.append(
+            f"{PREFIX}{len(missing_ids)} collected cells could not be matched to a selected task "
+            f"({missing_ids[0]!r}{more}); they are missing from this report"
+        )
+    chosen_by_cell = {cell_of(s): s for s in chosen}
+    got = {cell_of(s): s for s in received}
+    stored_ids = {identity(r) for r in stored_by_run}
+    unstored, replaced, absent = [], [], []
+    for cell, sample in got.items():
+        if not sample.get("from_store") and identity(sample) not in stored_ids:
+            unstored.append(cell)
+        if sample.get("outcome") not in VALID_OUTCOMES:
+            continue  # the report rightly keeps an earlier valid sample over a harness error
+        in_report = chosen_by_cell.get(cell)
+        if in_report is None:
+            absent.append(cell)
+        elif identity(in_report) != identity(sample):
+            replaced.append(cell)
+    if unstored:
+        problems.append(
+            _line(
+                len(unstored),
+                "samples this run produced are not in the store",
+                unstored,
+                "; they are in this report only, and a resumed run will run them again",
+            )
+        )
+    if replaced:
+        problems.append(
+            _line(
+                len(replaced),
+                "cells have a newer sample in the store than the one this run "
+                "reported (another run wrote to the same store)",
+                replaced,
+            )
+        )
+    if absent:
+        problems.append(_line(len(absent), "cells this run reported have no sample in the report", absent))
+    unreported = sorted({cell_of(r) for r in stored_by_run} - set(got))
+    if unreported:
+        problems.append(
+            _line(
+                len(unreported),
+                "samples of this run are in the store but were never reported to "
+                "this session (a worker went on after the run stopped)",
+                unreported,
+                "; the terminal's counts leave them out",
+            )
+        )
+    return problems

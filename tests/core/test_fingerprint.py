@@ -1,0 +1,194 @@
+"""Tests for the cell fingerprint (runner.fingerprint, store.fingerprint_hash): a stored sample is
+reused only while everything the cell's result depends on is unchanged, and always then.
+
+Each test builds a real corpus on disk, takes the fingerprint hash a run would store, changes one
+thing the way a user would (edit a stash file, bump a prompt, pass another budget) and starts a
+new run: its hash must differ exactly when the stored sample no longer measures the same cell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_akmbench.agents import NopAgent
+from pytest_akmbench.cell import prompts
+from pytest_akmbench.cell.akm import AkmInfo
+from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint, fingerprint, limits_for
+from pytest_akmbench.corpus.tasks import Task, load_corpus
+from pytest_akmbench.store.samples import fingerprint_hash
+from tests.support.corpus import standard_corpus, write_task
+
+
+class Root:
+    """A corpus on disk; ``task()`` reloads it (a new run), ``ctx()`` starts a new run's context."""
+
+    def __init__(self, base: Path) -> None:
+        self.tasks_root, self.stashes = standard_corpus(base)
+        write_task(self.tasks_root, "alpha/overlay", extra={"stash_overlay": "overlay"})
+        (self.tasks_root / "alpha" / "overlay" / "overlay" / "knowledge").mkdir(parents=True)
+        (self.tasks_root / "alpha" / "overlay" / "overlay" / "knowledge" / "extra.md").write_text("extra\n")
+        write_task(
+            self.tasks_root,
+            "alpha/bare",
+            raw_yaml="id: alpha/bare\ntitle: no budget of its own\n"
+            "domain: alpha\ndifficulty: easy\nstash: st\nverifier: script\n",
+        )
+        self.base = base
+
+    def task(self, task_id: str = "alpha/script-task") -> Task:
+        return load_corpus(self.tasks_root, self.stashes).by_id()[task_id]
+
+    def ctx(self, **kw: Any) -> RunContext:
+        defaults: dict[str, Any] = dict(
+            run_id="run",
+            tmp_root=self.base / "runs",
+            stashes_root=self.stashes,
+            agent=NopAgent(),
+            model="local/m",
+            budget_tokens=1000,
+            budget_wall_ms=20000,
+            budget_turns=None,
+            verify_timeout_s=30.0,
+        )
+        defaults.update(kw)
+        return RunContext(**defaults)
+
+    def hash(self, arm: str, task_id: str = "alpha/script-task", **kw: Any) -> str:
+        return fingerprint_hash(cell_fingerprint(Cell(self.task(task_id), arm, 1), self.ctx(**kw)))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Root:
+    return Root(tmp_path)
+
+
+AKM = AkmInfo(path=Path("/opt/akm"), version="0.9.0", line="0.9", sha256="a" * 64, config="{}")
+
+
+class TestWhatInvalidates:
+    def test_stash_edit_invalidates_the_akm_arm_only(self, root: Root) -> None:
+        """Editing a file of the task's stash re-runs its akm cells; noakm never sees the stash."""
+        akm, noakm = root.hash("akm"), root.hash("noakm")
+        (root.stashes / "st" / "skills" / "howto" / "SKILL.md").write_text("Write greetings in UPPER case.\n")
+        assert root.hash("akm") != akm
+        assert root.hash("noakm") == noakm
+
+    def test_new_stash_file_and_overlay_edit_invalidate(self, root: Root) -> None:
+        """A file added to the stash, or an edit to the task's stash overlay, changes the akm cells."""
+        before = root.hash("akm", "alpha/overlay")
+        (root.stashes / "st" / "knowledge").mkdir()
+        (root.stashes / "st" / "knowledge" / "new.md").write_text("new\n")
+        added = root.hash("akm", "alpha/overlay")
+        assert added != before
+        (root.tasks_root / "alpha" / "overlay" / "overlay" / "knowledge" / "extra.md").write_text("changed\n")
+        assert root.hash("akm", "alpha/overlay") != added
+
+    def test_task_edit_invalidates_both_arms(self, root: Root) -> None:
+        """A verifier or workspace edit changes what every arm is measured on."""
+        akm, noakm = root.hash("akm"), root.hash("noakm")
+        verify = root.tasks_root / "alpha" / "script-task" / "verify.sh"
+        verify.write_text(verify.read_text() + "# stricter\n")
+        assert root.hash("akm") != akm and root.hash("noakm") != noakm
+        again = root.hash("noakm")
+        (root.tasks_root / "alpha" / "script-task" / "workspace" / "notes.md").write_text("hint\n")
+        assert root.hash("noakm") != again
+
+    def test_shared_workspace_layer_invalidates(self, root: Root) -> None:
+        """A file in base/workspace, copied into every task's workspace, is part of each task."""
+        before = root.hash("noakm")
+        (root.tasks_root / "base" / "workspace").mkdir(parents=True)
+        (root.tasks_root / "base" / "workspace" / "shared.txt").write_text("shared\n")
+        assert root.hash("noakm") != before
+
+    def test_prompt_version_invalidates(self, root: Root) -> None:
+        """A new prompt (version or template) means a new measurement."""
+        task, ctx = root.task(), root.ctx()
+        current = fingerprint(task, "akm", ctx, prompts.prompt_version("akm"))
+        bumped = fingerprint(task, "akm", ctx, prompts.prompt_version("akm") + "-next")
+        assert fingerprint_hash(current) != fingerprint_hash(bumped)
+        assert current["prompt_version"] == prompts.prompt_version("akm") != prompts.prompt_version("noakm")
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"budget_turns": 12},
+            {"cap_tokens": 500},
+            {"cap_wall_ms": 1000},
+            {"model": "local/other"},
+            {"sandbox": "bwrap"},
+            {"akm": AKM},
+        ],
+    )
+    def test_run_settings_invalidate(self, root: Root, change: dict[str, Any]) -> None:
+        """A turn budget, a cap below the task's budget, the model, the sandbox or the akm binary
+        changes the akm cells."""
+        assert root.hash("akm", **change) != root.hash("akm")
+
+    @pytest.mark.parametrize("change", [{"budget_tokens": 999}, {"budget_wall_ms": 19000}])
+    def test_run_default_budget_invalidates_tasks_without_their_own(self, root: Root, change: dict[str, Any]) -> None:
+        """The run's default budget applies to a task that declares none, so it is part of that
+        task's fingerprint; a task with its own budget keeps its samples."""
+        assert root.hash("noakm", "alpha/bare", **change) != root.hash("noakm", "alpha/bare")
+        assert root.hash("noakm", **change) == root.hash("noakm")
+
+    def test_other_akm_binary_invalidates(self, root: Root) -> None:
+        """Another akm version or build (same version, other sha256) is another treatment."""
+        base = root.hash("akm", akm=AKM)
+        assert root.hash("akm", akm=dataclasses.replace(AKM, version="0.7.0", line="0.7")) != base
+        assert root.hash("akm", akm=dataclasses.replace(AKM, sha256="b" * 64)) != base
+        assert root.hash("noakm", akm=AKM) == root.hash("noakm")  # the control arm runs no akm
+
+    def test_agent_version_invalidates(self, root: Root) -> None:
+        agent = NopAgent()
+        other = type("Other", (), {"name": agent.name, "version": agent.version + ".1"})()
+        assert root.hash("noakm", agent=other) != root.hash("noakm")
+
+
+class TestWhatDoesNot:
+    def test_run_identity_and_seed_do_not(self, root: Root) -> None:
+        """Another run id, tmp dir, verify timeout or kept run dirs reuse the stored samples; so does
+        another seed (the seed is part of the trial, not of the fingerprint)."""
+        base = root.hash("akm")
+        assert (
+            root.hash("akm", run_id="other", tmp_root=root.base / "elsewhere", verify_timeout_s=5.0, keep_runs=True)
+            == base
+        )
+        task, ctx = root.task(), root.ctx()
+        assert cell_fingerprint(Cell(task, "akm", 1), ctx) == cell_fingerprint(Cell(task, "akm", 7), ctx)
+
+    def test_equal_caps_do_not(self, root: Root) -> None:
+        """A cap at or above the budget in force leaves the budget, and the fingerprint, as it was."""
+        assert root.hash("akm", cap_tokens=1000, cap_wall_ms=20000) == root.hash("akm")
+        assert root.hash("akm", cap_tokens=10**9) == root.hash("akm")
+
+    def test_fixed_at_the_start_of_a_run(self, root: Root) -> None:
+        """Within a run the stash is hashed once: an edit mid-run applies from the next run on."""
+        task, ctx = root.task(), root.ctx()
+        first = cell_fingerprint(Cell(task, "akm", 1), ctx)
+        (root.stashes / "st" / "skills" / "howto" / "SKILL.md").write_text("edited mid-run\n")
+        assert cell_fingerprint(Cell(task, "akm", 2), ctx) == first
+        assert root.hash("akm") != fingerprint_hash(first)
+
+
+class TestLimits:
+    def test_task_budget_then_run_default_then_cap(self, root: Root) -> None:
+        """The task's own budget wins over the run default; an explicit run cap lowers either."""
+        task = root.task()  # declares tokens 1000, wallMs 20000
+        plain = limits_for(task, root.ctx(budget_tokens=50, budget_wall_ms=60, budget_turns=7))
+        assert (plain.tokens, plain.wall_s, plain.turns) == (1000, 20.0, 7)
+        capped = limits_for(task, root.ctx(cap_tokens=300, cap_wall_ms=4500))
+        assert (capped.tokens, capped.wall_s) == (300, 4.5)
+        loose = limits_for(task, root.ctx(cap_tokens=5000, cap_wall_ms=90000))
+        assert (loose.tokens, loose.wall_s) == (1000, 20.0)
+        bare = dataclasses.replace(task, budget=dataclasses.replace(task.budget, tokens=None, wall_ms=None))
+        default = limits_for(bare, root.ctx(budget_tokens=50, budget_wall_ms=60))
+        assert (default.tokens, default.wall_s) == (50, 0.06)
+
+    def test_budget_in_the_fingerprint(self, root: Root) -> None:
+        fp = cell_fingerprint(Cell(root.task(), "noakm", 1), root.ctx(budget_turns=9, cap_tokens=700))
+        assert fp["budget"] == {"tokens": 700, "wall_ms": 20000, "turns": 9}
+        assert "akm" not in fp and "sandbox" not in fp and fp["stash_hash"] is None

@@ -1,0 +1,167 @@
+"""Tests for pytest_akmbench.cell.verifiers: each verifier kind really runs on a real workspace.
+
+The rule under test: a check that fails is a fail (the agent's doing); only a fault of the corpus
+or the environment (no verify.sh, a pytest verifier that collects nothing, pytest crashing) is an
+``error``, which the runner records as a harness error and runs again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_akmbench.cell.verifiers import TAIL_CHARS, Verdict, verifier_env, verify
+from pytest_akmbench.corpus.tasks import Task, load_corpus
+from pytest_akmbench.system.procs import ProcessTracker
+from tests.support.corpus import write_stash, write_task
+
+
+class Case:
+    """A one-task corpus on disk and a workspace copy to verify."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.base = tmp_path
+        self.tasks, self.stashes = tmp_path / "corpus" / "tasks", tmp_path / "corpus" / "stashes"
+        write_stash(self.stashes)
+
+    def task(self, task_id: str, **kw: Any) -> Task:
+        write_task(self.tasks, task_id, **kw)
+        return load_corpus(self.tasks, self.stashes).by_id()[task_id]
+
+    def verify(
+        self,
+        task: Task,
+        *,
+        files: dict[str, str] | None = None,
+        final_text: str = "",
+        env: dict[str, str] | None = None,
+        timeout_s: float = 30.0,
+    ) -> Verdict:
+        workspace = self.base / "ws" / uuid.uuid4().hex
+        workspace.mkdir(parents=True)
+        for name, text in (files or {}).items():
+            (workspace / name).write_text(text)
+        scratch = self.base / "scratch" / uuid.uuid4().hex
+        procs = ProcessTracker(f"test-verifiers/{uuid.uuid4().hex}")
+        return verify(
+            task,
+            workspace=workspace,
+            final_text=final_text,
+            scratch=scratch,
+            env=env if env is not None else {"PATH": os.environ["PATH"]},
+            procs=procs,
+            timeout_s=timeout_s,
+        )
+
+
+@pytest.fixture
+def case(tmp_path: Path) -> Case:
+    return Case(tmp_path)
+
+
+class TestScript:
+    def test_pass_and_fail(self, case: Case) -> None:
+        task = case.task("a/s")
+        ok = case.verify(task, files={"out.txt": "hello\n"})
+        assert (ok.passed, ok.exit_code, ok.error, ok.timed_out) == (True, 0, None, False)
+        bad = case.verify(task, files={"out.txt": "bye\n"})
+        assert (bad.passed, bad.exit_code, bad.error) == (False, 1, None)
+
+    def test_any_exit_status_is_a_plain_failure(self, case: Case) -> None:
+        """Exit 127 from the script (a command it runs is missing) is the agent's failure, not ours."""
+        verdict = case.verify(case.task("a/s127", verify="echo checking; exit 127\n"))
+        assert (verdict.passed, verdict.exit_code, verdict.error) == (False, 127, None)
+        assert "checking" in verdict.output
+
+    def test_missing_script_is_an_error(self, case: Case) -> None:
+        task = case.task("a/gone")
+        (task.task_dir / "verify.sh").unlink()
+        verdict = case.verify(task)
+        assert verdict.passed is False and verdict.error == f"verify.sh not found at {task.task_dir / 'verify.sh'}"
+
+    def test_no_bash_is_an_error(self, case: Case, tmp_path: Path) -> None:
+        empty = tmp_path / "empty-bin"
+        empty.mkdir()
+        verdict = case.verify(case.task("a/nobash"), env={"PATH": str(empty)})
+        assert verdict.error is not None and "bash not found on PATH" in verdict.error
+
+    def test_hang_is_a_timed_out_failure(self, case: Case) -> None:
+        verdict = case.verify(case.task("a/hang", verify="sleep 30\n"), timeout_s=0.5)
+        assert (verdict.passed, verdict.timed_out, verdict.error) == (False, True, None)
+        assert verdict.output.endswith("verifier timed out after 0.5s")
+
+    def test_tail_is_the_end_of_the_output(self, case: Case) -> None:
+        verdict = case.verify(
+            case.task("a/loud", verify=f"head -c {TAIL_CHARS + 500} /dev/zero | tr '\\\\0' x; echo END\n")
+        )
+        assert len(verdict.output) > TAIL_CHARS and len(verdict.tail) == TAIL_CHARS and verdict.tail.endswith("END\n")
+
+
+class TestPytest:
+    def test_pass_and_fail(self, case: Case) -> None:
+        task = case.task("a/p", verifier="pytest")
+        assert case.verify(task, files={"out.txt": "hello\n"}).passed is True
+        failed = case.verify(task, files={"out.txt": "bye\n"})
+        assert (failed.passed, failed.exit_code, failed.error) == (False, 1, None)
+        assert "assert" in failed.output
+
+    def test_no_tests_collected_is_an_error_not_a_fail(self, case: Case) -> None:
+        """A tests/ directory without a test (a corpus fault) must not count against the agent."""
+        task = case.task("a/empty", verifier="pytest", tests="def helper():\n    return 1\n")
+        verdict = case.verify(task, files={"out.txt": "hello\n"})
+        assert verdict.passed is False and verdict.exit_code == 5
+        assert verdict.error == f"pytest verifier: no tests collected in {task.task_dir / 'tests'}"
+
+    def test_tests_that_cannot_import_the_agents_code_fail(self, case: Case) -> None:
+        """Tests importing a module the agent was to write, and did not, are a plain fail (exit 2)."""
+        task = case.task(
+            "a/imports", verifier="pytest", tests="import solution\n\ndef test_x():\n    assert solution.ok\n"
+        )
+        verdict = case.verify(task, files={"out.txt": "hello\n"})
+        assert (verdict.passed, verdict.exit_code, verdict.error) == (False, 2, None)
+        assert case.verify(task, files={"solution.py": "ok = True\n"}).passed is True
+
+    def test_no_tests_directory_is_an_error(self, case: Case) -> None:
+        task = case.task("a/notests", verifier="pytest")
+        shutil.rmtree(task.task_dir / "tests")
+        verdict = case.verify(task)
+        assert verdict.error is not None and "needs a tests/ directory" in verdict.error
+
+    def test_the_agent_cannot_change_the_tests(self, case: Case) -> None:
+        """The tests run from a private copy: a tests/ the agent wrote into the workspace is not used."""
+        task = case.task("a/p2", verifier="pytest")
+        verdict = case.verify(task, files={"out.txt": "bye\n", "conftest.py": "collect_ignore_glob = ['*']\n"})
+        assert verdict.passed is False and verdict.exit_code == 1
+
+
+class TestRegex:
+    def test_match_and_no_match(self, case: Case) -> None:
+        task = case.task("a/r", verifier="regex", extra={"expected_match": r"answer is 4\d"})
+        assert case.verify(task, final_text="so the answer is 42.").passed is True
+        missed = case.verify(task, final_text="the answer is 50")
+        assert (missed.passed, missed.exit_code, missed.error) == (False, 1, None)
+        assert missed.output == r"regex did not match: answer is 4\d"
+
+
+class TestEnvironment:
+    def test_verifier_env_drops_every_akm_variable(self) -> None:
+        env = {"PATH": "/bin", "HOME": "/h", "AKM_STASH_DIR": "/s", "AKM_CONFIG_DIR": "/c", "XAKM_KEEP": "1"}
+        assert verifier_env(env) == {"PATH": "/bin", "HOME": "/h", "XAKM_KEEP": "1"}
+
+    def test_a_script_sees_the_environment_it_is_given(self, case: Case) -> None:
+        task = case.task("a/env", verify='test "$BENCH_MARK" = yes\n')
+        env = {"PATH": os.environ["PATH"], "BENCH_MARK": "yes"}
+        assert case.verify(task, env=env).passed is True
+        assert case.verify(task).passed is False
+
+
+def test_unknown_kind_is_an_error(case: Case) -> None:
+    task = case.task("a/s")
+    odd = Task(**{**{f: getattr(task, f) for f in task.__dataclass_fields__}, "verifier": "manual"})
+    verdict = case.verify(odd)
+    assert verdict.error == "unknown verifier kind 'manual'" and verdict.passed is False

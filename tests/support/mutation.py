@@ -1,0 +1,139 @@
+"""Mutation testing of the core, on demand (docs/testing.md): ``python -m tests.support.mutation``.
+
+The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in pyproject.toml;
+``[tool.akmbench-mutation] functions`` narrows a file to some of its functions (runner.py: only
+the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
+module and every surviving mutant. ``--module stats`` (repeatable) runs one module; ``--report``
+only prints the score of the last run; ``--retry-survivors`` runs the survivors (and mutants no
+test ran) again, after tests were added. mutmut keeps its results in ``mutants/``, so an
+interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+# mutmut's exit-code meanings (mutmut/stats.py): a timeout means the mutant made a test hang.
+KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout"}
+UNTESTED = {5: "no tests", 33: "no tests"}
+
+
+def config() -> tuple[list[str], dict[str, list[str]]]:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    files = data["tool"]["mutmut"]["only_mutate"]
+    functions = data["tool"].get("akmbench-mutation", {}).get("functions", {})
+    return files, functions
+
+
+def module_of(path: str) -> str:
+    return Path(path).stem
+
+
+def patterns(files: list[str], functions: dict[str, list[str]], modules: list[str]) -> list[str]:
+    """mutmut's mutant-name globs for the chosen modules (all when none is chosen)."""
+    out = []
+    for path in files:
+        if modules and module_of(path) not in modules:
+            continue
+        dotted = path.removesuffix(".py").replace("/", ".")
+        names = functions.get(path)
+        out += [f"{dotted}.x_{name}__mutmut_*" for name in names] if names else [f"{dotted}.*"]
+    return out
+
+
+def results(files: list[str], functions: dict[str, list[str]]) -> dict[str, dict[str, int | None]]:
+    """Exit code per mutant name, per module, from mutmut's meta files."""
+    out: dict[str, dict[str, int | None]] = {}
+    for path in files:
+        meta = ROOT / "mutants" / (path + ".meta")
+        if not meta.is_file():
+            continue
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        names = functions.get(path)
+        if names:
+            codes = {k: v for k, v in codes.items() if any(f".x_{n}__mutmut_" in k for n in names)}
+        out[module_of(path)] = codes
+    return out
+
+
+def forget_survivors(files: list[str], modules: list[str]) -> int:
+    """Mark the survivors of the chosen modules as not run, so the next run tries them against new tests."""
+    forgotten = 0
+    for path in files:
+        meta = ROOT / "mutants" / (path + ".meta")
+        if (modules and module_of(path) not in modules) or not meta.is_file():
+            continue
+        data = json.loads(meta.read_text())
+        codes = data["exit_code_by_key"]
+        for key, code in codes.items():
+            if code == 0 or code in UNTESTED:
+                codes[key] = None
+                forgotten += 1
+        meta.write_text(json.dumps(data, indent=4))
+    return forgotten
+
+
+def report(files: list[str], functions: dict[str, list[str]]) -> int:
+    """The score per module: killed / (killed + survived + no tests); mutants not run yet are left out."""
+    table = results(files, functions)
+    total: Counter[str] = Counter()
+    print(f"{'module':<14}{'mutants':>8}{'killed':>8}{'survived':>10}{'no tests':>10}{'not run':>9}{'score':>8}")
+    survivors: list[str] = []
+    for module, codes in table.items():
+        killed = sum(1 for v in codes.values() if v in KILLED)
+        survived = sorted(k for k, v in codes.items() if v == 0)
+        untested = sorted(k for k, v in codes.items() if v in UNTESTED)
+        not_run = sum(1 for v in codes.values() if v is None)
+        survivors += survived + untested
+        row = Counter(
+            mutants=len(codes), killed=killed, survived=len(survived), untested=len(untested), not_run=not_run
+        )
+        total.update(row)
+        print(_row(module, row))
+    print(_row("total", total))
+    if survivors:
+        print("\nsurviving mutants, then mutants no test runs (`mutmut show NAME` prints the diff):")
+        print("\n".join(f"  {name}" for name in survivors))
+    return 0
+
+
+def _row(name: str, c: Counter[str]) -> str:
+    judged = c["killed"] + c["survived"] + c["untested"]
+    score = f"{c['killed'] / judged:.1%}" if judged else "-"
+    return (
+        f"{name:<14}{c['mutants']:>8}{c['killed']:>8}{c['survived']:>10}{c['untested']:>10}{c['not_run']:>9}{score:>8}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.support.mutation", description=__doc__.split("\n")[0])
+    parser.add_argument("--module", action="append", default=[], help="a module stem, e.g. stats (repeatable)")
+    parser.add_argument("--report", action="store_true", help="only print the score of the last run")
+    parser.add_argument("--retry-survivors", action="store_true", help="run the survivors again (after adding tests)")
+    parser.add_argument("--max-children", type=int, default=2)
+    args = parser.parse_args(argv)
+    files, functions = config()
+    if args.retry_survivors:
+        print(f"{forget_survivors(files, args.module)} survivors to run again")
+    if not args.report:
+        globs = patterns(files, functions, args.module)
+        if not globs:
+            parser.error(f"no module named {args.module}; known: {', '.join(module_of(f) for f in files)}")
+        run = subprocess.run(
+            [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *globs], cwd=ROOT
+        )
+        if run.returncode not in (0, 1):
+            return run.returncode
+    return report(files, functions)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
