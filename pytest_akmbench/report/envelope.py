@@ -20,8 +20,8 @@ from typing import Any
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
+from . import akm_usage, lift, metrics, transfer
 from . import gates as gates_mod
-from . import lift, metrics
 from .verdict import verdict
 
 SCHEMA_VERSION = 1
@@ -93,7 +93,7 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     runs = [s for t in inp.tasks for a in arms for s in by_cell.get((t.id, a), [])]
     akm_runs = [s for s in runs if s["arm"] == "akm"]
     labels = {id(s): failure_mode(s, gold_of[s["task_id"]]) for s in akm_runs}
-    regressed = metrics.negative_transfer(tasks_out, domain_of)
+    regressed = transfer.negative_transfer(tasks_out, domain_of)
     regressed_ids = {r["task_id"] for r in regressed}
     floor = _floor_coverage(inp, arms, tasks_out)
     tm = metrics.token_measurement(runs)
@@ -109,24 +109,24 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         "agent": {"harness": inp.agent, "version": inp.agent_version, "model": inp.model},
         "corpus": _corpus(inp, arms),
         "aggregate": agg,
-        "trajectory": {"akm": metrics.trajectory_aggregate(akm_runs) if "akm" in arms else None},
-        "failure_modes": metrics.failure_modes([(s["task_id"], labels[id(s)]) for s in akm_runs]),
+        "trajectory": {"akm": akm_usage.trajectory_aggregate(akm_runs) if "akm" in arms else None},
+        "failure_modes": akm_usage.failure_modes([(s["task_id"], labels[id(s)]) for s in akm_runs]),
         "token_measurement": tm,
         "tasks": tasks_out,
         "negative_transfer_count": len(regressed),
         "negative_transfer_severity": sum(r["severity"] for r in regressed),
         "top_regressed_tasks": regressed,
-        "domain_level_deltas": metrics.domain_level_deltas(tasks_out, domain_of, regressed_ids),
-        "asset_regression_candidates": metrics.asset_regression_candidates(akm_runs, regressed_ids),
-        "corpus_coverage": metrics.corpus_coverage(inp.tasks, tasks_out),
+        "domain_level_deltas": transfer.domain_level_deltas(tasks_out, domain_of, regressed_ids),
+        "asset_regression_candidates": transfer.asset_regression_candidates(akm_runs, regressed_ids),
+        "corpus_coverage": transfer.corpus_coverage(inp.tasks, tasks_out),
         "warnings": warnings,
-        "searchBridge": metrics.search_bridge(akm_runs, gold_of),
+        "searchBridge": akm_usage.search_bridge(akm_runs, gold_of),
         "runs": [_run_row(s, labels.get(id(s))) for s in runs],
     }
     if inp.baseline is not None:
         envelope["baseline_by_task_id"] = dict(inp.baseline)
-    envelope["perAsset"] = metrics.per_asset(akm_runs)
-    envelope["akm_overhead"] = metrics.akm_overhead(akm_runs)
+    envelope["perAsset"] = akm_usage.per_asset(akm_runs)
+    envelope["akm_overhead"] = akm_usage.akm_overhead(akm_runs)
     envelope["flaky_tasks"] = _flaky(tasks_out, arms)
     envelope["floor_coverage"] = floor
     envelope["provenance"] = _provenance(inp, runs)
@@ -281,13 +281,13 @@ def _warnings(
             f"({partial} partial, {len(below) - partial} missing); see floor_coverage.needs_deepening."
         )
     ran = [s for s in akm_runs if s["outcome"] != "harness_error"]
-    unobserved = sum(metrics.observed(s) is None for s in ran)
+    unobserved = sum(akm_usage.observed(s) is None for s in ran)
     if unobserved:
         out.append(
             f"akm trajectory not observed for {unobserved} of {len(ran)} akm-arm runs (agent {inp.agent}); "
             "trajectory, failure_modes, searchBridge, perAsset and akm_overhead cover only the observed runs."
         )
-    silent = sum((metrics.observed(s) or {}).get("akm_answered") is False for s in ran)
+    silent = sum((akm_usage.observed(s) or {}).get("akm_answered") is False for s in ran)
     if silent:
         out.append(
             f"akm never answered in {silent} of {len(ran)} akm-arm runs: every akm call the agent made failed "
@@ -337,7 +337,7 @@ def _akm_provenance(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
     """A ``runs[]`` row: the reference's fields first, then what it left out (docs/report.md)."""
-    traj = metrics.observed(s)
+    traj = akm_usage.observed(s)
     return {
         "task_id": s["task_id"],
         "arm": s["arm"],

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_akmbench.corpus.tasks import Task
-from pytest_akmbench.report import metrics
+from pytest_akmbench.report import akm_usage, metrics, transfer
 
 Z = 1.959963984540054
 
@@ -274,7 +274,7 @@ class TestAkmSections:
 
     def test_trajectory_aggregate(self) -> None:
         """Rates over observed runs only; the run without a trajectory is not counted as false."""
-        t = metrics.trajectory_aggregate(self.runs())
+        t = akm_usage.trajectory_aggregate(self.runs())
         assert t["correct_asset_loaded"] == pytest.approx(1 / 3)
         assert t["feedback_recorded"] == pytest.approx(1 / 3)
         assert t["searched_before_acting"] == pytest.approx(2 / 3)
@@ -284,13 +284,13 @@ class TestAkmSections:
 
     def test_trajectory_aggregate_without_any_trajectory(self) -> None:
         """Nothing observed: every rate is None, never 0."""
-        t = metrics.trajectory_aggregate([sample("a/t", "akm", 1, "pass")])
+        t = akm_usage.trajectory_aggregate([sample("a/t", "akm", 1, "pass")])
         assert t["correct_asset_loaded"] is None and t["feedback_recorded"] is None
         assert t["searched_before_acting"] is None
 
     def test_search_bridge(self) -> None:
         """Three searches: ranks 2, missing, 7; last-search buckets 2 (pass) and 7 (fail)."""
-        sb = metrics.search_bridge(self.runs(), {"a/t": "skill:gold"})
+        sb = akm_usage.search_bridge(self.runs(), {"a/t": "skill:gold"})
         assert sb["runs_observed"] == 3 and sb["searches_observed"] == 3
         assert sb["gold_rank_distribution"]["2"] == 1 and sb["gold_rank_distribution"]["7"] == 1
         assert sb["gold_rank_distribution"]["missing"] == 1
@@ -310,26 +310,26 @@ class TestAkmSections:
         runs = self.runs()
         with_error = runs + [errored]
         assert (
-            metrics.trajectory_aggregate(with_error)["feedback_recorded"]
-            == metrics.trajectory_aggregate(runs)["feedback_recorded"]
+            akm_usage.trajectory_aggregate(with_error)["feedback_recorded"]
+            == akm_usage.trajectory_aggregate(runs)["feedback_recorded"]
         )
-        assert metrics.trajectory_aggregate(with_error)["counts"]["harness_error_runs"] == 1
-        assert metrics.search_bridge(with_error, {"a/t": "skill:gold"}) == metrics.search_bridge(
+        assert akm_usage.trajectory_aggregate(with_error)["counts"]["harness_error_runs"] == 1
+        assert akm_usage.search_bridge(with_error, {"a/t": "skill:gold"}) == akm_usage.search_bridge(
             runs, {"a/t": "skill:gold"}
         )
-        assert metrics.asset_regression_candidates([errored], {"a/t"}) == []
-        ov = metrics.akm_overhead(with_error)["aggregate"]
-        assert ov["mean_feedback_count"] == metrics.akm_overhead(runs)["aggregate"]["mean_feedback_count"]
+        assert transfer.asset_regression_candidates([errored], {"a/t"}) == []
+        ov = akm_usage.akm_overhead(with_error)["aggregate"]
+        assert ov["mean_feedback_count"] == akm_usage.akm_overhead(runs)["aggregate"]["mean_feedback_count"]
         assert ov["harness_error_runs"] == 1 and ov["runs_with_trajectory"] == 3
 
     def test_search_bridge_without_searches_is_null(self) -> None:
         """No search observed: the shares are null, not 0."""
-        sb = metrics.search_bridge([sample("a/t", "akm", 1, "pass", trajectory=traj())], {"a/t": "skill:gold"})
+        sb = akm_usage.search_bridge([sample("a/t", "akm", 1, "pass", trajectory=traj())], {"a/t": "skill:gold"})
         assert sb["searches_observed"] == 0 and sb["gold_at_rank_1"] is None and sb["gold_missing"] is None
 
     def test_per_asset(self) -> None:
         """Loads split by outcome; sorted by load count then pass rate."""
-        pa = metrics.per_asset(self.runs())
+        pa = akm_usage.per_asset(self.runs())
         assert pa["total_akm_runs"] == 4
         assert pa["rows"] == [
             {
@@ -350,7 +350,7 @@ class TestAkmSections:
 
     def test_overhead(self) -> None:
         """Means over observed runs; polarity counted; cost per success needs every pass measured."""
-        ov = metrics.akm_overhead(self.runs())
+        ov = akm_usage.akm_overhead(self.runs())
         a = ov["aggregate"]
         assert (a["total_runs"], a["runs_with_trajectory"], a["passing_runs"]) == (4, 3, 1)
         assert a["mean_search_count"] == pytest.approx(1.0)

@@ -204,7 +204,7 @@ class TestHandWrittenStreams:
         """Two searches in one command that failed: each may have run, but their results are unknown,
         so they are searches without a gold rank, never searches that missed the gold. A failing run
         with only those is not labelled search_no_gold, and the search bridge sees no search."""
-        from pytest_akmbench.report import metrics
+        from pytest_akmbench.report import akm_usage
 
         stream = write_stream(
             tmp_path / "t.jsonl",
@@ -217,7 +217,7 @@ class TestHandWrittenStreams:
         assert t["search_count"] == 2 and t["gold_ranks"] == []
         assert [a["results"] for a in t["actions"]] == [None, None]
         assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": t}, GOLD) == "unrelated_bug"
-        bridge = metrics.search_bridge([{"task_id": TASK.id, "outcome": "fail", "trajectory": t}], {TASK.id: GOLD})
+        bridge = akm_usage.search_bridge([{"task_id": TASK.id, "outcome": "fail", "trajectory": t}], {TASK.id: GOLD})
         assert bridge["runs_observed"] == 1 and bridge["searches_observed"] == 0 and bridge["gold_missing"] is None
         known = write_stream(tmp_path / "k.jsonl", [step(1), bash("akm search hello", hits("skill:other"), ts=2)])
         missed = analyse_cell(TASK, known, None, None)
