@@ -102,7 +102,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(argv: Sequence[str]) -> int:
-    from ..report import compare
+    from . import compare
 
     return compare.main(list(argv))
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from pytest_akmbench.cli.compare import main
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report.compare import compare, main, render_markdown
+from pytest_akmbench.report.compare import compare
+from pytest_akmbench.report.compare_markdown import render_markdown
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 

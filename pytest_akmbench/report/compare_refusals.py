@@ -1,0 +1,125 @@
+"""Whether two report envelopes may be compared at all (docs/report.md, "compare").
+
+Refusals, in order: schema, track, model, task corpus (hash, else selected ids), fixture hash;
+the last three can be overridden, which turns them into warnings. Pure: no pytest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def corpus_field(env: dict[str, Any], key: str) -> Any:
+    """``env["corpus"][key]``, None when either is missing."""
+    return (env.get("corpus") or {}).get(key)
+
+
+def _refuse(reason: str, message: str, warnings: list[str], **extra: Any) -> dict[str, Any]:
+    return {"ok": False, "reason": reason, "message": message, **extra, "warnings": warnings}
+
+
+def refusal(
+    base: dict[str, Any],
+    head: dict[str, Any],
+    allow_model: bool,
+    allow_corpus: bool,
+    allow_fixture: bool,
+    warnings: list[str],
+) -> dict[str, Any] | None:
+    """The refusal to compare ``head`` with ``base``, or None; the mismatches the caller allowed,
+    and the pins a report lacks, are appended to ``warnings``."""
+    return (
+        _format_refusal(base, head, warnings)
+        or _model_refusal(base, head, allow_model, warnings)
+        or _corpus_refusal(base, head, allow_corpus, warnings)
+        or _fixture_refusal(base, head, allow_fixture, warnings)
+    )
+
+
+def _format_refusal(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> dict[str, Any] | None:
+    for name, env in (("base", base), ("current", head)):
+        if env.get("schemaVersion") != 1:
+            return _refuse(
+                "schema_mismatch", f"{name} report has schemaVersion {env.get('schemaVersion')!r}; expected 1", warnings
+            )
+    for name, env in (("base", base), ("current", head)):
+        if env.get("track") != "utility":
+            return _refuse(
+                "track_mismatch",
+                f"{name} report has track {env.get('track')!r}; only utility reports compare",
+                warnings,
+            )
+    return None
+
+
+def _model_refusal(
+    base: dict[str, Any], head: dict[str, Any], allow_model: bool, warnings: list[str]
+) -> dict[str, Any] | None:
+    bm = (base.get("agent") or {}).get("model") or "<unknown>"
+    hm = (head.get("agent") or {}).get("model") or "<unknown>"
+    if bm != hm:
+        if not allow_model:
+            return _refuse(
+                "model_mismatch",
+                f"models differ (base={bm!r}, current={hm!r}); use --allow-model-mismatch to diff anyway",
+                warnings,
+                baseModel=bm,
+                currentModel=hm,
+            )
+        warnings.append(f"models differ (base={bm!r}, current={hm!r}) — diff requested via --allow-model-mismatch")
+    return None
+
+
+def _corpus_refusal(
+    base: dict[str, Any], head: dict[str, Any], allow_corpus: bool, warnings: list[str]
+) -> dict[str, Any] | None:
+    bh, hh = corpus_field(base, "taskCorpusHash"), corpus_field(head, "taskCorpusHash")
+    bids, hids = corpus_field(base, "selectedTaskIds"), corpus_field(head, "selectedTaskIds")
+    if bh and hh and bh != hh:
+        if not allow_corpus:
+            extra: dict[str, Any] = {"baseTaskCorpusHash": bh, "currentTaskCorpusHash": hh}
+            if isinstance(bids, list) and isinstance(hids, list):
+                extra["onlyInBase"] = sorted(set(bids) - set(hids))
+                extra["onlyInCurrent"] = sorted(set(hids) - set(bids))
+            return _refuse(
+                "corpus_mismatch", f'task corpus hashes differ (base="{bh}", current="{hh}")', warnings, **extra
+            )
+        warnings.append(
+            f'task corpus hashes differ (base="{bh}", current="{hh}") — diff requested via --allow-corpus-mismatch'
+        )
+    elif not bh and not hh and isinstance(bids, list) and isinstance(hids, list) and set(bids) != set(hids):
+        if not allow_corpus:
+            return _refuse(
+                "corpus_mismatch",
+                "selected task IDs differ",
+                warnings,
+                onlyInBase=sorted(set(bids) - set(hids)),
+                onlyInCurrent=sorted(set(hids) - set(bids)),
+            )
+        warnings.append("selected task IDs differ — diff requested via --allow-corpus-mismatch")
+    for name, value in (("base", bh), ("current", hh)):
+        if not value:
+            warnings.append(f"{name} report has no corpus.taskCorpusHash; proceeding without task-corpus-pin check")
+    return None
+
+
+def _fixture_refusal(
+    base: dict[str, Any], head: dict[str, Any], allow_fixture: bool, warnings: list[str]
+) -> dict[str, Any] | None:
+    bf, hf = corpus_field(base, "fixtureContentHash"), corpus_field(head, "fixtureContentHash")
+    if bf and hf and bf != hf:
+        if not allow_fixture:
+            return _refuse(
+                "hash_mismatch",
+                f'fixture-content hashes differ (base="{bf}", current="{hf}")',
+                warnings,
+                baseFixtureContentHash=bf,
+                currentFixtureContentHash=hf,
+            )
+        warnings.append(
+            f'fixture-content hashes differ (base="{bf}", current="{hf}") — diff requested via --allow-fixture-mismatch'
+        )
+    for name, value in (("base", bf), ("current", hf)):
+        if not value:
+            warnings.append(f"{name} report has no corpus.fixtureContentHash; proceeding without fixture-pin check")
+    return None
