@@ -46,6 +46,8 @@ CORE = [
     "report.files",
     "report.fmt",
     "report.html",
+    "report.html_parts",
+    "report.html_plots",
     "report.markdown",
     "report.sections",
     "report.verdict",

@@ -24,7 +24,7 @@ import pytest
 
 from pytest_akmbench.agents.opencode.adapter import locate_opencode
 from pytest_akmbench.report.fmt import num, signed
-from pytest_akmbench.report.html import task_delta_interval
+from pytest_akmbench.report.html_plots import task_delta_interval
 from tests.support import browser, real_akm
 from tests.support.corpus import write_stash, write_task
 from tests.support.dom import Element, parse

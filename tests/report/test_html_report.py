@@ -15,7 +15,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
 from pytest_akmbench.report import html as html_report
-from pytest_akmbench.report import svg
+from pytest_akmbench.report import html_plots, svg
 from pytest_akmbench.report.markdown import render_markdown
 from pytest_akmbench.report.sections import MD_TASK_ROWS
 from tests.core.test_metrics import make_task, sample, traj
@@ -147,19 +147,19 @@ class TestPage:
 
     def test_forest_shows_the_largest_deltas_when_there_are_many(self) -> None:
         env = bench(
-            n_tasks=html_report.FOREST_CAP + 30,
+            n_tasks=html_plots.FOREST_CAP + 30,
             outcome=lambda i, arm, seed: "pass" if arm == "akm" or seed <= i % 4 else "fail",
         )
         page = parse(html_report.render(env))
         marks = plots(page)["forest"].select("g", data_task=None)
-        assert len(marks) == html_report.FOREST_CAP
+        assert len(marks) == html_plots.FOREST_CAP
         shown = sorted(abs(float(m.attrs["data-value"])) for m in marks)
         left_out = sorted(abs(t["delta"]["pass_rate"]) for t in env["tasks"])[
-            : len(env["tasks"]) - html_report.FOREST_CAP
+            : len(env["tasks"]) - html_plots.FOREST_CAP
         ]
         assert max(left_out) <= min(shown)
         assert "the other 30 are in the per-task table" in page.text
-        assert len(page.one("table", id="tasks-table").one("tbody").select("tr")) == html_report.FOREST_CAP + 30
+        assert len(page.one("table", id="tasks-table").one("tbody").select("tr")) == html_plots.FOREST_CAP + 30
 
     def test_long_task_ids_fit(self) -> None:
         long_id = "domain/" + "a-very-long-task-name-" * 4
@@ -198,7 +198,7 @@ class TestPage:
         samples = [sample("d/t", "akm", s + 1, "pass" if s < c1 else "fail") for s in range(n1)]
         samples += [sample("d/t", "noakm", s + 1, "pass" if s < c2 else "fail") for s in range(n2)]
         t = build(tasks, samples, seeds=max(n1, n2))["tasks"][0]
-        d, low, high = html_report.task_delta_interval(t["akm"], t["noakm"])  # type: ignore[misc]
+        d, low, high = html_plots.task_delta_interval(t["akm"], t["noakm"])  # type: ignore[misc]
         ref = confint_proportions_2indep(c1, n1, c2, n2, method="newcomb", compare="diff")
         assert d == pytest.approx(c1 / n1 - c2 / n2)
         assert (low, high) == pytest.approx((max(ref[0], -1), min(ref[1], 1)), abs=1e-9)
