@@ -71,6 +71,11 @@ def _dig(obj: Any, *keys: str) -> Any:
     return obj
 
 
+def _digger(*keys: str) -> Callable[[dict[str, Any]], Any]:
+    """A getter of ``env[k1][k2]...`` (None when a key is missing)."""
+    return lambda env: _dig(env, *keys)
+
+
 def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
     arm, _, rest = metric.partition(".")
     if arm in ARMS and rest in _ARM_FIELDS:
@@ -83,7 +88,7 @@ def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
                 return lambda env: _dig(env, "aggregate", "delta", "pass_rate")
             if suffix == "" and name == "synthetic_lift":
                 return lambda env: _dig(env, "aggregate", "akm_over_synthetic_lift")
-            return lambda env, w=where, k=_PAIRED[suffix]: _dig(env, *w, k)
+            return _digger(*where, _PAIRED[suffix])
     simple: dict[str, Callable[[dict[str, Any]], Any]] = {
         "harness_errors": lambda env: sum(r["outcome"] == "harness_error" for r in env.get("runs") or []),
         "budget_exceeded": lambda env: sum(r["outcome"] == "budget_exceeded" for r in env.get("runs") or []),
@@ -201,34 +206,33 @@ def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_di
     except ValueError as err:
         return {"gate": gate, "ok": False, "observed": None, "message": str(err)}
     result = compare_mod.compare(base, env)
+    problem = _not_comparable(base, env, result, path)
+    if problem is not None:
+        return {"gate": gate, "ok": False, "observed": None, "message": problem}
+    return _regression_verdict(gate, spec["kind"], result, path)
+
+
+def _not_comparable(base: dict[str, Any], env: dict[str, Any], result: dict[str, Any], path: Path) -> str | None:
+    """Why the comparison cannot clear the gate: refused, or an arm or a task that had valid runs
+    in the base report has none now; None when it can."""
     if not result["ok"]:
-        return {
-            "gate": gate,
-            "ok": False,
-            "observed": None,
-            "message": f"cannot compare with {path}: {result['message']}",
-        }
+        return f"cannot compare with {path}: {result['message']}"
     lost = [arm for arm in ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(env, arm)]
     if lost:
-        return {
-            "gate": gate,
-            "ok": False,
-            "observed": None,
-            "message": f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)",
-        }
+        return f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)"
     if not result["arms"]:
-        return {"gate": gate, "ok": False, "observed": None, "message": f"no arm ran in both this report and {path}"}
+        return f"no arm ran in both this report and {path}"
     gone = [
         f"{arm}:{t['id']}" for arm, c in result["arms"].items() for t in c["perTask"] if t["presence"] == "base-only"
     ]
     if gone:
         shown = ", ".join(gone[:5]) + (f", … and {len(gone) - 5} more" if len(gone) > 5 else "")
-        return {
-            "gate": gate,
-            "ok": False,
-            "observed": None,
-            "message": f"{len(gone)} task(s) with valid runs in {path} have none now: {shown}",
-        }
+        return f"{len(gone)} task(s) with valid runs in {path} have none now: {shown}"
+    return None
+
+
+def _regression_verdict(gate: str, kind: str, result: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Fails when an arm (or, for no-task-regression, a task) regressed beyond noise."""
     regressed = {
         arm: c["paired"]["delta"]
         for arm, c in result["arms"].items()
@@ -249,7 +253,7 @@ def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_di
             "observed": regressed,
             "message": f"regressed beyond noise vs {path}: {detail}{task_note}",
         }
-    if spec["kind"] == "no-task-regression" and tasks:
+    if kind == "no-task-regression" and tasks:
         return {
             "gate": gate,
             "ok": False,
@@ -259,7 +263,7 @@ def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_di
         }
     deltas = {arm: c["paired"]["delta"] for arm, c in result["arms"].items()}
     detail = ", ".join(f"{arm} {'n/a' if d is None else f'{d:+.2f}'}" for arm, d in deltas.items())
-    what = "no arm or task" if spec["kind"] == "no-task-regression" else "no arm"
+    what = "no arm or task" if kind == "no-task-regression" else "no arm"
     return {
         "gate": gate,
         "ok": True,
