@@ -86,10 +86,27 @@ def sign_flip_test(
     fractions = [Fraction(d) for d in deltas]
     scale = math.lcm(*(f.denominator for f in fractions))
     weights = [int(f * scale) for f in fractions]  # exact integers: ties compare exactly
-    total = sum(weights)
-    base = 2 * m + 1
-    tables = _chunk_tables(weights, base)
     exact = m <= EXACT_MAX_TASKS
+    packed = _signed_sums(weights, exact, resamples, seed)
+    hits, lows, highs = _count_and_invert(packed, weights, scale, exact)
+    n = len(lows)
+    need = math.floor(alpha * n) + 1  # p(θ) = count(θ) / n > alpha  <=>  count(θ) >= need
+    lows.sort()
+    highs.sort(reverse=True)
+    return {
+        "p_value": hits / n,
+        "low": max(-1.0, lows[need - 1]),
+        "high": min(1.0, highs[need - 1]),
+        "exact": exact,
+        "resamples": n if exact else resamples,
+    }
+
+
+def _signed_sums(weights: list[int], exact: bool, resamples: int, seed: int) -> list[int]:
+    """(Σεw, Σε) of each sign vector ε, packed as Σεw * (2m + 1) + Σε: all 2^m vectors when
+    ``exact``, else ``resamples`` seeded random ones."""
+    m = len(weights)
+    tables = _chunk_tables(weights, 2 * m + 1)
     if exact:
         vectors: Sequence[int] = range(1 << m)
     else:
@@ -99,6 +116,17 @@ def sign_flip_test(
     for c in range(1, len(tables)):
         table, shift = tables[c], 8 * c
         packed = [x + table[(v >> shift) & 255] for x, v in zip(packed, vectors)]
+    return packed
+
+
+def _count_and_invert(
+    packed: list[int], weights: list[int], scale: int, exact: bool
+) -> tuple[int, list[float], list[float]]:
+    """The sign vectors at least as extreme as the observed sum (Monte Carlo counts the observed
+    vector once more), and for each vector the bounds of the shifts θ it does not reject."""
+    m = len(weights)
+    base = 2 * m + 1
+    total = sum(weights)
     bound = abs(total)
     hits = 0 if exact else 1  # Monte Carlo counts the observed sign vector once
     lows: list[float] = [] if exact else [-math.inf]
@@ -120,17 +148,7 @@ def sign_flip_test(
         else:
             lows.append(r2)
             highs.append(r1)
-    n = len(lows)
-    need = math.floor(alpha * n) + 1  # p(θ) = count(θ) / n > alpha  <=>  count(θ) >= need
-    lows.sort()
-    highs.sort(reverse=True)
-    return {
-        "p_value": hits / n,
-        "low": max(-1.0, lows[need - 1]),
-        "high": min(1.0, highs[need - 1]),
-        "exact": exact,
-        "resamples": n if exact else resamples,
-    }
+    return hits, lows, highs
 
 
 def _hypergeom(c_a: int, n_a: int, c_b: int, n_b: int, scale: int) -> list[tuple[int, float]]:
