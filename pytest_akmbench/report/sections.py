@@ -211,36 +211,7 @@ def negative_transfer_section(env: dict[str, Any]) -> list[str]:
             ["task", "domain", "noakm", "akm", "delta"],
         ),
     ]
-    lines += [
-        "",
-        "### Domain-level deltas",
-        "",
-        md_table(
-            [
-                [
-                    r["domain"],
-                    r["task_count"],
-                    r["regression_count"],
-                    num(r["pass_rate_noakm"]),
-                    num(r["pass_rate_akm"]),
-                    signed(r["pass_rate_delta"]),
-                    signed(r["tokens_per_pass_delta"], 0),
-                    signed(r["wallclock_ms_delta"], 0),
-                ]
-                for r in env["domain_level_deltas"]
-            ],
-            [
-                "domain",
-                "tasks",
-                "regressions",
-                "noakm pass",
-                "akm pass",
-                "delta",
-                "tokens delta",
-                "wallclock delta (ms)",
-            ],
-        ),
-    ]
+    lines += ["", "### Domain-level deltas", "", _domain_deltas_table(env["domain_level_deltas"])]
     cands = env["asset_regression_candidates"]
     if cands:
         lines += [
@@ -253,6 +224,25 @@ def negative_transfer_section(env: dict[str, Any]) -> list[str]:
             ),
         ]
     return lines
+
+
+def _domain_deltas_table(rows: list[dict[str, Any]]) -> str:
+    return md_table(
+        [
+            [
+                r["domain"],
+                r["task_count"],
+                r["regression_count"],
+                num(r["pass_rate_noakm"]),
+                num(r["pass_rate_akm"]),
+                signed(r["pass_rate_delta"]),
+                signed(r["tokens_per_pass_delta"], 0),
+                signed(r["wallclock_ms_delta"], 0),
+            ]
+            for r in rows
+        ],
+        ["domain", "tasks", "regressions", "noakm pass", "akm pass", "delta", "tokens delta", "wallclock delta (ms)"],
+    )
 
 
 def failure_section(env: dict[str, Any]) -> list[str]:
