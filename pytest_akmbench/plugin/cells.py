@@ -6,7 +6,7 @@ The plugin module imports the fixtures and hooks, so they are registered with it
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -34,7 +34,7 @@ def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
 def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> dict[str, Any]:
     """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
     state: BenchState = request.config.stash[STATE_KEY]
-    item = request.node
+    item: pytest.Item = request.node
     unstored: str | None = None
     previous = item.stash.get(SAMPLE_KEY, None)
     stored = item.stash.get(STORED_KEY, None)
@@ -115,17 +115,21 @@ class InterruptHooks:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    # A report carries extra attributes to the controller (pytest serialises its __dict__ for
+    # xdist), but its type declares none: mypy cannot know these three.
     if STORED_KEY in item.stash:
-        report.akmbench_from_store = True
+        report.akmbench_from_store = True  # type: ignore[attr-defined]
     if SAMPLE_KEY in item.stash:
         # Every report of the cell carries its sample, from the setup report on (the first one
         # sent after the fixture stored it): an interrupt cutting the controller's handling of
         # one report short cannot lose the sample while the terminal counts the cell.
-        report.akmbench_sample = item.stash[SAMPLE_KEY]
+        report.akmbench_sample = item.stash[SAMPLE_KEY]  # type: ignore[attr-defined]
         if CLAIMED_KEY in item.stash:
-            report.akmbench_claimed = item.stash[CLAIMED_KEY]
+            report.akmbench_claimed = item.stash[CLAIMED_KEY]  # type: ignore[attr-defined]
     return report
 
 
