@@ -97,7 +97,8 @@ class _Transcript:
         self._seen_time(start)  # opencode emits step_start after the tool has started
         completed = state.get("status") == "completed"
         exit_code = _int(_dict(state.get("metadata")).get("exit"))
-        output = state.get("output") if isinstance(state.get("output"), str) else ""
+        raw_output = state.get("output")
+        output = raw_output if isinstance(raw_output, str) else ""
         tool, command = part.get("tool"), inputs.get("command")
         if tool in WRITE_TOOLS:
             if completed:

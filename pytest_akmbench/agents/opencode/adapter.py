@@ -376,7 +376,7 @@ class OpencodeAgent:
     def _spawn_and_watch(
         self, request: AgentRequest, model: str, env: dict[str, str], cfg_dir: Path, warnings: list[str]
     ) -> AgentResult:
-        assert self.binary is not None
+        assert self.binary is not None and self.rg is not None
         prompt_path = cfg_dir / "prompt.txt"
         prompt_path.write_text(request.prompt, encoding="utf-8")
         stderr_path = cfg_dir / "stderr.log"
@@ -555,7 +555,7 @@ def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str
     scripted_model = bool(model) and provider_key(str(model)) == SCRIPTED_PREFIX
     if providers is None and (given or options.get("opencode_config") or not scripted_model):
         providers = discover_providers(
-            explicit=given if isinstance(given, (str, os.PathLike)) and str(given) else None,
+            explicit=str(given) if isinstance(given, (str, os.PathLike)) and str(given) else None,
             explicit_opencode=options.get("opencode_config") or None,
             env=env,
             config_providers=options.get("config_providers"),
