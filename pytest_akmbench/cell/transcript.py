@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import akm
+from .akm_calls import calls
 from .shell import writes_files
 
 LINE_CAP = 4 * 1024 * 1024
@@ -84,7 +85,7 @@ class Transcript:
             return
         if tool != "bash" or not isinstance(command, str):
             return
-        found = akm.calls(command)
+        found = calls(command)
         if found:
             self.context_bytes += len(output.encode("utf-8", "replace"))
         failed = not completed or (exit_code is not None and exit_code != 0)

@@ -27,6 +27,7 @@ CORE = [
     "agents.opencode.watch",
     "agents.opencode.snoop",
     "cell.akm",
+    "cell.akm_calls",
     "cell.prompts",
     "cell.rundir",
     "cell.runner",

@@ -12,7 +12,7 @@ with ``type`` one of ``step_start``, ``tool_use``, ``step_finish``, ``text``, ``
 * keeps the final text: the text parts that came after the last tool call;
 * records ``error`` events (name, message, statusCode) and permission auto-rejections;
 * extracts akm usage from bash tool commands (``akm search``, ``akm show``, ``akm feedback``,
-  read as a shell would: :func:`akm.calls`);
+  read as a shell would: :func:`akm_calls.calls`);
 * remembers when the last event arrived, so the caller can tell a hung agent from a busy one.
 
 Pure: no pytest, no processes. Thread-safe for one feeding thread and any number of readers.
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from ...cell.akm import calls
+from ...cell.akm_calls import calls
 
 TRANSCRIPT_CAP = 16 * 1024 * 1024
 TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
