@@ -40,6 +40,8 @@ CORE = [
     "cli.validate",
     "cli.main",
     "corpus.config",
+    "corpus.fields",
+    "corpus.hashes",
     "corpus.tasks",
     "errors",
     "records",
