@@ -37,7 +37,7 @@ def watch(
     reader = threading.Thread(target=read, name="akmbench-opencode-reader", daemon=True)
     reader.start()
     deadline = started + request.limits.wall_s
-    budget, eof = until_end(proc, stream, lines, request.limits, deadline)
+    budget, eof = _until_end(proc, stream, lines, request.limits, deadline)
     idle = stream.idle_for()
     if budget is not None or not eof:
         request.procs.stop(proc)
@@ -52,7 +52,7 @@ def watch(
     return budget, idle
 
 
-def until_end(
+def _until_end(
     proc: subprocess.Popen[bytes], stream: EventStream, lines: queue.Queue[bool], limits: Limits, deadline: float
 ) -> tuple[str | None, bool]:
     """Wait for the end of opencode's output, a budget or its exit: (budget hit, output ended)."""
