@@ -94,7 +94,7 @@ def main() -> int:
         print(f"SKIPPED: opencode binary not found at {OPENCODE} (install it as the README/.ci says)")
         return 0
     try:
-        from pytest_akmbench.agents.opencode.adapter import locate_rg
+        from pytest_akmbench.agents.opencode.binaries import locate_rg
 
         locate_rg()
     except Exception as err:

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .shell import commands
 
 SUPPORTED = ("0.7", "0.9")
 INSTALL_HINT = "install akm (npm package akm-cli) or pass --bench-akm PATH"
@@ -52,26 +51,6 @@ _PLURAL = {
     "wiki": "wikis",
 }
 _SINGULAR = {plural: singular for singular, plural in _PLURAL.items()}
-_VALUE_OPTIONS = frozenset(
-    (
-        "--type",
-        "--limit",
-        "--source",
-        "--filter",
-        "--format",
-        "--detail",
-        "--shape",
-        "--output",
-        "--from",
-        "--belief",
-        "--scope",
-        "--note",
-        "--reason",
-        "--failure-mode",
-        "--tag",
-        "--applied-to",
-    )
-)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -350,61 +329,3 @@ def search_refs(output: str) -> list[str] | None:
             return [h["ref"] for h in data["hits"] if isinstance(h, dict) and isinstance(h.get("ref"), str)]
     refs = re.findall(r"^\s*ref:\s*(\S+)", output, re.MULTILINE)  # --format text
     return refs or None
-
-
-# ---------------------------------------------------------------- commands in a transcript
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One akm invocation found in a shell command: the verb and what akm received."""
-
-    verb: str
-    args: tuple[str, ...]
-    flags: frozenset[str]
-
-    @property
-    def query(self) -> str | None:
-        # akm takes the first positional word as the query: `akm search a b` searches "a".
-        return self.args[0] if self.verb == "search" and self.args else None
-
-    @property
-    def ref(self) -> str | None:
-        return self.args[0] if self.verb in ("show", "feedback") and self.args else None
-
-    @property
-    def polarity(self) -> str | None:
-        if self.verb != "feedback":
-            return None
-        return "positive" if "--positive" in self.flags else "negative" if "--negative" in self.flags else None
-
-
-def calls(script: str) -> list[Call]:
-    """Every akm invocation ``script`` runs (see :mod:`shell` for what is followed)."""
-    found: list[Call] = []
-    for command in commands(script):
-        if command.name != "akm" or len(command.words) < 2:
-            continue
-        words = command.words[1:]
-        verb: str | None = None
-        args: list[str] = []
-        flags: set[str] = set()
-        i = 0
-        while i < len(words):
-            word = words[i]
-            if word == "--":
-                args.extend(words[i + 1 :])
-                break
-            if word.startswith("-") and len(word) > 1:
-                name = word.split("=", 1)[0]
-                flags.add(name)
-                i += 2 if "=" not in word and name in _VALUE_OPTIONS else 1
-                continue
-            if verb is None:
-                verb = word
-            else:
-                args.append(word)
-            i += 1
-        if verb is not None:
-            found.append(Call(verb, tuple(args), frozenset(flags)))
-    return found

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..agents.base import AgentRequest, Limits, OracleAgent
+from ..agents.base import AgentRequest, AgentResult, Limits, OracleAgent
 from ..corpus.tasks import Task, load_lenient
 from ..errors import CorpusError
 from ..system.procs import ProcessTracker
@@ -100,55 +100,75 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
             env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(run_dir / "home"), "LANG": "C.UTF-8"}
             text = ""
             if solve:
-                result = OracleAgent().run(
-                    AgentRequest(
-                        task=task,
-                        arm="noakm",
-                        seed=1,
-                        workspace=workspace,
-                        run_dir=run_dir,
-                        env=env,
-                        prompt="",
-                        prompt_version="",
-                        limits=Limits(wall_s=timeout_s),
-                        transcript=run_dir / "t",
-                        procs=procs,
-                    )
-                )
+                result = _solve(task, workspace, run_dir, env, procs, timeout_s)
                 if result.error or result.budget:
                     problems.append(f"solution did not finish: {result.error or 'wall budget'}")
                     continue
                 text = result.final_text
-            verdicts: list[Verdict] = []
-            for _ in range(2):
-                scratch = run_dir / "verify"
-                scratch.mkdir(exist_ok=True)
-                verdicts.append(
-                    verify(
-                        task,
-                        workspace=workspace,
-                        final_text=text,
-                        scratch=scratch,
-                        env=env,
-                        procs=procs,
-                        timeout_s=timeout_s,
-                    )
-                )
-            first, second = verdicts
-            if first.error:
-                problems.append(f"verifier could not run on the {label}: {first.error}")
-            elif first.passed != second.passed:
-                problems.append(f"verifier is not deterministic on the {label}: {_word(first)} then {_word(second)}")
-            elif first.passed != solve:
-                problems.append(
-                    "verifier passes on the untouched workspace: doing nothing would solve the task"
-                    if not solve
-                    else f"solution does not pass its verifier (exit {first.exit_code}): {first.tail.strip()[-300:]}"
-                )
+            first, second = (
+                _verify(task, workspace, run_dir, text, env, procs, timeout_s),
+                _verify(task, workspace, run_dir, text, env, procs, timeout_s),
+            )
+            problem = _judge(label, solve, first, second)
+            if problem is not None:
+                problems.append(problem)
         finally:
             procs.kill_all()
             shutil.rmtree(run_dir, ignore_errors=True)
     return problems
+
+
+def _solve(
+    task: Task, workspace: Path, run_dir: Path, env: dict[str, str], procs: ProcessTracker, timeout_s: float
+) -> AgentResult:
+    """The task's solve.sh run on the workspace by the oracle agent."""
+    return OracleAgent().run(
+        AgentRequest(
+            task=task,
+            arm="noakm",
+            seed=1,
+            workspace=workspace,
+            run_dir=run_dir,
+            env=env,
+            prompt="",
+            prompt_version="",
+            limits=Limits(wall_s=timeout_s),
+            transcript=run_dir / "t",
+            procs=procs,
+        )
+    )
+
+
+def _verify(
+    task: Task,
+    workspace: Path,
+    run_dir: Path,
+    text: str,
+    env: dict[str, str],
+    procs: ProcessTracker,
+    timeout_s: float,
+) -> Verdict:
+    scratch = run_dir / "verify"
+    scratch.mkdir(exist_ok=True)
+    return verify(
+        task, workspace=workspace, final_text=text, scratch=scratch, env=env, procs=procs, timeout_s=timeout_s
+    )
+
+
+def _judge(label: str, solve: bool, first: Verdict, second: Verdict) -> str | None:
+    """What is wrong with two verdicts on one workspace: the verifier errs, disagrees with
+    itself, or passes (fails) where it must fail (pass)."""
+    if first.error:
+        return f"verifier could not run on the {label}: {first.error}"
+    if first.passed != second.passed:
+        return f"verifier is not deterministic on the {label}: {_word(first)} then {_word(second)}"
+    if first.passed != solve:
+        return (
+            "verifier passes on the untouched workspace: doing nothing would solve the task"
+            if not solve
+            else f"solution does not pass its verifier (exit {first.exit_code}): {first.tail.strip()[-300:]}"
+        )
+    return None
 
 
 def search_problems(

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..agents.base import Agent, AgentRequest, AgentResult, Limits
-from ..corpus.tasks import Task, fixture_hash
+from ..corpus.hashes import fixture_hash
+from ..corpus.tasks import Task
 from ..records import Outcome, Sample
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker

@@ -74,9 +74,9 @@ class _Lexer:
                     pending.append(len(out) - 1)
                 elif not (op.endswith(("<&", ">&")) and (target.isdigit() or target == "-")):
                     out.append(("redirect", op + "\0" + target))  # 2>&1 is a descriptor, not a file
-            elif op := next((o for o in _OPERATORS if text.startswith(o, self.i)), None):
-                self.i += len(op)
-                out.append(("op", op))
+            elif operator := next((o for o in _OPERATORS if text.startswith(o, self.i)), None):
+                self.i += len(operator)
+                out.append(("op", operator))
             else:
                 out.append(("word", self._word()))
         for at in pending:  # a heredoc never closed runs to the end of the script

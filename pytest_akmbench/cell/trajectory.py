@@ -14,129 +14,27 @@ empty or artefacts. Here two sources are combined:
 
 Only the adapter's own summary (``AgentResult.akm``) is used when there is no transcript.
 Everything returned is plain builtins (it crosses xdist and lands in the sample store) and
-bounded: at most :data:`MAX_ACTIONS` actions and :data:`MAX_RESULTS` refs per search. Files are
-streamed line by line with a per-line cap, never read whole. Pure: no pytest.
+bounded: at most :data:`MAX_ACTIONS` actions and :data:`transcript.MAX_RESULTS` refs per search. The
+transcript is read by :mod:`transcript`. Pure: no pytest.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..corpus.tasks import Task
 from . import akm
-from .shell import writes_files
+from .transcript import Transcript, cap_refs
 
 MAX_ACTIONS = 100
-MAX_RESULTS = 10
-LINE_CAP = 4 * 1024 * 1024
 LOW_RANK = 5  # a gold rank above this is "low" (docs/report.md, "Failure modes")
 AKM_VERBS = ("search", "show", "feedback")
-WRITE_TOOLS = frozenset(("write", "edit", "patch", "multiedit", "apply_patch"))
 
 
 def ref_matches(ref: str | None, gold: str | None) -> bool:
     """Whether ``ref`` names the gold asset, in either akm's ref syntax (see :func:`akm.same_asset`)."""
     return akm.same_asset(ref, gold)
-
-
-def iter_json_lines(path: Path, cap: int = LINE_CAP) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, streamed; lines longer than ``cap`` are skipped."""
-    with open(path, "rb") as fh:
-        while True:
-            line = fh.readline(cap + 1)
-            if not line:
-                return
-            if len(line) > cap and not line.endswith(b"\n"):
-                while (rest := fh.readline(cap)) and not rest.endswith(b"\n"):
-                    pass  # drain an over-long line without holding it
-                continue
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if isinstance(obj, dict):
-                yield obj
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-class _Transcript:
-    """The akm calls and workspace writes of one opencode transcript, in order."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []  # every akm call attempted, with ok True/False/None
-        self.writes: list[dict[str, Any]] = []
-        self.first_ts: int | None = None
-        self.context_bytes = 0  # output of the tool calls that ran akm
-
-    def read(self, path: Path) -> None:
-        for event in iter_json_lines(path):
-            ts = _int(event.get("timestamp"))
-            self._seen_time(ts)
-            if event.get("type") == "tool_use":
-                self._tool(_dict(event.get("part")), ts)
-
-    def _seen_time(self, ts: int | None) -> None:
-        if ts is not None and (self.first_ts is None or ts < self.first_ts):
-            self.first_ts = ts
-
-    def _tool(self, part: dict[str, Any], ts: int | None) -> None:
-        state = _dict(part.get("state"))
-        inputs, times = _dict(state.get("input")), _dict(state.get("time"))
-        start = _int(times.get("start")) or ts
-        end = _int(times.get("end")) or start
-        self._seen_time(start)  # opencode emits step_start after the tool has started
-        completed = state.get("status") == "completed"
-        exit_code = _int(_dict(state.get("metadata")).get("exit"))
-        output = state.get("output") if isinstance(state.get("output"), str) else ""
-        tool, command = part.get("tool"), inputs.get("command")
-        if tool in WRITE_TOOLS:
-            if completed:
-                self._write(tool, inputs.get("filePath"), end)
-            return
-        if tool != "bash" or not isinstance(command, str):
-            return
-        found = akm.calls(command)
-        if found:
-            self.context_bytes += len(output.encode("utf-8", "replace"))
-        failed = not completed or (exit_code is not None and exit_code != 0)
-        for call in found:
-            # A command's status belongs to its last command: only a lone call can be judged
-            # failed by it; in a longer command a failure leaves each call unknown (None).
-            ok = (not failed) if len(found) == 1 or not failed else None
-            entry: dict[str, Any] = {
-                "kind": call.verb,
-                "t_ms": start,
-                "ok": ok,
-                "exit": exit_code if len(found) == 1 else None,
-            }
-            if call.verb == "search":
-                entry["query"] = call.query
-                entry["results"] = _cap(akm.search_refs(output)) if ok and len(found) == 1 else None
-            elif call.verb in ("show", "feedback"):
-                entry["ref"] = call.ref
-                entry["polarity"] = call.polarity
-                if len(found) == 1:
-                    entry["bytes"] = len(output.encode("utf-8", "replace"))
-            self.calls.append(entry)
-        if completed and not failed and writes_files(command):
-            self._write("bash", None, end)
-
-    def _write(self, tool: str, path: Any, at: int | None) -> None:
-        self.writes.append({"kind": "write", "tool": tool, "path": path if isinstance(path, str) else None, "t_ms": at})
-
-
-def _cap(refs: list[str] | None) -> list[str] | None:
-    return None if refs is None else refs[:MAX_RESULTS]
 
 
 def _from_events(events: list[dict[str, Any]], gold: str | None, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,7 +47,7 @@ def _from_events(events: list[dict[str, Any]], gold: str | None, calls: list[dic
                 {
                     "kind": "search",
                     "query": e["query"],
-                    "results": _cap(e["results"]),
+                    "results": cap_refs(e["results"]),
                     "hit_count": e["hit_count"],
                     "gold_rank": _rank(e["results"], gold),
                     "t_ms": e["t_ms"],
@@ -276,7 +174,7 @@ def _analyse(
 ) -> dict[str, Any]:
     gold = task.gold_ref
     warnings: list[str] = []
-    seen = _Transcript()
+    seen = Transcript()
     source: str | None = None
     if transcript is not None and transcript.is_file():
         try:
@@ -316,29 +214,19 @@ def _summary(
     have_events: bool,
     ops: list[dict[str, Any]],
     actions: list[dict[str, Any]],
-    seen: _Transcript,
+    seen: Transcript,
     answered: bool | None,
     broken: str | None,
     agent_started_ms: int | None,
     warnings: list[str],
 ) -> dict[str, Any]:
+    """The trajectory's figures, in the order the sample stores them."""
     gold = task.gold_ref
     searches = [a for a in ops if a["kind"] == "search"]
     shows = [a for a in ops if a["kind"] == "show"]
     feedback = [a for a in ops if a["kind"] == "feedback"]
-    loaded: list[str] = []
-    for a in shows:
-        if a["ref"] and not any(akm.same_asset(a["ref"], r) and akm.same_asset(r, a["ref"]) for r in loaded):
-            loaded.append(a["ref"])
-    polarities = {a.get("polarity") for a in feedback} - {None}
-    allowed = (gold,) + task.expected_transfer_from if gold else task.expected_transfer_from
-    irrelevant = [r for r in loaded if not any(ref_matches(r, g) for g in allowed if g)] if allowed else None
-    searched_before: bool | None = None
-    if source == "transcript":
-        first_write = min((w["t_ms"] for w in seen.writes if w["t_ms"] is not None), default=None)
-        searched_before = any(
-            s["t_ms"] is not None and (first_write is None or s["t_ms"] < first_write) for s in searches
-        )
+    loaded = _loaded_assets(shows)
+    observed = source == "transcript"  # only a transcript shows writes, failed calls and sizes
     anchor = agent_started_ms if agent_started_ms is not None else seen.first_ts
     gold_show = next((a for a in shows if ref_matches(a["ref"], gold)), None)
     sizes = [a["bytes"] for a in shows if a.get("bytes") is not None]
@@ -358,20 +246,53 @@ def _summary(
         "assets_loaded": loaded,
         "correct_asset_loaded": None if gold is None else any(ref_matches(r, gold) for r in loaded),
         "feedback_recorded": bool(feedback),
-        "feedback_polarity": ("mixed" if len(polarities) > 1 else next(iter(polarities))) if polarities else None,
-        "searched_before_acting": searched_before,
-        "workspace_writes": len(seen.writes) if source == "transcript" else None,
-        "irrelevant_assets_loaded": irrelevant,
-        "akm_calls": len(attempted) if source == "transcript" else None,
-        "akm_calls_failed": sum(c["ok"] is False for c in attempted) if source == "transcript" else None,
+        "feedback_polarity": _feedback_polarity(feedback),
+        "searched_before_acting": _searched_before_acting(seen, searches) if observed else None,
+        "workspace_writes": len(seen.writes) if observed else None,
+        "irrelevant_assets_loaded": _irrelevant_assets(task, loaded),
+        "akm_calls": len(attempted) if observed else None,
+        "akm_calls_failed": sum(c["ok"] is False for c in attempted) if observed else None,
         "akm_answered": answered,
         "akm_broken": broken,
         "time_to_first_search_ms": _elapsed(searches[0]["t_ms"] if searches else None, anchor),
         "time_to_first_correct_asset_ms": _elapsed(gold_show["t_ms"] if gold_show else None, anchor),
-        "asset_bytes_loaded": sum(sizes) if source == "transcript" else None,
-        "context_bytes_loaded": seen.context_bytes if source == "transcript" else None,
+        "asset_bytes_loaded": sum(sizes) if observed else None,
+        "context_bytes_loaded": seen.context_bytes if observed else None,
         "warnings": warnings,
     }
+
+
+def _loaded_assets(shows: list[dict[str, Any]]) -> list[str]:
+    """The assets shown, each once (two refs of one asset in either syntax are one)."""
+    loaded: list[str] = []
+    for a in shows:
+        if a["ref"] and not any(akm.same_asset(a["ref"], r) and akm.same_asset(r, a["ref"]) for r in loaded):
+            loaded.append(a["ref"])
+    return loaded
+
+
+def _feedback_polarity(feedback: list[dict[str, Any]]) -> str | None:
+    """``positive``, ``negative``, ``mixed``, or None without feedback."""
+    polarities = {a.get("polarity") for a in feedback} - {None}
+    if not polarities:
+        return None
+    return "mixed" if len(polarities) > 1 else next(iter(polarities))
+
+
+def _irrelevant_assets(task: Task, loaded: list[str]) -> list[str] | None:
+    """The loaded assets that are neither the gold one nor one the task expects transfer from;
+    None when the task names none."""
+    gold = task.gold_ref
+    allowed = (gold,) + task.expected_transfer_from if gold else task.expected_transfer_from
+    if not allowed:
+        return None
+    return [r for r in loaded if not any(ref_matches(r, g) for g in allowed if g)]
+
+
+def _searched_before_acting(seen: Transcript, searches: list[dict[str, Any]]) -> bool:
+    """Whether a search came before the first workspace write (or there was no write)."""
+    first_write = min((w["t_ms"] for w in seen.writes if w["t_ms"] is not None), default=None)
+    return any(s["t_ms"] is not None and (first_write is None or s["t_ms"] < first_write) for s in searches)
 
 
 def _elapsed(at: int | None, anchor: int | None) -> int | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..agents.opencode.providers import discover_providers
+from ..agents.opencode.discovery import discover_providers
 from ..cell.checks import static_problems
 from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, read_run_config, run_config_problems
 from ..corpus.tasks import Corpus, select

@@ -1,4 +1,5 @@
-"""Load an akm 0.7.0 task corpus: discovery, task.yaml validation, slices, selectors, hashes.
+"""Load an akm 0.7.0 task corpus: discovery, task.yaml validation, slices, selectors (the
+fields are read by :mod:`fields`, the hashes are :mod:`hashes`).
 
 The schema, the slice rule and both hashes follow the reference bench exactly so that an
 akm corpus loads unchanged and reports stay comparable; unlike the reference, a bad
@@ -18,6 +19,12 @@ from typing import Any
 import yaml
 
 from ..errors import CorpusError
+from .fields import TaskFields
+
+# The hashes live in hashes.py; the report's envelope still reads them from here.
+from .hashes import fixture_hash as fixture_hash
+from .hashes import fixtures_stamp as fixtures_stamp
+from .hashes import task_corpus_hash as task_corpus_hash
 
 DIFFICULTIES = ("easy", "medium", "hard")
 VERIFIERS = ("script", "pytest", "regex")
@@ -34,10 +41,26 @@ MEMORY_ABILITIES = (
 _IGNORED_KEYS = ("metadata", "workflow_failure_category", "expected_workflows", "repeated_failure_group")
 _KNOWN_KEYS = frozenset(
     (
-        "id", "title", "domain", "difficulty", "stash", "verifier", "budget", "slice", "gold_ref",
-        "stash_overlay", "expected_match", "memory_ability", "task_family", "workflow_focus",
-        "expected_transfer_from", "abstention_case", "conflict_case", "stale_guidance_case",
-        "akm_keywords", *_IGNORED_KEYS,
+        "id",
+        "title",
+        "domain",
+        "difficulty",
+        "stash",
+        "verifier",
+        "budget",
+        "slice",
+        "gold_ref",
+        "stash_overlay",
+        "expected_match",
+        "memory_ability",
+        "task_family",
+        "workflow_focus",
+        "expected_transfer_from",
+        "abstention_case",
+        "conflict_case",
+        "stale_guidance_case",
+        "akm_keywords",
+        *_IGNORED_KEYS,
     )
 )
 _FIXTURE_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -195,8 +218,12 @@ def check_stash(task: Task, stashes_root: Path) -> None:
 # Paths the harness copies or runs: each must lead to a place inside the task directory, so a
 # task can neither pull another directory into the akm arm's stash or the workspace nor run
 # (and fingerprint) a file it does not contain.
-_TASK_PATHS = (("workspace", "workspace"), ("verify.sh", "verifier"), ("tests", "verifier"),
-               ("solution/solve.sh", "solution"))
+_TASK_PATHS = (
+    ("workspace", "workspace"),
+    ("verify.sh", "verifier"),
+    ("tests", "verifier"),
+    ("solution/solve.sh", "solution"),
+)
 
 
 def inside_task(task: Task, rel: str, what: str) -> Path:
@@ -204,8 +231,9 @@ def inside_task(task: Task, rel: str, what: str) -> Path:
     root = task.task_dir.resolve()
     path = (task.task_dir / rel).resolve()
     if Path(rel).is_absolute() or not path.is_relative_to(root):
-        raise CorpusError(f"{task.yaml_path}: {what}: {rel!r} leads outside the task; "
-                          "it must name a path inside the task directory")
+        raise CorpusError(
+            f"{task.yaml_path}: {what}: {rel!r} leads outside the task; it must name a path inside the task directory"
+        )
     return path
 
 
@@ -223,7 +251,7 @@ def load_task(path: Path) -> Task:
     except (OSError, UnicodeDecodeError) as err:
         raise CorpusError(f"{path}: cannot read: {err}") from err
     try:
-        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader, C-accelerated when available
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -235,102 +263,42 @@ def load_task(path: Path) -> Task:
 
 
 def _task_from_mapping(path: Path, data: dict[str, Any], text: str) -> Task:
-    def bad(key: str, why: str) -> CorpusError:
-        return CorpusError(f"{path}: {key}: {why}")
-
+    fields = TaskFields(path, data)
     unknown = sorted(str(k) for k in data if k not in _KNOWN_KEYS)
     if unknown:
-        raise bad(unknown[0], "unknown field; remove it or check its spelling")
-
-    def required_str(key: str) -> str:
-        value = data.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise bad(key, "required non-empty string")
-        return value
-
-    def optional_str(key: str) -> str | None:
-        value = data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise bad(key, f"must be a string, got {type(value).__name__}")
-        return value or None
-
-    def one_of(key: str, allowed: tuple[str, ...], value: str | None) -> str | None:
-        if value is not None and value not in allowed:
-            raise bad(key, f"{value!r} is not one of {', '.join(allowed)}")
-        return value
-
-    def optional_bool(key: str) -> bool | None:
-        value = data.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise bad(key, f"must be true or false, got {value!r}")
-        return value
-
-    task_id = required_str("id")
-    stash = required_str("stash")
+        raise fields.bad(unknown[0], "unknown field; remove it or check its spelling")
+    task_id = fields.required_str("id")
+    stash = fields.required_str("stash")
     if not _FIXTURE_NAME.match(stash):
-        raise bad("stash", f"{stash!r} is not a fixture name (letters, digits, . _ -)")
-    transfer = data.get("expected_transfer_from")
-    if transfer is not None and (not isinstance(transfer, list) or not all(isinstance(x, str) for x in transfer)):
-        raise bad("expected_transfer_from", "must be a list of asset refs")
-    verifier = one_of("verifier", VERIFIERS, required_str("verifier"))
-    expected = optional_str("expected_match")
-    if expected is not None:
-        try:
-            re.compile(expected)
-        except re.error as err:
-            raise bad("expected_match", f"invalid regular expression: {err}") from err
+        raise fields.bad("stash", f"{stash!r} is not a fixture name (letters, digits, . _ -)")
+    transfer = fields.refs("expected_transfer_from")
+    verifier = fields.one_of("verifier", VERIFIERS, fields.required_str("verifier"))
+    expected = fields.pattern("expected_match")
     if verifier == "regex" and expected is None:
-        raise bad("expected_match", "required for verifier: regex")
+        raise fields.bad("expected_match", "required for verifier: regex")
     return Task(
         id=task_id,
-        title=required_str("title"),
-        domain=required_str("domain"),
-        difficulty=one_of("difficulty", DIFFICULTIES, required_str("difficulty")) or "",
+        title=fields.required_str("title"),
+        domain=fields.required_str("domain"),
+        difficulty=fields.one_of("difficulty", DIFFICULTIES, fields.required_str("difficulty")) or "",
         stash=stash,
         verifier=verifier or "",
         task_dir=path.parent,
         yaml_text=text,
-        budget=_budget(path, data.get("budget")),
-        declared_slice=one_of("slice", SLICES, optional_str("slice")),
-        gold_ref=optional_str("gold_ref"),
-        stash_overlay=optional_str("stash_overlay"),
+        budget=Budget(*fields.budget()),
+        declared_slice=fields.one_of("slice", SLICES, fields.optional_str("slice")),
+        gold_ref=fields.optional_str("gold_ref"),
+        stash_overlay=fields.optional_str("stash_overlay"),
         expected_match=expected,
-        memory_ability=one_of("memory_ability", MEMORY_ABILITIES, optional_str("memory_ability")),
-        task_family=optional_str("task_family"),
-        workflow_focus=optional_str("workflow_focus"),
-        expected_transfer_from=tuple(x for x in (transfer or ()) if x),
-        abstention_case=optional_bool("abstention_case"),
-        conflict_case=optional_bool("conflict_case"),
-        stale_guidance_case=optional_bool("stale_guidance_case"),
-        akm_keywords=optional_str("akm_keywords"),
+        memory_ability=fields.one_of("memory_ability", MEMORY_ABILITIES, fields.optional_str("memory_ability")),
+        task_family=fields.optional_str("task_family"),
+        workflow_focus=fields.optional_str("workflow_focus"),
+        expected_transfer_from=transfer,
+        abstention_case=fields.optional_bool("abstention_case"),
+        conflict_case=fields.optional_bool("conflict_case"),
+        stale_guidance_case=fields.optional_bool("stale_guidance_case"),
+        akm_keywords=fields.optional_str("akm_keywords"),
     )
-
-
-def _budget(path: Path, raw: object) -> Budget:
-    if raw is None:
-        return Budget()
-    if not isinstance(raw, dict):
-        raise CorpusError(f"{path}: budget: must be a mapping with tokens and wallMs")
-    unknown = sorted(str(k) for k in raw if k not in ("tokens", "wallMs"))
-    if unknown:
-        raise CorpusError(f"{path}: budget.{unknown[0]}: unknown field; use tokens and wallMs")
-    values: dict[str, int | None] = {}
-    for key in ("tokens", "wallMs"):
-        value = raw.get(key)
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise CorpusError(f"{path}: budget.{key}: {value!r} is not a number") from None
-        if value is None:
-            values[key] = None
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
-            raise CorpusError(f"{path}: budget.{key}: must be a positive number, got {value!r}")
-        else:
-            values[key] = int(value)
-    return Budget(tokens=values["tokens"], wall_ms=values["wallMs"])
 
 
 # ---------------------------------------------------------------- selection
@@ -388,53 +356,3 @@ def restrict(tasks: list[Task], ids: list[str]) -> list[Task]:
         raise CorpusError(f"--bench-tasks: not in the selection: {', '.join(missing)}")
     wanted = set(ids)
     return [t for t in tasks if t.id in wanted]
-
-
-# ---------------------------------------------------------------- hashes
-
-
-def task_corpus_hash(tasks: list[Task]) -> str:
-    """docs/corpus.md, "Hashes": SHA-256 over sorted ids, each ``id NUL task.yaml-text NUL``."""
-    h = hashlib.sha256()
-    for task in sorted(tasks, key=lambda t: _code_units(t.id)):
-        h.update(task.id.encode())
-        h.update(b"\0")
-        h.update(task.yaml_text.encode())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def fixture_hash(fixture_dir: Path) -> str:
-    """docs/corpus.md, "Hashes": SHA-256 over sorted relative paths of regular files, ``path NUL bytes NUL``."""
-    files: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(fixture_dir):
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            if os.path.isfile(full) and not os.path.islink(full):
-                files.append(os.path.relpath(full, fixture_dir))
-    h = hashlib.sha256()
-    for rel in sorted(files, key=_code_units):
-        h.update(rel.encode())
-        h.update(b"\0")
-        h.update((fixture_dir / rel).read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def fixtures_stamp(tasks: list[Task], stashes_root: Path) -> tuple[dict[str, str], str]:
-    """``fixtures`` {name: hash} for the selection's distinct stashes and the combined hash."""
-    fixtures = {name: fixture_hash(stashes_root / name) for name in sorted({t.stash for t in tasks}, key=_code_units)}
-    h = hashlib.sha256()
-    for name, digest in fixtures.items():
-        h.update(name.encode())
-        h.update(b"\0")
-        h.update(digest.encode())
-        h.update(b"\0")
-    return fixtures, h.hexdigest()
-
-
-def _code_units(text: str) -> list[int]:
-    # JS sorts strings by UTF-16 code unit; only differs from Python for astral characters.
-    units = text.encode("utf-16-be")
-    return [int.from_bytes(units[i : i + 2], "big") for i in range(0, len(units), 2)]

@@ -52,18 +52,33 @@ def check(
     ``stored_by_run``: the store's records written by this run; ``unidentified``: node ids of
     collected items the controller could not match to a selected cell.
     """
-    problems: list[str] = []
-    missing_ids = sorted(unidentified)
-    if missing_ids:
-        more = f" and {len(missing_ids) - 1} more" if len(missing_ids) > 1 else ""
-        problems.append(
-            f"{PREFIX}{len(missing_ids)} collected cells could not be matched to a selected task "
-            f"({missing_ids[0]!r}{more}); they are missing from this report"
-        )
+    problems = _unmatched(sorted(unidentified))
     chosen_by_cell = {cell_of(s): s for s in chosen}
     got = {cell_of(s): s for s in received}
-    stored_ids = {identity(r) for r in stored_by_run}
-    unstored, replaced, absent = [], [], []
+    unstored, replaced, absent = _compare(got, chosen_by_cell, {identity(r) for r in stored_by_run})
+    unreported = sorted({cell_of(r) for r in stored_by_run} - set(got))
+    return problems + _disagreements(unstored, replaced, absent, unreported)
+
+
+def _unmatched(missing_ids: list[str]) -> list[str]:
+    """Collected items that match no selected cell: they cannot be in the report."""
+    if not missing_ids:
+        return []
+    more = f" and {len(missing_ids) - 1} more" if len(missing_ids) > 1 else ""
+    return [
+        f"{PREFIX}{len(missing_ids)} collected cells could not be matched to a selected task "
+        f"({missing_ids[0]!r}{more}); they are missing from this report"
+    ]
+
+
+def _compare(
+    got: dict[CellKey, dict[str, Any]], chosen_by_cell: dict[CellKey, dict[str, Any]], stored_ids: set[tuple[Any, ...]]
+) -> tuple[list[CellKey], list[CellKey], list[CellKey]]:
+    """The received cells whose sample is not stored, was replaced in the report by another
+    sample, or is absent from the report."""
+    unstored: list[CellKey] = []
+    replaced: list[CellKey] = []
+    absent: list[CellKey] = []
     for cell, sample in got.items():
         if not sample.get("from_store") and identity(sample) not in stored_ids:
             unstored.append(cell)
@@ -74,6 +89,14 @@ def check(
             absent.append(cell)
         elif identity(in_report) != identity(sample):
             replaced.append(cell)
+    return unstored, replaced, absent
+
+
+def _disagreements(
+    unstored: list[CellKey], replaced: list[CellKey], absent: list[CellKey], unreported: list[CellKey]
+) -> list[str]:
+    """One line per kind of disagreement between the run, the store and the report."""
+    problems: list[str] = []
     if unstored:
         problems.append(
             _line(
@@ -94,7 +117,6 @@ def check(
         )
     if absent:
         problems.append(_line(len(absent), "cells this run reported have no sample in the report", absent))
-    unreported = sorted({cell_of(r) for r in stored_by_run} - set(got))
     if unreported:
         problems.append(
             _line(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.cell import akm
+from pytest_akmbench.cell import akm, akm_calls
 from tests.support import real_akm
 
 STASH = real_akm.ROOT / "corpus" / "stashes" / "logline"
@@ -101,11 +101,11 @@ class TestSearch:
         assert akm.search_refs(tool("search", "logline pii redaction")[1]) == [tool.ref("knowledge:logline-pii")]
 
     def test_unquoted_query_is_its_first_word(self, tool: Akm) -> None:
-        """`akm search a b` searches "a" alone, as `akm.calls` assumes for an agent's command."""
+        """`akm search a b` searches "a" alone, as `akm_calls.calls` assumes for an agent's command."""
         code, _ = tool("search", "metrics", "logline")
         assert code == 0
         searches = [e for e in tool.events() if e["kind"] == "search"]
-        assert searches[-1]["query"] == "metrics" == akm.calls("akm search metrics logline")[0].query
+        assert searches[-1]["query"] == "metrics" == akm_calls.calls("akm search metrics logline")[0].query
         assert searches[-1]["results"] == [tool.ref("knowledge:metrics-naming")]
 
     def test_index_is_tied_to_the_stash_path(self, info: akm.AkmInfo, tool: Akm, tmp_path: Path) -> None:

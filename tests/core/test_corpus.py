@@ -4,18 +4,16 @@ from pathlib import Path
 
 import pytest
 
+from pytest_akmbench.corpus.hashes import fixture_hash, fixtures_stamp, task_corpus_hash
 from pytest_akmbench.corpus.tasks import (
     Corpus,
     Task,
     find_task_files,
-    fixture_hash,
-    fixtures_stamp,
     load_corpus,
     load_task,
     restrict,
     select,
     slice_of,
-    task_corpus_hash,
 )
 from pytest_akmbench.errors import CorpusError
 from tests.support.corpus import standard_corpus, write_stash, write_task

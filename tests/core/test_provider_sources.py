@@ -9,13 +9,9 @@ from typing import ClassVar
 
 import pytest
 
-from pytest_akmbench.agents.opencode.adapter import choose_model
-from pytest_akmbench.agents.opencode.providers import (
-    OPENCODE_CONFIG,
-    discover_providers,
-    load_opencode_config,
-    validate_opencode_config,
-)
+from pytest_akmbench.agents.opencode.discovery import discover_providers
+from pytest_akmbench.agents.opencode.model import choose_model
+from pytest_akmbench.agents.opencode.providers import OPENCODE_CONFIG, load_opencode_config, validate_opencode_config
 from pytest_akmbench.cli.validate import validate
 from pytest_akmbench.corpus.config import config_options, load_run_config, run_config_problems
 from pytest_akmbench.errors import ConfigError

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.providers import (
-    check_env_vars,
-    check_model,
-    describe,
-    discover_providers,
-    load_providers_file,
-    resolve_model,
-    validate_providers,
-)
+from pytest_akmbench.agents.opencode.discovery import discover_providers
+from pytest_akmbench.agents.opencode.model import check_model, describe, resolve_model
+from pytest_akmbench.agents.opencode.providers import check_env_vars, load_providers_file, validate_providers
 from pytest_akmbench.errors import ConfigError
 
 SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
@@ -210,7 +204,7 @@ def test_env_vars_must_resolve_and_never_leak(tmp_path):
 
 def test_choose_scripted_without_providers(tmp_path):
     """A scripted model needs no providers; otherwise the model comes from the providers file."""
-    from pytest_akmbench.agents.opencode.adapter import choose_model
+    from pytest_akmbench.agents.opencode.model import choose_model
 
     choice = choose_model("scripted/oracle", {}, env={"HOME": str(tmp_path)})
     assert choice.scripted and describe(choice)["providers_source"] is None

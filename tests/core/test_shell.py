@@ -1,10 +1,10 @@
-"""Tests for pytest_akmbench.cell.shell and akm.calls: what an agent's bash command really runs."""
+"""Tests for pytest_akmbench.cell.shell and akm_calls.calls: what an agent's bash command really runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_akmbench.cell.akm import calls
+from pytest_akmbench.cell.akm_calls import calls
 from pytest_akmbench.cell.shell import commands, writes_files
 
 

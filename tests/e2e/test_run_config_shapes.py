@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.adapter import locate_opencode
+from pytest_akmbench.agents.opencode.binaries import locate_opencode
 from pytest_akmbench.agents.opencode.scripted import ScriptedModel
 from pytest_akmbench.errors import ConfigError
 from tests.support.corpus import write_stash, write_task

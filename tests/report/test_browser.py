@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.agents.opencode.adapter import locate_opencode
+from pytest_akmbench.agents.opencode.binaries import locate_opencode
 from pytest_akmbench.report.fmt import num, signed
 from pytest_akmbench.report.html_plots import task_delta_interval
 from tests.support import browser, real_akm

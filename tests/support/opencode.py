@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.adapter import PLATFORM_PACKAGE, locate_opencode
+from pytest_akmbench.agents.opencode.binaries import PLATFORM_PACKAGE, locate_opencode
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / ".tools" / "node_modules" / PLATFORM_PACKAGE / "bin" / "opencode"

@@ -15,7 +15,7 @@ Recipe (docs/opencode.md, all verified against opencode 1.18.33):
   environment).
 * opencode runs in a new session with the prompt on stdin (then EOF). Its stdout events are
   parsed live by :mod:`events`; the main thread enforces the wall, token and turn budgets and
-  stops the whole process tree through ``request.procs`` on a budget.
+  stops the whole process tree through ``request.procs`` on a budget (:mod:`watch`).
 
 Arm isolation: on every arm but ``akm`` no ``AKM_*`` variable reaches opencode and no ``akm``
 executable is on PATH (directories of PATH that hold one are dropped, with a warning).
@@ -35,57 +35,26 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import shutil
 import subprocess
-import sys
-import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...cell.rundir import hide_akm
-from ...errors import ConfigError
 from ...store.scrub import Scrubber
-from ...system.procs import is_executable
-from ..base import AgentRequest, AgentResult, Limits, SessionInfo
+from ..base import AgentRequest, AgentResult, SessionInfo
+from .binaries import OFFLINE_ENV, locate_opencode, locate_rg, read_version
 from .events import EventStream
-from .providers import (
-    SCRIPTED_PREFIX,
-    ModelChoice,
-    ProvidersFile,
-    check_env_vars,
-    check_model,
-    discover_providers,
-    provider_key,
-    resolve_env_refs,
-    resolve_model,
-    secret_values,
-)
+from .model import choose_model
+from .providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from .scripted import ScriptedModel
+from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
 
-OPENCODE_VERSION = "1.18.33"
-PLATFORM_PACKAGE = "opencode-linux-x64"
-INSTALL_HINT = (
-    f"install it: mkdir -p .tools && cd .tools && echo '{{\"private\":true}}' > package.json && "
-    f"npm install {PLATFORM_PACKAGE}@{OPENCODE_VERSION}; or set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
-)
-RG_HINT = "install ripgrep: pip install ripgrep==14.1.0 (or apt-get install ripgrep)"
+# Names other modules and the docs reach through the adapter (the CLI's doctor among them).
+__all__ = ["OpencodeAgent", "agents", "choose_model", "locate_opencode", "locate_rg", "read_version"]
+
 SCHEMA_URL = "https://opencode.ai/config.json"
-HUNG_AFTER_S = 20.0
-OFFLINE_ENV = {
-    "OPENCODE_DISABLE_AUTOUPDATE": "1",
-    "OPENCODE_DISABLE_MODELS_FETCH": "1",
-    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-    "OPENCODE_DISABLE_SHARE": "1",
-    "OPENCODE_DISABLE_CLAUDE_CODE_PROMPT": "1",
-    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
-    "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
-    "npm_config_registry": "http://127.0.0.1:9/",
-}
 PERMISSION = {
     "bash": "allow",
     "edit": "allow",
@@ -102,87 +71,6 @@ PERMISSION = {
 
 
 # ---------------------------------------------------------------- locating tools
-
-
-def locate_opencode(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
-    """Explicit option, then $AKMBENCH_OPENCODE, then <rootdir>/.tools/..., then PATH."""
-    env = os.environ if env is None else env
-    explicit = options.get("opencode")
-    if explicit:
-        path = Path(str(explicit)).expanduser()
-        if not is_executable(path):
-            raise ConfigError(
-                f"{path}: opencode binary not found or not executable (--bench-opencode); {INSTALL_HINT}", usage=True
-            )
-        return path.resolve()
-    from_env = env.get("AKMBENCH_OPENCODE")
-    if from_env:
-        path = Path(from_env).expanduser()
-        if not is_executable(path):
-            raise ConfigError(
-                f"{path}: opencode binary not found or not executable (AKMBENCH_OPENCODE); {INSTALL_HINT}", usage=True
-            )
-        return path.resolve()
-    rootdir = Path(str(options.get("rootdir") or Path.cwd()))
-    local = rootdir / ".tools" / "node_modules" / PLATFORM_PACKAGE / "bin" / "opencode"
-    if is_executable(local):
-        return local.resolve()
-    found = shutil.which("opencode")
-    if found:
-        return Path(found).resolve()
-    raise ConfigError(f"opencode not found (looked in {local} and on PATH); {INSTALL_HINT}", usage=True)
-
-
-def locate_rg() -> Path:
-    """The ripgrep binary; the pip wheel's (next to this Python) wins over pyenv-style shims."""
-    candidates = [Path(sys.executable).parent / "rg", Path(sys.prefix) / "bin" / "rg"]
-    found = shutil.which("rg")
-    if found:
-        candidates.append(Path(found))
-    for path in candidates:
-        if is_executable(path):
-            try:
-                with open(path, "rb") as fh:
-                    if fh.read(4) != b"\x7fELF" and "shims" in path.parts:
-                        continue
-            except OSError:
-                continue
-            return path.resolve()
-    raise ConfigError(
-        f"rg (ripgrep) not found on PATH; opencode's grep/glob tools need it offline; {RG_HINT}", usage=True
-    )
-
-
-def read_version(binary: Path, timeout_s: float = 60.0) -> str:
-    """``opencode --version`` run with a throwaway HOME (even --version creates XDG dirs)."""
-    home = Path(tempfile.mkdtemp(prefix="akmbench-opencode-version-"))
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_STATE_HOME": str(home / ".local/state"),
-        "PATH": os.environ.get("PATH", os.defpath),
-        **OFFLINE_ENV,
-    }
-    try:
-        proc = subprocess.run(
-            [str(binary), "--version"],
-            env=env,
-            capture_output=True,
-            timeout=timeout_s,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise ConfigError(f"{binary}: cannot run opencode --version: {err}; {INSTALL_HINT}") from err
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
-        raise ConfigError(f"{binary}: opencode --version failed (exit {proc.returncode}): {tail}; {INSTALL_HINT}")
-    return lines[-1].strip()
 
 
 # ---------------------------------------------------------------- the adapter
@@ -376,7 +264,7 @@ class OpencodeAgent:
     def _spawn_and_watch(
         self, request: AgentRequest, model: str, env: dict[str, str], cfg_dir: Path, warnings: list[str]
     ) -> AgentResult:
-        assert self.binary is not None
+        assert self.binary is not None and self.rg is not None
         prompt_path = cfg_dir / "prompt.txt"
         prompt_path.write_text(request.prompt, encoding="utf-8")
         stderr_path = cfg_dir / "stderr.log"
@@ -398,197 +286,24 @@ class OpencodeAgent:
             except OSError as err:
                 stream.close()
                 return AgentResult(error=f"cannot start opencode ({self.binary}): {err}")
-        budget, idle = self._watch(proc, stream, request, started)
+        budget, idle = watch(proc, stream, request, started, self._scrub)
         elapsed = time.monotonic() - started
-        stderr_text = self._scrub.text(_tail(stderr_path))
-        _stream_warnings(stream, stderr_text, warnings)
-        result = _result(request, proc.returncode, stream, warnings)
+        stderr_text = self._scrub.text(tail(stderr_path))
+        stream_warnings(stream, stderr_text, warnings)
+        result = agent_result(request, proc.returncode, stream, warnings)
         if budget is not None:
-            _over_budget(result, budget, idle, elapsed, request.limits, stream)
+            over_budget(result, budget, idle, elapsed, request.limits, stream)
             return result
-        result.error = _failure(stream, proc.returncode, stderr_text)
+        result.error = failure(stream, proc.returncode, stderr_text)
         if result.error is None and not stream.measured:
             warnings.append("opencode reported no step_finish event: tokens not measured")
         return result
-
-    def _watch(
-        self, proc: subprocess.Popen[bytes], stream: EventStream, request: AgentRequest, started: float
-    ) -> tuple[str | None, float]:
-        """Feed opencode's stdout to the stream until it ends or a budget is hit; then stop it.
-        Returns (the budget hit or None, seconds since the last agent event)."""
-        lines: queue.Queue[bool] = queue.Queue()
-
-        def read() -> None:
-            assert proc.stdout is not None
-            try:
-                for line in iter(proc.stdout.readline, b""):
-                    stream.feed(self._scrub.bytes(line))
-                    lines.put(True)
-            except (OSError, ValueError):
-                pass
-            lines.put(False)
-
-        reader = threading.Thread(target=read, name="akmbench-opencode-reader", daemon=True)
-        reader.start()
-        deadline = started + request.limits.wall_s
-        budget, eof = _until_end(proc, stream, lines, request.limits, deadline)
-        idle = stream.idle_for()
-        if budget is not None or not eof:
-            request.procs.stop(proc)
-        else:
-            try:
-                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                budget = "wall"
-                request.procs.stop(proc)
-        reader.join(timeout=5)
-        stream.close()
-        return budget, idle
-
-
-def _until_end(
-    proc: subprocess.Popen[bytes], stream: EventStream, lines: queue.Queue[bool], limits: Limits, deadline: float
-) -> tuple[str | None, bool]:
-    """Wait for the end of opencode's output, a budget or its exit: (budget hit, output ended)."""
-    exited_at: float | None = None
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            return "wall", False
-        try:
-            item = lines.get(timeout=min(0.25, deadline - now))
-        except queue.Empty:
-            item = None
-        if item is False:
-            return None, True
-        if item:
-            if limits.tokens is not None and stream.tokens["total"] > limits.tokens:
-                return "tokens", False
-            if (
-                limits.turns is not None
-                and stream.turns >= limits.turns
-                and stream.last_finish_reason not in (None, "stop", "length", "content-filter")
-                and stream.turns > 0
-            ):
-                return "turns", False
-        if proc.poll() is not None:
-            # opencode exited; give the reader a moment to drain stdout (a leaked child
-            # holding the pipe must not keep us here).
-            exited_at = exited_at or time.monotonic()
-            if time.monotonic() - exited_at > 2.0:
-                return None, False
-
-
-def _stream_warnings(stream: EventStream, stderr_text: str, warnings: list[str]) -> None:
-    warnings.extend(stream.warnings)
-    for rejection in stream.permission_rejections:
-        warnings.append(f"permission auto-rejected: {rejection}")
-    if "auto-rejecting" in stderr_text and not stream.permission_rejections:
-        warnings.append("permission auto-rejected (see opencode stderr)")
-    if stream.bad_lines:
-        warnings.append(f"{stream.bad_lines} non-JSON line(s) on opencode stdout")
-
-
-def _result(request: AgentRequest, returncode: int | None, stream: EventStream, warnings: list[str]) -> AgentResult:
-    return AgentResult(
-        final_text=stream.final_text,
-        exit_code=returncode,
-        tokens=dict(stream.tokens) if stream.measured else None,
-        token_measurement="measured" if stream.measured else "missing",
-        cost_usd=stream.cost if stream.measured else None,
-        turns=stream.turns,
-        tool_calls=stream.tool_calls,
-        transcript_written=request.transcript.is_file() and stream.bytes_written > 0,
-        akm={k: list(v) for k, v in stream.akm.items()},
-        warnings=warnings,
-    )
-
-
-def _over_budget(
-    result: AgentResult, budget: str, idle: float, elapsed: float, limits: Limits, stream: EventStream
-) -> None:
-    """Mark the budget hit, tagged ``hung`` (no agent event for a while) or ``confused``."""
-    result.budget = budget
-    if budget == "wall":
-        hung_after = min(HUNG_AFTER_S, 0.5 * limits.wall_s)
-        result.budget_tag = "hung" if idle >= hung_after else "confused"
-        result.warnings.append(
-            f"wall budget of {limits.wall_s:g}s reached after {elapsed:.1f}s (no agent event for {idle:.1f}s)"
-        )
-        return
-    result.budget_tag = "confused"
-    if budget == "tokens":
-        result.warnings.append(
-            f"token budget of {limits.tokens} exceeded: {stream.tokens['total']} tokens after {stream.turns} turn(s)"
-        )
-    else:
-        result.warnings.append(f"turn budget of {limits.turns} reached with the agent still calling tools")
-
-
-def _failure(stream: EventStream, returncode: int | None, stderr_text: str) -> str | None:
-    """Why the run failed on opencode's or the provider's side, or None."""
-    if stream.errors and (stream.errors_after_last_step or returncode not in (0, None)):
-        err = stream.errors[-1]
-        status = f" (HTTP {err['statusCode']})" if err.get("statusCode") else ""
-        name = f"{err['name']}: " if err.get("name") else ""
-        return f"provider error: {name}{err['message']}{status}"
-    if returncode not in (0, None):
-        return (
-            f"opencode exited with status {returncode} without an error event; "
-            f"stderr: {stderr_text[-500:].strip() or '(empty)'}"
-        )
-    return None
-
-
-def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ModelChoice:
-    """The session's model and provider from ``session.model`` and the adapter options.
-
-    ``options["providers"]`` may be a :class:`ProvidersFile`, a path (``--bench-providers``)
-    or absent; ``opencode_config`` is a ``--bench-opencode-config`` path; the other discovery
-    inputs come from ``config_providers``, ``config_providers_ref``, ``config_opencode``,
-    ``config_opencode_ref``, ``config_default_model`` and ``config_path``. A scripted model
-    needs no providers, so discovery is skipped for it unless a file was named explicitly.
-    """
-    env = options.get("env") or (os.environ if env is None else env)
-    given = options.get("providers")
-    providers: ProvidersFile | None = given if isinstance(given, ProvidersFile) else None
-    scripted_model = bool(model) and provider_key(str(model)) == SCRIPTED_PREFIX
-    if providers is None and (given or options.get("opencode_config") or not scripted_model):
-        providers = discover_providers(
-            explicit=given if isinstance(given, (str, os.PathLike)) and str(given) else None,
-            explicit_opencode=options.get("opencode_config") or None,
-            env=env,
-            config_providers=options.get("config_providers"),
-            config_default_model=options.get("config_default_model"),
-            config_providers_ref=options.get("config_providers_ref"),
-            config_opencode=options.get("config_opencode"),
-            config_opencode_ref=options.get("config_opencode_ref"),
-            config_path=options.get("config_path"),
-        )
-    if model:
-        chosen, source = model, "--bench-model"
-    else:
-        chosen, source = resolve_model(
-            env=env, config_default_model=options.get("config_default_model"), providers=providers
-        )
-    return check_model(chosen, source, providers)
 
 
 def _link(link: Path, target: Path) -> None:
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(target)
-
-
-def _tail(path: Path, limit: int = 8192) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - limit))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def agents() -> list[Any]:

@@ -12,7 +12,7 @@ with ``type`` one of ``step_start``, ``tool_use``, ``step_finish``, ``text``, ``
 * keeps the final text: the text parts that came after the last tool call;
 * records ``error`` events (name, message, statusCode) and permission auto-rejections;
 * extracts akm usage from bash tool commands (``akm search``, ``akm show``, ``akm feedback``,
-  read as a shell would: :func:`akm.calls`);
+  read as a shell would: :func:`akm_calls.calls`);
 * remembers when the last event arrived, so the caller can tell a hung agent from a busy one.
 
 Pure: no pytest, no processes. Thread-safe for one feeding thread and any number of readers.
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from ...cell.akm import calls
+from ...cell.akm_calls import calls
 
 TRANSCRIPT_CAP = 16 * 1024 * 1024
 TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
@@ -128,60 +128,13 @@ class EventStream:
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        part = event.get("part")
-        part = part if isinstance(part, dict) else {}
+        part = _dict(event.get("part"))
         if self.session_id is None and isinstance(event.get("sessionID"), str):
             self.session_id = event["sessionID"]
         if kind == "step_finish":
-            self.turns += 1
-            self.errors_after_last_step = 0
-            tokens = part.get("tokens")
-            tokens = tokens if isinstance(tokens, dict) else {}
-            cache = tokens.get("cache")
-            cache = cache if isinstance(cache, dict) else {}
-            values = {
-                "input": tokens.get("input"),
-                "output": tokens.get("output"),
-                "reasoning": tokens.get("reasoning"),
-                "cache_read": cache.get("read"),
-                "cache_write": cache.get("write"),
-            }
-            step_total = 0
-            for key, value in values.items():
-                n = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-                self.tokens[key] += n
-                step_total += n
-            total = tokens.get("total")
-            self.tokens["total"] += (
-                int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else step_total
-            )
-            cost = part.get("cost")
-            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-                self.cost += float(cost)
-            reason = part.get("reason")
-            self.last_finish_reason = reason if isinstance(reason, str) else None
+            self._step_finish(part)
         elif kind == "tool_use":
-            self.tool_calls += 1
-            self._texts_since_tool = []
-            state = part.get("state")
-            state = state if isinstance(state, dict) else {}
-            tool = part.get("tool")
-            if state.get("status") == "error":
-                self.tool_errors += 1
-                message = str(state.get("error") or state.get("output") or "")
-                if _REJECTED.search(message):
-                    self.permission_rejections.append(f"{tool}: {message[:200]}")
-            inputs = state.get("input")
-            inputs = inputs if isinstance(inputs, dict) else {}
-            command = inputs.get("command")
-            if tool == "bash" and isinstance(command, str):
-                for call in calls(command):
-                    if call.verb == "search":
-                        self.akm["searches"].append({"query": call.query})
-                    elif call.verb == "show" and call.ref:
-                        self.akm["shows"].append(call.ref)
-                    elif call.verb == "feedback" and call.ref:
-                        self.akm["feedback"].append({"ref": call.ref, "polarity": call.polarity})
+            self._tool_use(part)
         elif kind == "text":
             text = part.get("text")
             if isinstance(text, str):
@@ -189,15 +142,64 @@ class EventStream:
         elif kind == "reasoning":
             self.reasoning_parts += 1
         elif kind == "error":
-            err = event.get("error")
-            err = err if isinstance(err, dict) else {}
-            data = err.get("data")
-            data = data if isinstance(data, dict) else {}
-            message = data.get("message", err.get("message", ""))
-            self.errors.append(
-                {"name": str(err.get("name", "")), "message": str(message), "statusCode": data.get("statusCode")}
-            )
-            self.errors_after_last_step += 1
+            self._error(_dict(event.get("error")))
+
+    def _step_finish(self, part: dict[str, Any]) -> None:
+        """One turn ended: its tokens, cost and finish reason."""
+        self.turns += 1
+        self.errors_after_last_step = 0
+        tokens = _dict(part.get("tokens"))
+        cache = _dict(tokens.get("cache"))
+        values = {
+            "input": tokens.get("input"),
+            "output": tokens.get("output"),
+            "reasoning": tokens.get("reasoning"),
+            "cache_read": cache.get("read"),
+            "cache_write": cache.get("write"),
+        }
+        step_total = 0
+        for key, value in values.items():
+            number = _number(value)
+            n = int(number) if number is not None else 0
+            self.tokens[key] += n
+            step_total += n
+        total = _number(tokens.get("total"))
+        self.tokens["total"] += int(total) if total is not None else step_total
+        cost = _number(part.get("cost"))
+        if cost is not None:
+            self.cost += float(cost)
+        reason = part.get("reason")
+        self.last_finish_reason = reason if isinstance(reason, str) else None
+
+    def _tool_use(self, part: dict[str, Any]) -> None:
+        """A tool call: counted, its permission rejection noted, its akm calls read."""
+        self.tool_calls += 1
+        self._texts_since_tool = []
+        state = _dict(part.get("state"))
+        tool = part.get("tool")
+        if state.get("status") == "error":
+            self.tool_errors += 1
+            message = str(state.get("error") or state.get("output") or "")
+            if _REJECTED.search(message):
+                self.permission_rejections.append(f"{tool}: {message[:200]}")
+        command = _dict(state.get("input")).get("command")
+        if tool == "bash" and isinstance(command, str):
+            for call in calls(command):
+                if call.verb == "search":
+                    self.akm["searches"].append({"query": call.query})
+                elif call.verb == "show" and call.ref:
+                    self.akm["shows"].append(call.ref)
+                elif call.verb == "feedback" and call.ref:
+                    self.akm["feedback"].append({"ref": call.ref, "polarity": call.polarity})
+
+    def _error(self, err: dict[str, Any]) -> None:
+        """An error event (a provider's failure): name, message and HTTP status."""
+        data = _dict(err.get("data"))
+        message = data.get("message", err.get("message", ""))
+        self.errors.append(
+            {"name": str(err.get("name", "")), "message": str(message), "statusCode": data.get("statusCode")}
+        )
+        self.errors_after_last_step += 1
 
     # ------------------------------------------------------------------ output
 
@@ -217,3 +219,13 @@ class EventStream:
         with self._lock:
             last = self.last_event_at if self.last_event_at is not None else self.started_at
         return max(0.0, now - last)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """A JSON value that should be an object; anything else reads as an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> int | float | None:
+    """A JSON number (not a boolean), or None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None

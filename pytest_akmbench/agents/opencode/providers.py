@@ -1,5 +1,6 @@
-"""The opencode providers file, its discovery chain and the model choice (the README,
-"Models and providers").
+"""The opencode providers file and the standard opencode config: loading, validation, the
+model choice's record and its ``{env:VAR}`` references (the README, "Models and providers").
+Where the file is found is :mod:`discovery`; which model runs is :mod:`model`.
 
 A providers file is JSON::
 
@@ -20,7 +21,6 @@ path only.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,7 +55,7 @@ _ENV_REF_WHOLE = re.compile(r"^\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 _SK = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]")
 # Header names that carry a credential; their values must come from {env:VAR}.
 _CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password", re.IGNORECASE)
-_FIX_HINT = (
+FIX_HINT = (
     "pass --bench-providers FILE or --bench-opencode-config FILE, set BENCH_OPENCODE_CONFIG, or add "
     "providers or opencodeConfig to the run config"
 )
@@ -142,7 +142,7 @@ def _read_json(p: Path, what: str) -> Any:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{p}: {what} not found; {_FIX_HINT}", usage=True) from None
+        raise ConfigError(f"{p}: {what} not found; {FIX_HINT}", usage=True) from None
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{p}: cannot read {what}: {err}") from err
     try:
@@ -268,174 +268,7 @@ def _collect_env_refs(node: Any) -> set[str]:
     return found
 
 
-# ---------------------------------------------------------------- discovery
-
-
-def default_providers_path(env: Mapping[str, str]) -> Path:
-    """``${XDG_CONFIG_HOME:-~/.config}/akm/bench-providers.json`` (read only, never written)."""
-    xdg = env.get("XDG_CONFIG_HOME") or ""
-    base = Path(xdg) if xdg else Path(env.get("HOME") or Path.home()) / ".config"
-    return base / "akm" / "bench-providers.json"
-
-
-def discover_providers(
-    *,
-    explicit: str | Path | None = None,
-    explicit_opencode: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    config_providers: Any = None,
-    config_default_model: str | None = None,
-    config_providers_ref: str | None = None,
-    config_opencode: Any = None,
-    config_opencode_ref: str | None = None,
-    config_path: str | Path | None = None,
-    cwd: Path | None = None,
-) -> ProvidersFile | None:
-    """The first provider source that applies, or ``None`` when there is none.
-
-    Order: the one named on the command line or in the ini (``--bench-providers`` for a
-    providers file, ``--bench-opencode-config`` for a standard opencode config; not both), then
-    ``BENCH_OPENCODE_CONFIG`` (either shape, told apart by content), then the run config's
-    ``providers``/``providersRef``/``opencodeConfig``/``opencodeConfigRef`` (refs relative to
-    the config file), then the user default ``${XDG_CONFIG_HOME:-~/.config}/akm/bench-providers.json``
-    only if it exists.
-    """
-    env = os.environ if env is None else env
-    cwd = cwd or Path.cwd()
-    if explicit and explicit_opencode:
-        raise ConfigError("--bench-providers and --bench-opencode-config both name the providers; give one", usage=True)
-    if explicit:
-        return _expect(
-            load_provider_source(_resolve(explicit, cwd, env), what="providers file (--bench-providers)"),
-            "providers file",
-            "--bench-opencode-config",
-        )
-    if explicit_opencode:
-        return _expect(
-            load_provider_source(
-                _resolve(explicit_opencode, cwd, env), what="opencode config (--bench-opencode-config)"
-            ),
-            OPENCODE_CONFIG,
-            "--bench-providers",
-        )
-    from_env = env.get("BENCH_OPENCODE_CONFIG") or ""
-    if from_env:
-        return load_provider_source(_resolve(from_env, cwd, env), what="BENCH_OPENCODE_CONFIG file")
-    cfg = str(config_path) if config_path else "run config"
-    base = Path(config_path).parent if config_path else cwd
-    if config_providers is not None:
-        wrapper: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "providers": config_providers}
-        if config_default_model is not None:
-            wrapper["defaultModel"] = config_default_model
-        return validate_providers(wrapper, f"{cfg}: providers")
-    if config_providers_ref:
-        return load_providers_file(
-            _resolve(config_providers_ref, base, env), what=f"providers file (providersRef in {cfg})"
-        )
-    if config_opencode is not None:
-        return validate_opencode_config(config_opencode, f"{cfg}: opencodeConfig")
-    if config_opencode_ref:
-        return load_opencode_config(
-            _resolve(config_opencode_ref, base, env), what=f"opencode config (opencodeConfigRef in {cfg})"
-        )
-    default = default_providers_path(env)
-    if default.is_file():
-        return load_providers_file(default)
-    return None
-
-
-def _expect(found: ProvidersFile, kind: str, other_option: str) -> ProvidersFile:
-    if found.kind != kind:
-        raise ConfigError(
-            f"{found.source}: this is a{'n' if found.kind[0] in 'aeiou' else ''} {found.kind}, "
-            f"not a{'n' if kind[0] in 'aeiou' else ''} {kind}; pass it with {other_option}",
-            usage=True,
-        )
-    return found
-
-
-def _resolve(value: str | Path, base: Path, env: Mapping[str, str]) -> Path:
-    text = str(value)
-    text = re.sub(
-        r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
-        lambda m: env.get(m.group(1) or m.group(2), m.group(0)),
-        text,
-    )
-    if text == "~" or text.startswith("~/"):
-        text = str(Path(env.get("HOME") or Path.home())) + text[1:]
-    p = Path(text)
-    return p if p.is_absolute() else (base / p)
-
-
-# ---------------------------------------------------------------- model
-
-
-def resolve_model(
-    *,
-    cli_model: str | None = None,
-    env: Mapping[str, str] | None = None,
-    config_default_model: str | None = None,
-    providers: ProvidersFile | None = None,
-) -> tuple[str, str]:
-    """(model, where it came from): CLI > BENCH_OPENCODE_MODEL > run config ``model`` or
-    ``defaultModel`` > the providers file's ``defaultModel`` or the opencode config's ``model``."""
-    env = os.environ if env is None else env
-    for value, where in (
-        (cli_model, "--bench-model"),
-        (env.get("BENCH_OPENCODE_MODEL"), "BENCH_OPENCODE_MODEL"),
-        (config_default_model, "run config model"),
-        (providers.default_model if providers else None, _model_field(providers)),
-    ):
-        if value and value.strip():
-            return value.strip(), where
-    raise ConfigError(
-        "no model chosen; pass --bench-model PROVIDER/MODEL, set BENCH_OPENCODE_MODEL, or set model in the run "
-        "config or the opencode config (defaultModel in a providers file); scripted/oracle runs offline without providers",
-        usage=True,
-    )
-
-
-def _model_field(providers: ProvidersFile | None) -> str:
-    if providers is None:
-        return ""
-    return f"{providers.source} {'model' if providers.kind == OPENCODE_CONFIG else 'defaultModel'}"
-
-
-def check_model(model: str, model_source: str, providers: ProvidersFile | None) -> ModelChoice:
-    """Check the model's provider exists: built-in scripted, in the providers, or a cloud prefix."""
-    if not model or model.startswith("/") or model.endswith("/") or "/" not in model:
-        raise ConfigError(
-            f"{model_source}: model {model!r} must look like PROVIDER/MODEL (e.g. local/qwen3 or scripted/oracle)"
-        )
-    key = provider_key(model)
-    if key == SCRIPTED_PREFIX:
-        from .scripted import POLICIES
-
-        policy = model.split("/", 1)[1]
-        if policy not in POLICIES:
-            raise ConfigError(
-                f"{model_source}: unknown scripted policy {policy!r}; use one of "
-                + ", ".join(f"scripted/{p}" for p in POLICIES)
-            )
-        return ModelChoice(model=model, model_source=model_source, provider_key=key)
-    if providers is not None and key in providers.providers:
-        return ModelChoice(
-            model=model,
-            model_source=model_source,
-            provider_key=key,
-            providers=providers,
-            provider_entry=providers.providers[key],
-            env_vars=providers.env_refs_of(key),
-        )
-    if key in CLOUD_PREFIXES:
-        return ModelChoice(model=model, model_source=model_source, provider_key=key, providers=providers)
-    where = f"which is not in {providers.source}" if providers is not None else "but no providers file was found"
-    block = "provider" if providers is not None and providers.kind == OPENCODE_CONFIG else "providers"
-    raise ConfigError(
-        f"{model_source}: model {model!r} uses provider {key!r}, {where}; add {block}.{key} "
-        f"to the {providers.kind if providers is not None else 'providers file'}, or {_FIX_HINT}",
-        usage=providers is None,
-    )
+# ---------------------------------------------------------------- environment references
 
 
 def check_env_vars(choice: ModelChoice, env: Mapping[str, str]) -> dict[str, str]:
@@ -472,15 +305,3 @@ def secret_values(providers: ProvidersFile | None, env: Mapping[str, str]) -> li
     if providers is None:
         return []
     return sorted({env[name] for name in providers.env_refs if env.get(name)})
-
-
-def describe(choice: ModelChoice) -> dict[str, Any]:
-    """A report-safe summary: names only, never a value of an env var."""
-    return {
-        "model": choice.model,
-        "model_source": choice.model_source,
-        "provider": choice.provider_key,
-        "providers_source": choice.providers.source if choice.providers else None,
-        "providers_kind": choice.providers.kind if choice.providers else None,
-        "env_vars": sorted(choice.env_vars),
-    }

@@ -37,26 +37,22 @@ opencode's own token vocabulary, so tests can compare them with the event stream
 from __future__ import annotations
 
 import json
-import shlex
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from ...cell import akm
-from ...cell.prompts import keywords
 from ...corpus.tasks import Task
-from . import snoop
+from .policies import IDLE_TEXT, POLICIES, Action, ScriptedCell, next_action
+from .replies import completion, stream_frames
 
-POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop")
+# Names the tests and the docs reach through the server module.
+__all__ = ["ERROR_MESSAGE", "IDLE_TEXT", "POLICIES", "TITLE_TEXT", "ScriptedModel", "usage_for_turn"]
+
 ERROR_MESSAGE = "scripted provider failure: the model is unavailable (policy error)"
-IDLE_TEXT = "I have looked at the task and will not change anything."
 TITLE_TEXT = "akmbench"
-HEREDOC = "AKMBENCH_SOLVE_EOF"
-SHOW = "Show the matching asset"
 
 
 def usage_for_turn(turn: int) -> dict[str, Any]:
@@ -70,44 +66,11 @@ def usage_for_turn(turn: int) -> dict[str, Any]:
     }
 
 
-@dataclass
-class _Cell:
-    policy: str
-    task: Task | None
-    arm: str
-    run_dir: Path | None
-    commands: list[str] | None = None
-    akm_line: str | None = None
-    totals: dict[str, int] = field(
-        default_factory=lambda: {
-            "requests": 0,
-            "title_requests": 0,
-            "errors": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "input": 0,
-            "output": 0,
-            "reasoning": 0,
-            "cache_read": 0,
-            "cache_write": 0,
-            "total": 0,
-        }
-    )
-
-
-@dataclass
-class _Action:
-    kind: str  # "tool" | "text" | "hang" | "error"
-    command: str = ""
-    description: str = ""
-    text: str = ""
-
-
 class ScriptedModel:
     """Start with :meth:`start`, register cells, read :meth:`totals`, :meth:`stop` at the end."""
 
     def __init__(self) -> None:
-        self._cells: dict[str, _Cell] = {}
+        self._cells: dict[str, ScriptedCell] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -181,7 +144,7 @@ class ScriptedModel:
         if policy in ("oracle", "snoop") and task is None and commands is None:
             raise ValueError(f"the {policy} policy needs the task")
         with self._lock:
-            self._cells[token] = _Cell(
+            self._cells[token] = ScriptedCell(
                 policy=policy, task=task, arm=arm, run_dir=run_dir, commands=commands, akm_line=akm_line
             )
         return self.base_url(token)
@@ -194,101 +157,11 @@ class ScriptedModel:
         """What the server reported to this cell so far (copy); zeros for an unknown token."""
         with self._lock:
             cell = self._cells.get(token)
-            return dict(cell.totals) if cell else dict(_Cell("idle", None, "", None).totals)
+            return dict(cell.totals) if cell else dict(ScriptedCell("idle", None, "", None).totals)
 
-    def _cell(self, token: str) -> _Cell | None:
+    def _cell(self, token: str) -> ScriptedCell | None:
         with self._lock:
             return self._cells.get(token)
-
-    # ------------------------------------------------------------------ scripts
-
-    def plan(self, cell: _Cell) -> list[_Action]:
-        """The tool-call turns of an oracle cell, in order (the final answer follows them)."""
-        if cell.commands is not None:
-            return [_Action("tool", command=c, description="scripted command") for c in cell.commands]
-        task = cell.task
-        assert task is not None
-        if cell.policy == "snoop":
-            return [_Action("tool", command=snoop.command(task, cell.run_dir), description="Look around")]
-        actions: list[_Action] = []
-        on_akm = cell.arm == "akm"
-        if on_akm:
-            actions.append(
-                _Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")
-            )
-            if task.gold_ref:
-                actions.append(_Action("tool", command="akm show {ref}", description=SHOW))
-        script = (
-            task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
-        )
-        if not script.endswith("\n"):
-            script += "\n"
-        actions.append(
-            _Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description="Apply the solution")
-        )
-        if on_akm and task.gold_ref:
-            actions.append(_Action("tool", command="akm feedback {ref} --positive", description="Record feedback"))
-        return actions
-
-    def next_action(self, cell: _Cell, messages: list[dict[str, Any]], turn: int) -> _Action:
-        if cell.policy == "idle":
-            return _Action("text", text=IDLE_TEXT)
-        if cell.policy == "hang":
-            return _Action("hang")
-        if cell.policy == "error":
-            return _Action("error")
-        if cell.policy == "loop":
-            return _Action("tool", command=f"echo 'still working, step {turn}'", description=f"Check step {turn}")
-        plan = self.plan(cell)
-        if turn < len(plan):
-            action = plan[turn]
-            if "{ref}" in action.command:
-                ref = _quote(_gold_ref(cell, messages))
-                return _Action(
-                    action.kind, command=action.command.replace("{ref}", ref), description=action.description
-                )
-            return action
-        return _Action("text", text=_final_answer(messages, plan))
-
-
-def _gold_ref(cell: _Cell, messages: list[dict[str, Any]]) -> str:
-    """The gold asset's ref as the search printed it, like an agent copying it from the output;
-    the corpus's ref in the installed akm's syntax when the search did not list it."""
-    gold = cell.task.gold_ref if cell.task else None
-    assert gold is not None
-    searched = next((_content_text(m.get("content")) for m in messages if m.get("role") == "tool"), "")
-    hits = akm.search_refs(searched) or []
-    return next((ref for ref in hits if akm.same_asset(ref, gold)), akm.format_ref(gold, cell.akm_line or "0.7"))
-
-
-def _quote(text: str) -> str:
-    return shlex.quote(text)
-
-
-def _final_answer(messages: list[dict[str, Any]], plan: list[_Action]) -> str:
-    """The output of the solution's tool call (the last tool message for a commands plan)."""
-    target = None
-    for i, action in enumerate(plan):
-        if action.description == "Apply the solution":
-            target = f"call_{i}"
-    outputs = {m.get("tool_call_id"): _content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
-    if target is None:
-        tool_msgs = [m for m in messages if m.get("role") == "tool"]
-        text = _content_text(tool_msgs[-1].get("content")) if tool_msgs else ""
-    else:
-        text = outputs.get(target, "")
-    text = text.strip()
-    if not text or text == "(no output)":
-        return "Done."
-    return text
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -325,10 +198,10 @@ class _Handler(BaseHTTPRequestHandler):
             usage = usage_for_turn(0)
             with self.scripted._lock:
                 cell.totals["title_requests"] += 1
-            self._answer(stream, model, _Action("text", text=TITLE_TEXT), usage, call_id="")
+            self._answer(stream, model, Action("text", text=TITLE_TEXT), usage, call_id="")
             return
         turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-        action = self.scripted.next_action(cell, messages, turn)
+        action = next_action(cell, messages, turn)
         if action.kind == "hang":
             with self.scripted._lock:
                 cell.totals["requests"] += 1
@@ -372,92 +245,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _answer(self, stream: bool, model: str, action: _Action, usage: dict[str, Any], call_id: str) -> None:
+    def _answer(self, stream: bool, model: str, action: Action, usage: dict[str, Any], call_id: str) -> None:
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         created = int(time.time())
         if not stream:
-            message: dict[str, Any] = {"role": "assistant", "content": action.text if action.kind == "text" else None}
-            if action.kind == "tool":
-                message["tool_calls"] = [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": json.dumps(_bash_args(action))},
-                    }
-                ]
-            self._json(
-                200,
-                {
-                    "id": cid,
-                    "object": "chat.completion",
-                    "created": created,
-                    "model": model,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": message,
-                            "finish_reason": "tool_calls" if action.kind == "tool" else "stop",
-                        }
-                    ],
-                    "usage": usage,
-                },
-            )
+            self._json(200, completion(action, model, usage, call_id, cid, created))
             return
-
-        def chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
-            obj = {
-                "id": cid,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": choices,
-                **extra,
-            }
-            return b"data: " + json.dumps(obj).encode() + b"\n\n"
-
-        frames: list[bytes] = []
-        if action.kind == "tool":
-            args = json.dumps(_bash_args(action))
-            frames.append(
-                chunk(
-                    [
-                        {
-                            "index": 0,
-                            "delta": {
-                                "role": "assistant",
-                                "tool_calls": [
-                                    {
-                                        "index": 0,
-                                        "id": call_id,
-                                        "type": "function",
-                                        "function": {"name": "bash", "arguments": ""},
-                                    }
-                                ],
-                            },
-                            "finish_reason": None,
-                        }
-                    ]
-                )
-            )
-            for i in range(0, len(args), 400):
-                frames.append(
-                    chunk(
-                        [
-                            {
-                                "index": 0,
-                                "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[i : i + 400]}}]},
-                                "finish_reason": None,
-                            }
-                        ]
-                    )
-                )
-            frames.append(chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]))
-        else:
-            frames.append(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]))
-            frames.append(chunk([{"index": 0, "delta": {"content": action.text}, "finish_reason": None}]))
-            frames.append(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
-        frames.append(chunk([], usage=usage))
-        frames.append(b"data: [DONE]\n\n")
+        frames = stream_frames(action, model, usage, call_id, cid, created)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -470,7 +264,3 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
-
-
-def _bash_args(action: _Action) -> dict[str, Any]:
-    return {"command": action.command, "description": action.description or "Run a command"}

@@ -1,0 +1,115 @@
+"""Where the opencode and ripgrep binaries are, and which opencode version is installed
+(docs/opencode.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError
+from ...system.procs import is_executable
+
+OPENCODE_VERSION = "1.18.33"
+PLATFORM_PACKAGE = "opencode-linux-x64"
+INSTALL_HINT = (
+    f"install it: mkdir -p .tools && cd .tools && echo '{{\"private\":true}}' > package.json && "
+    f"npm install {PLATFORM_PACKAGE}@{OPENCODE_VERSION}; or set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
+)
+RG_HINT = "install ripgrep: pip install ripgrep==14.1.0 (or apt-get install ripgrep)"
+OFFLINE_ENV = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_CLAUDE_CODE_PROMPT": "1",
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
+    "npm_config_registry": "http://127.0.0.1:9/",
+}
+
+
+def locate_opencode(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
+    """Explicit option, then $AKMBENCH_OPENCODE, then <rootdir>/.tools/..., then PATH."""
+    env = os.environ if env is None else env
+    explicit = options.get("opencode")
+    if explicit:
+        path = Path(str(explicit)).expanduser()
+        if not is_executable(path):
+            raise ConfigError(
+                f"{path}: opencode binary not found or not executable (--bench-opencode); {INSTALL_HINT}", usage=True
+            )
+        return path.resolve()
+    from_env = env.get("AKMBENCH_OPENCODE")
+    if from_env:
+        path = Path(from_env).expanduser()
+        if not is_executable(path):
+            raise ConfigError(
+                f"{path}: opencode binary not found or not executable (AKMBENCH_OPENCODE); {INSTALL_HINT}", usage=True
+            )
+        return path.resolve()
+    rootdir = Path(str(options.get("rootdir") or Path.cwd()))
+    local = rootdir / ".tools" / "node_modules" / PLATFORM_PACKAGE / "bin" / "opencode"
+    if is_executable(local):
+        return local.resolve()
+    found = shutil.which("opencode")
+    if found:
+        return Path(found).resolve()
+    raise ConfigError(f"opencode not found (looked in {local} and on PATH); {INSTALL_HINT}", usage=True)
+
+
+def locate_rg() -> Path:
+    """The ripgrep binary; the pip wheel's (next to this Python) wins over pyenv-style shims."""
+    candidates = [Path(sys.executable).parent / "rg", Path(sys.prefix) / "bin" / "rg"]
+    found = shutil.which("rg")
+    if found:
+        candidates.append(Path(found))
+    for path in candidates:
+        if is_executable(path):
+            try:
+                with open(path, "rb") as fh:
+                    if fh.read(4) != b"\x7fELF" and "shims" in path.parts:
+                        continue
+            except OSError:
+                continue
+            return path.resolve()
+    raise ConfigError(
+        f"rg (ripgrep) not found on PATH; opencode's grep/glob tools need it offline; {RG_HINT}", usage=True
+    )
+
+
+def read_version(binary: Path, timeout_s: float = 60.0) -> str:
+    """``opencode --version`` run with a throwaway HOME (even --version creates XDG dirs)."""
+    home = Path(tempfile.mkdtemp(prefix="akmbench-opencode-version-"))
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "PATH": os.environ.get("PATH", os.defpath),
+        **OFFLINE_ENV,
+    }
+    try:
+        proc = subprocess.run(
+            [str(binary), "--version"],
+            env=env,
+            capture_output=True,
+            timeout=timeout_s,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ConfigError(f"{binary}: cannot run opencode --version: {err}; {INSTALL_HINT}") from err
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
+        raise ConfigError(f"{binary}: opencode --version failed (exit {proc.returncode}): {tail}; {INSTALL_HINT}")
+    return lines[-1].strip()

@@ -1,0 +1,140 @@
+"""The scripts of the scripted model: what each policy answers at each turn of a cell (the
+policies are listed in :mod:`scripted`)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...cell import akm
+from ...cell.prompts import keywords
+from ...corpus.tasks import Task
+from . import snoop
+
+POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop")
+IDLE_TEXT = "I have looked at the task and will not change anything."
+HEREDOC = "AKMBENCH_SOLVE_EOF"
+SHOW = "Show the matching asset"
+
+
+@dataclass
+class ScriptedCell:
+    """A registered cell: its policy, its task and arm, and what the server reported to it."""
+
+    policy: str
+    task: Task | None
+    arm: str
+    run_dir: Path | None
+    commands: list[str] | None = None
+    akm_line: str | None = None
+    totals: dict[str, int] = field(
+        default_factory=lambda: {
+            "requests": 0,
+            "title_requests": 0,
+            "errors": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "input": 0,
+            "output": 0,
+            "reasoning": 0,
+            "cache_read": 0,
+            "cache_write": 0,
+            "total": 0,
+        }
+    )
+
+
+@dataclass
+class Action:
+    """What the model does at one turn: call bash, answer with text, hang or fail."""
+
+    kind: str  # "tool" | "text" | "hang" | "error"
+    command: str = ""
+    description: str = ""
+    text: str = ""
+
+
+def plan_of(cell: ScriptedCell) -> list[Action]:
+    """The tool-call turns of an oracle cell, in order (the final answer follows them)."""
+    if cell.commands is not None:
+        return [Action("tool", command=c, description="scripted command") for c in cell.commands]
+    task = cell.task
+    assert task is not None
+    if cell.policy == "snoop":
+        return [Action("tool", command=snoop.command(task, cell.run_dir), description="Look around")]
+    actions: list[Action] = []
+    on_akm = cell.arm == "akm"
+    if on_akm:
+        actions.append(
+            Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")
+        )
+        if task.gold_ref:
+            actions.append(Action("tool", command="akm show {ref}", description=SHOW))
+    script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
+    if not script.endswith("\n"):
+        script += "\n"
+    actions.append(Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description="Apply the solution"))
+    if on_akm and task.gold_ref:
+        actions.append(Action("tool", command="akm feedback {ref} --positive", description="Record feedback"))
+    return actions
+
+
+def next_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn: int) -> Action:
+    if cell.policy == "idle":
+        return Action("text", text=IDLE_TEXT)
+    if cell.policy == "hang":
+        return Action("hang")
+    if cell.policy == "error":
+        return Action("error")
+    if cell.policy == "loop":
+        return Action("tool", command=f"echo 'still working, step {turn}'", description=f"Check step {turn}")
+    plan = plan_of(cell)
+    if turn < len(plan):
+        action = plan[turn]
+        if "{ref}" in action.command:
+            ref = _quote(_gold_ref(cell, messages))
+            return Action(action.kind, command=action.command.replace("{ref}", ref), description=action.description)
+        return action
+    return Action("text", text=_final_answer(messages, plan))
+
+
+def _gold_ref(cell: ScriptedCell, messages: list[dict[str, Any]]) -> str:
+    """The gold asset's ref as the search printed it, like an agent copying it from the output;
+    the corpus's ref in the installed akm's syntax when the search did not list it."""
+    gold = cell.task.gold_ref if cell.task else None
+    assert gold is not None
+    searched = next((content_text(m.get("content")) for m in messages if m.get("role") == "tool"), "")
+    hits = akm.search_refs(searched) or []
+    return next((ref for ref in hits if akm.same_asset(ref, gold)), akm.format_ref(gold, cell.akm_line or "0.7"))
+
+
+def _quote(text: str) -> str:
+    return shlex.quote(text)
+
+
+def _final_answer(messages: list[dict[str, Any]], plan: list[Action]) -> str:
+    """The output of the solution's tool call (the last tool message for a commands plan)."""
+    target = None
+    for i, action in enumerate(plan):
+        if action.description == "Apply the solution":
+            target = f"call_{i}"
+    outputs = {m.get("tool_call_id"): content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
+    if target is None:
+        tool_msgs = [m for m in messages if m.get("role") == "tool"]
+        text = content_text(tool_msgs[-1].get("content")) if tool_msgs else ""
+    else:
+        text = outputs.get(target, "")
+    text = text.strip()
+    if not text or text == "(no output)":
+        return "Done."
+    return text
+
+
+def content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
