@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cell.checks import behaviour_problems, search_problems
+from ..cell.checks import behaviour_checks, search_problems
 from ..cell.runner import Cell
+from ..report import soundness
+from ..store import soundness as soundness_store
 from .state import STATE_KEY, BenchState
 
 if TYPE_CHECKING:
@@ -117,12 +120,18 @@ def _check_cell(bench_sample: dict[str, Any]) -> None:
 
 def check_soundness(request: pytest.FixtureRequest, bench_procs: ProcessTracker) -> None:
     """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself,
-    and, when an akm is given, the task's keywords find its gold asset."""
+    and, when an akm is given, the task's keywords find its gold asset. The result is appended to
+    the store's soundness file, so the reports of this store show it (docs/report.md)."""
     state: BenchState = request.config.stash[STATE_KEY]
     task = request.node.stash[TASK_KEY]
     work_root = state.tmp_root / state.run_id
-    problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
+    checks, problems = behaviour_checks(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
     if state.akm is not None:
-        problems += search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
+        found = search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
+        checks["akm_finds_gold"] = None if not task.gold_ref else not found
+        problems += found
+    extra = {"akm_version": state.akm.version if state.akm is not None else None, "run_id": state.run_id}
+    extra["checked_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    soundness_store.append(state.store_dir, state.scrub.obj(soundness.record(task, checks, problems, **extra)))
     if problems:
         pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)

@@ -105,7 +105,7 @@ class BenchSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.cells and not self.samples and not self.unidentified:
+        if not self.cells and not self.samples and not self.unidentified and not self.state.settings.soundness:
             return
         state = self.state
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -130,6 +130,8 @@ class BenchSession:
 
     def _write_report(self, interrupted: bool) -> None:
         state = self.state
+        if state.settings.soundness:
+            return self._write_soundness_report(interrupted)
         try:
             stored = resume.StoredSamples.load(state.store_dir)
             # The report covers what was selected (after -k/-m), read back from the store so a
@@ -161,11 +163,45 @@ class BenchSession:
             self.envelope = state.scrub.obj(report.build(inp))
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
-            detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
-            self.error = (
-                f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
-                f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
-            )
+            self._cannot_write(err)
+
+    def _cannot_write(self, err: OSError | BenchError) -> None:
+        state = self.state
+        detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
+        self.error = (
+            f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
+            f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
+        )
+
+    def _write_soundness_report(self, interrupted: bool) -> None:
+        """A soundness run's report: no runs, the ``soundness`` block of the selected tasks."""
+        state = self.state
+        ctx = state.context()
+        inp = report.ReportInput(
+            tasks=state.tasks,
+            arms=state.settings.arms,
+            seeds=state.settings.seeds,
+            slice=state.slice,
+            stashes_root=ctx.stashes_root,
+            samples=[],
+            model=None,
+            agent=ctx.agent.name,
+            agent_version=ctx.agent.version,
+            warnings=list(state.warnings),
+            cwd=state.settings.rootdir,
+            floor=state.settings.floor,
+            store_dir=state.store_dir,
+        )
+        try:
+            envelope = report.build(inp)
+            checked = envelope["soundness"] is not None and not envelope["soundness"]["unchecked"]
+            envelope["complete"] = checked and not interrupted
+            if not envelope["complete"]:
+                envelope["verdict"] = "incomplete run — " + envelope["verdict"]
+            self.envelope = state.scrub.obj(envelope)
+            self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
+        except (OSError, BenchError) as err:
+            self._cannot_write(err)
 
     def _claim_warnings(self) -> list[str]:
         if not self.claimed:

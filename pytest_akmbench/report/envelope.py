@@ -21,7 +21,7 @@ from typing import Any
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
 from . import gates as gates_mod
-from . import lift, metrics
+from . import lift, metrics, soundness
 from .verdict import verdict
 
 SCHEMA_VERSION = 1
@@ -130,6 +130,7 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     envelope["flaky_tasks"] = _flaky(tasks_out, arms)
     envelope["floor_coverage"] = floor
     envelope["provenance"] = _provenance(inp, runs)
+    envelope["soundness"] = soundness.block(inp.tasks, inp.store_dir)
     envelope["verdict"] = verdict(envelope)
     if inp.gates:
         envelope["gates"] = gates_mod.evaluate(envelope, list(inp.gates), inp.gates_base_dir or inp.cwd or Path.cwd())

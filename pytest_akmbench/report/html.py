@@ -14,7 +14,7 @@ from html import escape
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import svg
+from . import soundness, svg
 from .fmt import num, signed
 
 FOREST_CAP = 100  # tasks drawn in the forest plot (largest |delta| first); the table lists all
@@ -55,6 +55,7 @@ def render(env: dict[str, Any]) -> str:
         '<a href="summary.md">summary.md</a></p>',
         f'<p class="verdict" id="verdict"><b>Verdict:</b> {escape(env.get("verdict") or "")}</p>',
     ]
+    parts += soundness.html_lines(env)
     parts += _gates(env) + _arms(env) + _forest(env) + _outcomes(env) + _tokens(env) + _trajectory(env)
     parts += _tasks(env) + _runs(env) + _provenance(env) + _warnings(env)
     parts.append("</body></html>\n")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -129,4 +130,16 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
             "FAILED corpus/tasks/beta/too-easy/task.yaml::soundness*",
         ]
     )
-    assert not (pytester.path / ".akmbench").exists()  # no report, no store: nothing was benchmarked
+    # The results are the report's: one row per task, the broken one named, no runs.
+    env = json.loads((pytester.path / ".akmbench" / "report" / "report.json").read_text())
+    assert env["runs"] == []
+    assert env["verdict"].startswith("corpus NOT sound: 1 of 4 checked tasks fail their checks (beta/too-easy: ")
+    rows = {r["task_id"]: r for r in env["soundness"]["by_task"]}
+    assert rows["beta/too-easy"]["checks"] == {
+        "nop_fails": False,
+        "solution_passes": True,
+        "repeatable": True,
+        "akm_finds_gold": None,
+    }
+    assert sum(r["sound"] for r in rows.values()) == 3
+    assert "## Corpus soundness" in (pytester.path / ".akmbench" / "report" / "summary.md").read_text()
