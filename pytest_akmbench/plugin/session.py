@@ -151,6 +151,7 @@ class BenchSession:
                 baseline=state.baseline,
                 gates=state.settings.gates,
                 stored=stored,
+                provenance=self._found_versions(),
             )
             self.problems = integrity.check(
                 chosen=inp.samples,
@@ -164,6 +165,11 @@ class BenchSession:
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             self._cannot_write(err)
+
+    def _found_versions(self) -> dict[str, Any]:
+        """The akm this run found, for a report whose samples never got as far as setting it up."""
+        akm = self.state.akm
+        return {"akm_version": akm.version} if akm is not None and "akm" in self.state.settings.arms else {}
 
     def _cannot_write(self, err: OSError | BenchError) -> None:
         state = self.state

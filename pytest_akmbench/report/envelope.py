@@ -308,7 +308,9 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "agent": {"name": inp.agent, "version": inp.agent_version},
         "model": inp.model,
         "opencode_version": extra.pop("opencode_version", inp.agent_version if inp.agent == "opencode" else None),
-        **_akm_provenance(runs),
+        # The samples say which akm they ran with; the caller's (the one the run found) fills in
+        # when none did, e.g. every cell ended before akm was set up.
+        **{k: v if v is not None else extra.pop(k, None) for k, v in _akm_provenance(runs).items()},
         "prompt_versions": sorted({str(s["prompt_version"]) for s in runs if s.get("prompt_version")}),
         "fingerprints": sorted({str(s["fingerprint_hash"]) for s in runs if s.get("fingerprint_hash")}),
         # The sandbox the reported samples ran in; a fingerprint without one ran unsandboxed.
@@ -316,7 +318,7 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "samples_from_store": sum(bool(s.get("from_store")) for s in runs),
         "store": str(inp.store_dir) if inp.store_dir is not None else None,
     }
-    out.update(extra)
+    out.update({k: v for k, v in extra.items() if not k.startswith("akm_")})
     return out
 
 

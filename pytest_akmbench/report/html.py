@@ -14,7 +14,7 @@ from html import escape
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import soundness, svg
+from . import notes, soundness, svg
 from .fmt import num, signed
 
 FOREST_CAP = 100  # tasks drawn in the forest plot (largest |delta| first); the table lists all
@@ -424,8 +424,7 @@ def _trajectory(env: dict[str, Any]) -> list[str]:
     if not c["runs_with_trajectory"]:
         return out + [
             _empty(
-                f"not observed: none of the {c['runs']} akm-arm runs recorded a transcript or akm events "
-                f"({c['harness_error_runs']} were harness errors)",
+                notes.trajectory_not_observed(c),
                 "trajectory",
             )
         ]

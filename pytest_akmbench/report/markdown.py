@@ -195,7 +195,7 @@ def _provenance_section(env: dict[str, Any]) -> list[str]:
         "",
         f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
         f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
-        f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
+        f"{prov.get('opencode_version') or 'not used'}, akm {prov.get('akm_version') or 'not used'}"
         + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "")
         + ", "
         f"sandbox {prov.get('sandbox') or 'n/a'}, "
