@@ -9,6 +9,7 @@ on a mismatch it says so in ``warnings``, is marked incomplete and the exit stat
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ import pytest
 from ..errors import BenchError
 from ..report import envelope as report
 from ..report import files as report_files
-from ..report import resume
+from ..report import github, resume
 from ..store import integrity
 from .nodes import CELL_KEY
 
@@ -113,6 +114,7 @@ class BenchSession:
             self._write_report(interrupted)  # under the interrupt hold taken at session finish
         finally:
             late = state.interrupts is not None and state.interrupts.drop()
+        self._annotate(session)
         if late and not interrupted:
             self.late_interrupt = True
             session.exitstatus = pytest.ExitCode.INTERRUPTED
@@ -165,6 +167,20 @@ class BenchSession:
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             self._cannot_write(err)
+
+    def _annotate(self, session: pytest.Session) -> None:
+        """``::error``/``::warning`` lines for GitHub Actions (report/github.py)."""
+        if not github.enabled():
+            return
+        base = Path(os.environ.get("GITHUB_WORKSPACE") or self.state.settings.rootdir)
+        files = {t.id: os.path.relpath(t.yaml_path, base) for t in self.state.tasks}
+        lines = github.for_run(self.envelope, self.problems, self.error, files)
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in lines:
+            if tr is not None:
+                tr.write_line(line)
+            else:
+                print(line, flush=True)
 
     def _found_versions(self) -> dict[str, Any]:
         """The akm this run found, for a report whose samples never got as far as setting it up."""
