@@ -26,7 +26,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from . import metrics, significance, stats
+from . import corpus_diff, metrics, significance, stats
 from .fmt import num, signed
 
 FLAT = 0.005
@@ -82,14 +82,19 @@ def _check(
     if bh and hh and bh != hh:
         if not allow_corpus:
             extra: dict[str, Any] = {"baseTaskCorpusHash": bh, "currentTaskCorpusHash": hh}
-            if isinstance(bids, list) and isinstance(hids, list):
-                extra["onlyInBase"] = sorted(set(bids) - set(hids))
-                extra["onlyInCurrent"] = sorted(set(hids) - set(bids))
+            diff = corpus_diff.differing(base, head)
+            extra.update(diff)
+            which = corpus_diff.describe(diff) or "the reports do not say which tasks"
             return _refuse(
-                "corpus_mismatch", f'task corpus hashes differ (base="{bh}", current="{hh}")', warnings, **extra
+                "corpus_mismatch",
+                f'task corpus hashes differ (base="{bh}", current="{hh}"): {which}',
+                warnings,
+                **extra,
             )
+        which = corpus_diff.describe(corpus_diff.differing(base, head))
         warnings.append(
-            f'task corpus hashes differ (base="{bh}", current="{hh}") — diff requested via --allow-corpus-mismatch'
+            f'task corpus hashes differ (base="{bh}", current="{hh}"){": " + which if which else ""} — diff requested '
+            "via --allow-corpus-mismatch"
         )
     elif not bh and not hh and isinstance(bids, list) and isinstance(hids, list) and set(bids) != set(hids):
         if not allow_corpus:
@@ -261,6 +266,7 @@ def compare(
     refused = _check(base, head, allow_model_mismatch, allow_corpus_mismatch, allow_fixture_mismatch, warnings)
     if refused is not None:
         return refused
+    warnings += [w for w in (corpus_diff.incomplete("base", base), corpus_diff.incomplete("current", head)) if w]
     arms = [a for a in metrics.ARM_ORDER if arm_ran(base, a) and arm_ran(head, a)]
     for arm in metrics.ARM_ORDER:
         if arm_ran(base, arm) != arm_ran(head, arm):

@@ -20,8 +20,8 @@ from typing import Any
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
+from . import corpus_diff, lift, metrics, soundness
 from . import gates as gates_mod
-from . import lift, metrics, soundness
 from .verdict import verdict
 
 SCHEMA_VERSION = 1
@@ -209,6 +209,7 @@ def _corpus(inp: ReportInput, arms: list[str]) -> dict[str, Any]:
         "arms": arms,
         "selectedTaskIds": sorted(t.id for t in inp.tasks),
         "taskCorpusHash": task_corpus_hash(inp.tasks),
+        "taskHashes": corpus_diff.task_hashes(inp.tasks),
         "fixtures": fixtures,
         "fixtureContentHash": fixture_hash,
     }

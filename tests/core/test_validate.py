@@ -73,11 +73,11 @@ class TestStatic:
     def test_config_checked_too(
         self, roots: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """A config naming an unknown task fails validation."""
+        """A config naming an unknown task fails validation, naming the file."""
         cfg = tmp_path / "bad.json"
         cfg.write_text('{"schemaVersion": 1, "tasks": ["gamma/x"]}')
         assert validate(*roots, [cfg]) == 1
-        assert "error: tasks: task not found: 'gamma/x'" in capsys.readouterr().out
+        assert f"error: {cfg}: tasks: task not found: 'gamma/x'" in capsys.readouterr().out
 
 
 class TestBehaviour:
