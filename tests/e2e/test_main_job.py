@@ -43,12 +43,15 @@ def test_main_job_on_one_task(project: Path) -> None:  # noqa: F811
     assert env["verdict"].startswith(
         f"dry run with the scripted model scripted/oracle: {cells} of {cells} valid cells pass"
     )
+    gold = ", akm finds each gold asset" if real_akm.found() else ""
     assert env["verdict"].endswith(
-        "; corpus sound: 1 of 1 checked tasks (nop fails, solution passes, verifier repeatable)"
+        f"; corpus sound: 1 of 1 checked tasks (nop fails, solution passes, verifier repeatable{gold})"
     )
     assert "no significant difference" not in (project / "report" / "summary.md").read_text()
     assert env["soundness"]["by_task"][0]["checks"]["solution_passes"] is True
-    assert env["provenance"]["opencode_version"] and (env["provenance"]["akm_version"] is not None) == real_akm.found()
+    assert env["provenance"]["opencode_version"] and (env["provenance"]["akm_version"] is not None) == bool(
+        real_akm.found()
+    )
     html = (project / "report" / "report.html").read_text()
     assert 'id="soundness-table"' in html
     assert f"html: {project / 'report' / 'report.html'}" in run.stdout
