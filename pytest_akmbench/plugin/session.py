@@ -106,6 +106,8 @@ class BenchSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if session.config.option.collectonly:
+            return  # nothing ran: the report of the last run stays as it is
         if not self.cells and not self.samples and not self.unidentified and not self.state.settings.soundness:
             return
         state = self.state

@@ -143,3 +143,12 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
     }
     assert sum(r["sound"] for r in rows.values()) == 3
     assert "## Corpus soundness" in (pytester.path / ".akmbench" / "report" / "summary.md").read_text()
+
+
+def test_listing_soundness_items_writes_no_report(pytester: pytest.Pytester) -> None:
+    """--co runs no check: the last report stays as it was."""
+    standard_corpus(pytester.path)
+    pytester.makeini("[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n")
+    result = pytester.runpytest("corpus", "--bench-soundness", "--co", "-q")
+    result.stdout.fnmatch_lines(["*beta/regex-task/task.yaml::soundness"])
+    assert not (pytester.path / ".akmbench" / "report").exists()
