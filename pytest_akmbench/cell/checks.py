@@ -90,7 +90,17 @@ def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], l
 
 def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeout_s: float = 120.0) -> list[str]:
     """Run the verifier on the untouched workspace (must fail) and after solve.sh (must pass), twice each."""
-    problems = []
+    return behaviour_checks(task, work_root, procs, timeout_s)[1]
+
+
+def behaviour_checks(
+    task: Task, work_root: Path, procs: ProcessTracker, timeout_s: float = 120.0
+) -> tuple[dict[str, bool | None], list[str]]:
+    """``behaviour_problems`` with what each check found: ``nop_fails`` (the untouched workspace
+    fails), ``solution_passes``, ``repeatable`` (both verifier runs agreed); None when a check
+    could not be made."""
+    problems: list[str] = []
+    checks: dict[str, bool | None] = {"nop_fails": None, "solution_passes": None, "repeatable": None}
     for label, solve in (("untouched workspace", False), ("solution", True)):
         run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
         try:
@@ -103,19 +113,23 @@ def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeo
                 result = _solve(task, workspace, run_dir, env, procs, timeout_s)
                 if result.error or result.budget:
                     problems.append(f"solution did not finish: {result.error or 'wall budget'}")
+                    checks["solution_passes"] = False
                     continue
                 text = result.final_text
             first, second = (
                 _verify(task, workspace, run_dir, text, env, procs, timeout_s),
                 _verify(task, workspace, run_dir, text, env, procs, timeout_s),
             )
+            if not first.error:
+                checks["solution_passes" if solve else "nop_fails"] = first.passed == solve
+                checks["repeatable"] = checks["repeatable"] is not False and first.passed == second.passed
             problem = _judge(label, solve, first, second)
             if problem is not None:
                 problems.append(problem)
         finally:
             procs.kill_all()
             shutil.rmtree(run_dir, ignore_errors=True)
-    return problems
+    return checks, problems
 
 
 def _solve(

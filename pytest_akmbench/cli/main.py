@@ -22,6 +22,9 @@ from ..report import files as report_files
 from ..report.resume import report_input
 from ..store.samples import SampleStore
 from ..system import lifecycle
+from . import inputs
+
+DEFAULT_OUT = ".akmbench/report"
 
 
 class _StoredAgent:
@@ -57,11 +60,16 @@ def cmd_report(args: argparse.Namespace) -> int:
             "budget_tokens": args.budget_tokens,
             "budget_wall_ms": args.budget_wall_ms,
         },
-        tasks_root=Path(args.corpus).resolve(),
+        tasks_root=inputs.tasks_root(args.corpus),
         stashes_root=Path(args.stashes).resolve(),
     )
     corpus = load_corpus(settings.tasks_root, settings.stashes_root)
-    tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
+    try:
+        tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
+    except BenchError as err:
+        raise ConfigError(
+            inputs.in_file(args.config if settings.tasks_override is None else None, err), usage=True
+        ) from None
     store_dir = Path(args.store).resolve()
     latest = _latest(store_dir, settings.agent)
     if latest is None:
@@ -96,7 +104,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         cwd=cwd,
     )
     envelope = report.build(inp)
-    json_path, md_path, html_path = report_files.write(Path(args.out), envelope, store_dir)
+    out = Path(args.out or DEFAULT_OUT)
+    if args.out is None and (out / "report.json").exists():
+        # The default is the bench's own report directory: say that its report is replaced.
+        print(f"note: replacing the report in {out} (the last run's); --out DIR writes elsewhere", file=sys.stderr)
+    json_path, md_path, html_path = report_files.write(out, envelope, store_dir)
     print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
     return 0
 
@@ -110,7 +122,7 @@ def cmd_compare(argv: Sequence[str]) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from .validate import validate
 
-    return validate(Path(args.corpus), Path(args.stashes), [Path(c) for c in args.configs])
+    return validate(inputs.tasks_root(args.corpus), Path(args.stashes), [Path(c) for c in args.configs])
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
@@ -137,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="rebuild report.json, summary.md and report.html from a sample store, offline")
     rep.add_argument("--store", default=".akmbench/store", help="sample store directory (default: .akmbench/store)")
-    rep.add_argument("--out", default=".akmbench/report", help="output directory (default: .akmbench/report)")
+    rep.add_argument(
+        "--out", help=f"output directory (default: {DEFAULT_OUT}, the bench's own, whose report it replaces, saying so)"
+    )
     rep.add_argument("--config", help="the run config the bench ran with")
     rep.add_argument("--corpus", default="corpus/tasks", help="tasks root (default: corpus/tasks)")
     rep.add_argument("--stashes", default="corpus/stashes", help="stash fixtures (default: corpus/stashes)")

@@ -11,6 +11,7 @@ from ..cell.checks import static_problems
 from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, read_run_config, run_config_problems
 from ..corpus.tasks import Corpus, select
 from ..errors import BenchError
+from .inputs import in_file
 
 
 def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
@@ -37,7 +38,7 @@ def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
         if not chosen:
             errors.append(f"{path}: tasks: the selection matched no task")
     except BenchError as err:
-        errors.append(str(err))
+        errors.append(in_file(path, err))
     return errors, warnings
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _pytest._code.code import ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
-from ..cell.checks import behaviour_problems, search_problems
+from ..cell.checks import behaviour_checks, search_problems
 from ..cell.runner import Cell
+from ..report import soundness
+from ..report.metrics import sample_tokens
+from ..store import soundness as soundness_store
 from .state import STATE_KEY, BenchState
 
 if TYPE_CHECKING:
@@ -96,11 +101,76 @@ class TaskFile(pytest.File):
                 yield item
 
 
+class CellFailure(Exception):
+    """A cell that did not pass: its outcome, the one reason, and the verifier's tail."""
+
+    def __init__(self, outcome: str, reason: str, detail: str = "") -> None:
+        super().__init__(f"{outcome}: {reason}")
+        self.outcome, self.reason, self.detail = outcome, reason, detail
+
+
+_HARNESS_PREFIX = "harness_error: "
+
+
 class CellItem(pytest.Function):
     """A benchmark cell; the sample is produced by the ``bench_sample`` fixture at setup."""
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, 0, f"cell: {self.stash[CELL_KEY].key}"
+
+    def setup(self) -> None:
+        try:
+            super().setup()
+        finally:
+            # At setup, so that a harness error's report (it fails the setup) carries them too.
+            sample = self.stash.get(SAMPLE_KEY, None)
+            if sample is not None and not self.user_properties:
+                self.user_properties.extend(cell_properties(sample))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        return self._cell_repr(excinfo) or super().repr_failure(excinfo)
+
+    def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        # The setup phase (a harness error fails the fixture) reports through this one.
+        return self._cell_repr(excinfo) or super()._repr_failure_py(excinfo, style)
+
+    def _cell_repr(self, excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionInfo | None:
+        """The failure at the task's task.yaml with its one reason (``--tb=line`` and the short
+        summary show ``<task.yaml>:1: <reason>``), then the verifier's tail without that reason."""
+        err = excinfo.value
+        if isinstance(err, pytest.fail.Exception) and str(err.msg).startswith(_HARNESS_PREFIX):
+            err = CellFailure("harness_error", str(err.msg)[len(_HARNESS_PREFIX) :])
+        if not isinstance(err, CellFailure):
+            return None
+        message = failure_message(err.outcome, err.reason)
+        lines = [line for line in err.detail.splitlines() if line.strip() and line.strip() != err.reason.strip()]
+        where = ReprFileLocation(self.nodeid.split("::")[0], 1, message)
+        entry = ReprEntry(lines=lines, reprfuncargs=None, reprlocals=None, reprfileloc=where, style="value")
+        # --tb=line prints the crash line itself after the body: the body is then empty.
+        entries = [] if self.config.getoption("tbstyle", "auto") == "line" else [entry]
+        return ReprExceptionInfo(reprtraceback=ReprTraceback(entries, None, "value"), reprcrash=where)
+
+
+def failure_message(outcome: str, reason: str) -> str:
+    """One line naming what went wrong, without pytest's "Failed:" in front."""
+    if outcome == "fail":
+        return f"verifier rejected the work: {reason}"
+    if outcome == "harness_error":
+        return f"harness error (not the agent's fault): {reason}"
+    return reason or outcome
+
+
+def cell_properties(sample: dict[str, Any]) -> list[tuple[str, object]]:
+    """The junit ``<property>`` entries of a cell (``--junitxml``)."""
+    total = sample_tokens(sample)
+    return [
+        ("outcome", sample["outcome"]),
+        ("tokens", "" if total is None else total),
+        ("cost_usd", "" if sample.get("cost_usd") is None else sample["cost_usd"]),
+        ("wall_ms", "" if sample.get("wallclock_ms") is None else sample["wallclock_ms"]),
+        ("budget", sample.get("budget") or ""),
+        ("from_store", str(bool(sample.get("from_store"))).lower()),
+    ]
 
 
 def _check_cell(bench_sample: dict[str, Any]) -> None:
@@ -108,21 +178,24 @@ def _check_cell(bench_sample: dict[str, Any]) -> None:
     outcome = bench_sample["outcome"]
     if outcome == "pass":
         return
-    tail = bench_sample.get("verifier", {}).get("output_tail", "").strip()
-    message = f"{outcome}: {bench_sample.get('reason') or ''}"
-    if tail and outcome == "fail":
-        message += "\n" + "\n".join(tail.splitlines()[-15:])
-    pytest.fail(message, pytrace=False)
+    tail = bench_sample.get("verifier", {}).get("output_tail", "").strip() if outcome == "fail" else ""
+    raise CellFailure(outcome, bench_sample.get("reason") or outcome, "\n".join(tail.splitlines()[-15:]))
 
 
 def check_soundness(request: pytest.FixtureRequest, bench_procs: ProcessTracker) -> None:
     """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself,
-    and, when an akm is given, the task's keywords find its gold asset."""
+    and, when an akm is given, the task's keywords find its gold asset. The result is appended to
+    the store's soundness file, so the reports of this store show it (docs/report.md)."""
     state: BenchState = request.config.stash[STATE_KEY]
     task = request.node.stash[TASK_KEY]
     work_root = state.tmp_root / state.run_id
-    problems = behaviour_problems(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
+    checks, problems = behaviour_checks(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
     if state.akm is not None:
-        problems += search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
+        found = search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
+        checks["akm_finds_gold"] = None if not task.gold_ref else not found
+        problems += found
+    extra = {"akm_version": state.akm.version if state.akm is not None else None, "run_id": state.run_id}
+    extra["checked_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    soundness_store.append(state.store_dir, state.scrub.obj(soundness.record(task, checks, problems, **extra)))
     if problems:
         pytest.fail(f"{task.id}: " + "; ".join(problems), pytrace=False)

@@ -9,6 +9,7 @@ on a mismatch it says so in ``warnings``, is marked incomplete and the exit stat
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ import pytest
 from ..errors import BenchError
 from ..report import envelope as report
 from ..report import files as report_files
-from ..report import resume
+from ..report import github, resume
 from ..store import integrity
 from .nodes import CELL_KEY
 
@@ -105,7 +106,9 @@ class BenchSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.cells and not self.samples and not self.unidentified:
+        if session.config.option.collectonly:
+            return  # nothing ran: the report of the last run stays as it is
+        if not self.cells and not self.samples and not self.unidentified and not self.state.settings.soundness:
             return
         state = self.state
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -113,6 +116,7 @@ class BenchSession:
             self._write_report(interrupted)  # under the interrupt hold taken at session finish
         finally:
             late = state.interrupts is not None and state.interrupts.drop()
+        self._annotate(session)
         if late and not interrupted:
             self.late_interrupt = True
             session.exitstatus = pytest.ExitCode.INTERRUPTED
@@ -130,6 +134,8 @@ class BenchSession:
 
     def _write_report(self, interrupted: bool) -> None:
         state = self.state
+        if state.settings.soundness:
+            return self._write_soundness_report(interrupted)
         try:
             stored = resume.StoredSamples.load(state.store_dir)
             # The report covers what was selected (after -k/-m), read back from the store so a
@@ -149,6 +155,7 @@ class BenchSession:
                 baseline=state.baseline,
                 gates=state.settings.gates,
                 stored=stored,
+                provenance=self._found_versions(),
             )
             self.problems = integrity.check(
                 chosen=inp.samples,
@@ -161,11 +168,64 @@ class BenchSession:
             self.envelope = state.scrub.obj(report.build(inp))
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
-            detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
-            self.error = (
-                f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
-                f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
-            )
+            self._cannot_write(err)
+
+    def _annotate(self, session: pytest.Session) -> None:
+        """``::error``/``::warning`` lines for GitHub Actions (report/github.py)."""
+        if not github.enabled():
+            return
+        base = Path(os.environ.get("GITHUB_WORKSPACE") or self.state.settings.rootdir)
+        files = {t.id: os.path.relpath(t.yaml_path, base) for t in self.state.tasks}
+        lines = github.for_run(self.envelope, self.problems, self.error, files)
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in lines:
+            if tr is not None:
+                tr.write_line(line)
+            else:
+                print(line, flush=True)
+
+    def _found_versions(self) -> dict[str, Any]:
+        """The akm this run found, for a report whose samples never got as far as setting it up."""
+        akm = self.state.akm
+        return {"akm_version": akm.version} if akm is not None and "akm" in self.state.settings.arms else {}
+
+    def _cannot_write(self, err: OSError | BenchError) -> None:
+        state = self.state
+        detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
+        self.error = (
+            f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
+            f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
+        )
+
+    def _write_soundness_report(self, interrupted: bool) -> None:
+        """A soundness run's report: no runs, the ``soundness`` block of the selected tasks."""
+        state = self.state
+        ctx = state.context()
+        inp = report.ReportInput(
+            tasks=state.tasks,
+            arms=state.settings.arms,
+            seeds=state.settings.seeds,
+            slice=state.slice,
+            stashes_root=ctx.stashes_root,
+            samples=[],
+            model=None,
+            agent=ctx.agent.name,
+            agent_version=ctx.agent.version,
+            warnings=list(state.warnings),
+            cwd=state.settings.rootdir,
+            floor=state.settings.floor,
+            store_dir=state.store_dir,
+        )
+        try:
+            envelope = report.build(inp)
+            checked = envelope["soundness"] is not None and not envelope["soundness"]["unchecked"]
+            envelope["complete"] = checked and not interrupted
+            if not envelope["complete"]:
+                envelope["verdict"] = "incomplete run — " + envelope["verdict"]
+            self.envelope = state.scrub.obj(envelope)
+            self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
+        except (OSError, BenchError) as err:
+            self._cannot_write(err)
 
     def _claim_warnings(self) -> list[str]:
         if not self.claimed:

@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import metrics, significance, stats
+from . import corpus_diff, metrics, significance, stats
 from .compare_refusals import corpus_field, refusal
 
 FLAT = 0.005
@@ -190,6 +190,7 @@ def compare(
     refused = refusal(base, head, allow_model_mismatch, allow_corpus_mismatch, allow_fixture_mismatch, warnings)
     if refused is not None:
         return refused
+    warnings += [w for w in (corpus_diff.incomplete("base", base), corpus_diff.incomplete("current", head)) if w]
     arms = [a for a in metrics.ARM_ORDER if arm_ran(base, a) and arm_ran(head, a)]
     for arm in metrics.ARM_ORDER:
         if arm_ran(base, arm) != arm_ran(head, arm):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import corpus_diff
+
 
 def corpus_field(env: dict[str, Any], key: str) -> Any:
     """``env["corpus"][key]``, None when either is missing."""
@@ -78,14 +80,19 @@ def _corpus_refusal(
     if bh and hh and bh != hh:
         if not allow_corpus:
             extra: dict[str, Any] = {"baseTaskCorpusHash": bh, "currentTaskCorpusHash": hh}
-            if isinstance(bids, list) and isinstance(hids, list):
-                extra["onlyInBase"] = sorted(set(bids) - set(hids))
-                extra["onlyInCurrent"] = sorted(set(hids) - set(bids))
+            diff = corpus_diff.differing(base, head)
+            extra.update(diff)
+            which = corpus_diff.describe(diff) or "the reports do not say which tasks"
             return _refuse(
-                "corpus_mismatch", f'task corpus hashes differ (base="{bh}", current="{hh}")', warnings, **extra
+                "corpus_mismatch",
+                f'task corpus hashes differ (base="{bh}", current="{hh}"): {which}',
+                warnings,
+                **extra,
             )
+        which = corpus_diff.describe(corpus_diff.differing(base, head))
         warnings.append(
-            f'task corpus hashes differ (base="{bh}", current="{hh}") — diff requested via --allow-corpus-mismatch'
+            f'task corpus hashes differ (base="{bh}", current="{hh}"){": " + which if which else ""} — diff requested '
+            "via --allow-corpus-mismatch"
         )
     elif not bh and not hh and isinstance(bids, list) and isinstance(hids, list) and set(bids) != set(hids):
         if not allow_corpus:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
-from . import akm_usage, lift, metrics, transfer
+from . import akm_usage, corpus_diff, lift, metrics, soundness, transfer
 from . import gates as gates_mod
 from .verdict import verdict
 
@@ -130,6 +130,7 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     envelope["flaky_tasks"] = _flaky(tasks_out, arms)
     envelope["floor_coverage"] = floor
     envelope["provenance"] = _provenance(inp, runs)
+    envelope["soundness"] = soundness.block(inp.tasks, inp.store_dir)
     envelope["verdict"] = verdict(envelope)
     if inp.gates:
         envelope["gates"] = gates_mod.evaluate(envelope, list(inp.gates), inp.gates_base_dir or inp.cwd or Path.cwd())
@@ -208,6 +209,7 @@ def _corpus(inp: ReportInput, arms: list[str]) -> dict[str, Any]:
         "arms": arms,
         "selectedTaskIds": sorted(t.id for t in inp.tasks),
         "taskCorpusHash": task_corpus_hash(inp.tasks),
+        "taskHashes": corpus_diff.task_hashes(inp.tasks),
         "fixtures": fixtures,
         "fixtureContentHash": fixture_hash,
     }
@@ -307,7 +309,9 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "agent": {"name": inp.agent, "version": inp.agent_version},
         "model": inp.model,
         "opencode_version": extra.pop("opencode_version", inp.agent_version if inp.agent == "opencode" else None),
-        **_akm_provenance(runs),
+        # The samples say which akm they ran with; the caller's (the one the run found) fills in
+        # when none did, e.g. every cell ended before akm was set up.
+        **{k: v if v is not None else extra.pop(k, None) for k, v in _akm_provenance(runs).items()},
         "prompt_versions": sorted({str(s["prompt_version"]) for s in runs if s.get("prompt_version")}),
         "fingerprints": sorted({str(s["fingerprint_hash"]) for s in runs if s.get("fingerprint_hash")}),
         # The sandbox the reported samples ran in; a fingerprint without one ran unsandboxed.
@@ -315,7 +319,7 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "samples_from_store": sum(bool(s.get("from_store")) for s in runs),
         "store": str(inp.store_dir) if inp.store_dir is not None else None,
     }
-    out.update(extra)
+    out.update({k: v for k, v in extra.items() if not k.startswith("akm_")})
     return out
 
 

@@ -13,6 +13,7 @@ from html import escape
 from pathlib import PurePosixPath
 from typing import Any
 
+from . import soundness
 from .fmt import num, signed
 from .html_parts import interval_text, money, section, table, td
 from .html_plots import (
@@ -58,6 +59,7 @@ def render(env: dict[str, Any]) -> str:
         '<a href="summary.md">summary.md</a></p>',
         f'<p class="verdict" id="verdict"><b>Verdict:</b> {escape(env.get("verdict") or "")}</p>',
     ]
+    parts += soundness.html_lines(env)
     parts += _gates(env) + arms_section(env) + forest_section(env) + outcomes_section(env) + tokens_section(env)
     parts += trajectory_section(env)
     parts += _tasks(env) + _runs(env) + _provenance(env) + _warnings(env)

@@ -9,7 +9,7 @@ from collections import Counter
 from html import escape
 from typing import Any
 
-from . import svg
+from . import notes, svg
 from .fmt import num, signed
 from .html_parts import empty, interval_text, legend, money, section, table, td
 
@@ -336,8 +336,7 @@ def trajectory_section(env: dict[str, Any]) -> list[str]:
     if not c["runs_with_trajectory"]:
         return out + [
             empty(
-                f"not observed: none of the {c['runs']} akm-arm runs recorded a transcript or akm events "
-                f"({c['harness_error_runs']} were harness errors)",
+                notes.trajectory_not_observed(c),
                 "trajectory",
             )
         ]

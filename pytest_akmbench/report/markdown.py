@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import soundness
 from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
 from .sections import (
     bridge_section,
@@ -33,6 +34,7 @@ def render_markdown(env: dict[str, Any]) -> str:
     lines += _aggregate_section(env, arms)
     lines += pass_k_section(env, arms)
     lines += _gates_section(env)
+    lines += soundness.markdown_lines(env)
     lines += trajectory_section(env)
     lines += per_task_section(env, arms)
     lines += floor_section(env)
@@ -193,7 +195,7 @@ def _provenance_section(env: dict[str, Any]) -> list[str]:
         "",
         f"plugin {prov['plugin_version']}, python {prov['python']}, host {prov['host']}, agent "
         f"{prov['agent']['name']} {prov['agent']['version']}, model {prov['model'] or 'n/a'}, opencode "
-        f"{prov.get('opencode_version') or 'n/a'}, akm {prov.get('akm_version') or 'n/a'}"
+        f"{prov.get('opencode_version') or 'not used'}, akm {prov.get('akm_version') or 'not used'}"
         + (f" ({prov['akm_search_mode']} search)" if prov.get("akm_search_mode") else "")
         + ", "
         f"sandbox {prov.get('sandbox') or 'n/a'}, "

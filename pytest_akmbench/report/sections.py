@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..corpus.tasks import MEMORY_ABILITIES
+from . import notes
 from .fmt import fmt_pct, fmt_rate_ci, md_table, num, signed
 
 MD_TASK_CAP = 500  # per-run tables above this size are summarised, not listed
+TRAJECTORY_MARKS = ("correct_asset_loaded", "feedback_recorded", "searched_before_acting")
 MD_TASK_ROWS = 50  # per-task rows in the markdown, largest |delta| first when there are more
 
 
@@ -43,7 +45,7 @@ def trajectory_section(env: dict[str, Any]) -> list[str]:
     c = t["counts"]
     lines = ["", "## Trajectory (akm)", ""]
     if not c["runs_with_trajectory"]:
-        return lines + [f"not observed: none of the {c['runs']} akm-arm runs recorded a transcript or akm events"]
+        return lines + [notes.trajectory_not_observed(c)]
     lines += [
         f"- correct_asset_loaded: {fmt_pct(t['correct_asset_loaded'])} ({c['correct_asset_loaded']}/{c['gold_ref_runs']} runs with a gold ref)",
         f"- feedback_recorded: {fmt_pct(t['feedback_recorded'])} ({c['feedback_recorded']}/{c['runs_with_trajectory']}; "
@@ -62,9 +64,11 @@ def trajectory_section(env: dict[str, Any]) -> list[str]:
                     [
                         r["task_id"],
                         r["seed"],
-                        mark[r["trajectory"]["correct_asset_loaded"]],
-                        mark[r["trajectory"]["feedback_recorded"]],
-                        mark[r["trajectory"]["searched_before_acting"]],
+                        *(
+                            ["harness_error (not observed)", "—", "—"]  # the agent never ran, or not to the end
+                            if r["outcome"] == "harness_error"
+                            else [mark[r["trajectory"][k]] for k in TRAJECTORY_MARKS]
+                        ),
                     ]
                     for r in akm_rows
                 ],

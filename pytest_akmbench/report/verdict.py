@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import lift, metrics
+from . import lift, metrics, soundness
 from .fmt import fmt_ci, fmt_p, num, signed
+
+# Agents that run no model: their runs check the corpus, they compare nothing.
+CHECK_AGENTS = {"oracle": "solved by its own solution", "nop": "failed by doing nothing"}
 
 
 def _provisional(env: dict[str, Any]) -> str:
@@ -62,9 +65,60 @@ def verdict(env: dict[str, Any]) -> str:
     agg = env["aggregate"]
     ran = [a for a in metrics.ARM_ORDER if agg.get(a) and agg[a]["pass_rate"] is not None]
     prefix = "" if env.get("complete", True) else "incomplete run — "
+    sound = env.get("soundness")
+    if not env["runs"] and sound:
+        return prefix + soundness.headline(sound)
+    suffix = f"; {soundness.headline(sound)}" if sound else ""
     if not ran:
-        return prefix + "no valid runs: no arm produced a pass or fail outcome"
-    prefix += _provisional(env)
+        return prefix + "no valid runs: no arm produced a pass or fail outcome" + suffix
+    shown = _what_it_shows(env, ran)
+    if shown:
+        return prefix + shown + suffix
+    return prefix + _provisional(env) + _comparisons(agg, ran) + suffix
+
+
+def _arm_passes(env: dict[str, Any], ran: list[str]) -> tuple[int, int, str]:
+    """(passes, valid runs, "noakm 3/4, akm 4/4") over the valid runs of the arms that ran."""
+    counts = []
+    for arm in ran:
+        rows = [r for r in env["runs"] if r["arm"] == arm and r["outcome"] != "harness_error"]
+        counts.append((arm, sum(r["outcome"] == "pass" for r in rows), len(rows)))
+    text = ", ".join(f"{a} {p}/{n}" for a, p, n in counts)
+    return sum(c[1] for c in counts), sum(c[2] for c in counts), text
+
+
+def _what_it_shows(env: dict[str, Any], ran: list[str]) -> str | None:
+    """The verdict of a run that compares nothing: an oracle or nop check of the corpus, or a
+    dry run with a scripted model (its answers do not depend on the arm)."""
+    agent, model = env["agent"]["harness"], env["agent"].get("model") or ""
+    passes, valid, per_arm = _arm_passes(env, ran)
+    errors = sum(r["outcome"] == "harness_error" for r in env["runs"])
+    errs = f", {errors} harness error{'s' if errors != 1 else ''}" if errors else ""
+    if agent in CHECK_AGENTS:
+        want_pass = agent == "oracle"
+        wrong = [r for r in env["runs"] if r["outcome"] != "harness_error" and (r["outcome"] == "pass") != want_pass]
+        if not wrong:
+            return (
+                f"{agent} check: {passes} of {valid} valid cells pass ({per_arm}{errs}): "
+                f"every selected task is {CHECK_AGENTS[agent]}"
+            )
+        names = ", ".join(f"{r['task_id']} {r['arm']} s{r['seed']}" for r in wrong[:3]) + (
+            " …" if len(wrong) > 3 else ""
+        )
+        return (
+            f"{agent} check FAILED: {len(wrong)} of {valid} valid cells are not {CHECK_AGENTS[agent]} "
+            f"({names}); {passes} pass ({per_arm}{errs})"
+        )
+    if model.startswith("scripted/"):
+        return (
+            f"dry run with the scripted model {model}: {passes} of {valid} valid cells pass ({per_arm}{errs}); "
+            "a scripted model follows its script whatever the arm, so no lift is measured"
+        )
+    return None
+
+
+def _comparisons(agg: dict[str, Any], ran: list[str]) -> str:
+    prefix = ""
     claims = [
         _claim(agg, b, c)
         for b, c in (

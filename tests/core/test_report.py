@@ -100,6 +100,7 @@ class TestEnvelope:
             "flaky_tasks",
             "floor_coverage",
             "provenance",
+            "soundness",
             "verdict",
         ]
         assert list(env).index("complete") == 5

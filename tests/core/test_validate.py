@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -72,11 +73,11 @@ class TestStatic:
     def test_config_checked_too(
         self, roots: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """A config naming an unknown task fails validation."""
+        """A config naming an unknown task fails validation, naming the file."""
         cfg = tmp_path / "bad.json"
         cfg.write_text('{"schemaVersion": 1, "tasks": ["gamma/x"]}')
         assert validate(*roots, [cfg]) == 1
-        assert "error: tasks: task not found: 'gamma/x'" in capsys.readouterr().out
+        assert f"error: {cfg}: tasks: task not found: 'gamma/x'" in capsys.readouterr().out
 
 
 class TestBehaviour:
@@ -129,4 +130,25 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
             "FAILED corpus/tasks/beta/too-easy/task.yaml::soundness*",
         ]
     )
-    assert not (pytester.path / ".akmbench").exists()  # no report, no store: nothing was benchmarked
+    # The results are the report's: one row per task, the broken one named, no runs.
+    env = json.loads((pytester.path / ".akmbench" / "report" / "report.json").read_text())
+    assert env["runs"] == []
+    assert env["verdict"].startswith("corpus NOT sound: 1 of 4 checked tasks fail their checks (beta/too-easy: ")
+    rows = {r["task_id"]: r for r in env["soundness"]["by_task"]}
+    assert rows["beta/too-easy"]["checks"] == {
+        "nop_fails": False,
+        "solution_passes": True,
+        "repeatable": True,
+        "akm_finds_gold": None,
+    }
+    assert sum(r["sound"] for r in rows.values()) == 3
+    assert "## Corpus soundness" in (pytester.path / ".akmbench" / "report" / "summary.md").read_text()
+
+
+def test_listing_soundness_items_writes_no_report(pytester: pytest.Pytester) -> None:
+    """--co runs no check: the last report stays as it was."""
+    standard_corpus(pytester.path)
+    pytester.makeini("[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n")
+    result = pytester.runpytest("corpus", "--bench-soundness", "--co", "-q")
+    result.stdout.fnmatch_lines(["*beta/regex-task/task.yaml::soundness"])
+    assert not (pytester.path / ".akmbench" / "report").exists()

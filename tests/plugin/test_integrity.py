@@ -58,7 +58,7 @@ class TestRunBudgets:
         )
         assert time.monotonic() - started < 15
         result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(["*budget_exceeded: wall budget exceeded*"])
+        result.stdout.fnmatch_lines(["*task.yaml:1: wall budget exceeded*"])
         (record,) = store_records(bench.path)
         assert record["fingerprint"]["budget"]["wall_ms"] == 1500
 
@@ -298,7 +298,7 @@ class TestOtherPlugins:
         )
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(
-            ["akmbench: pytest-timeout is off for cells*budget*", "*budget_exceeded: wall budget exceeded*"]
+            ["akmbench: pytest-timeout is off for cells*budget*", "*task.yaml:1: wall budget exceeded*"]
         )
         survivors = subprocess.run(["pgrep", "-f", f"sleep 60.{tag}"], capture_output=True, text=True).stdout
         assert survivors == ""

@@ -193,7 +193,7 @@ class TestOutcomes:
             "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-report", "out", "-k", "regex"
         )
         result.assert_outcomes(failed=2)
-        result.stdout.fnmatch_lines(["*fail: regex did not match: answer is 4\\d*"])
+        result.stdout.fnmatch_lines(["*verifier rejected the work: regex did not match: answer is 4\\d*"])
 
     def test_harness_error_is_an_error(self, bench: pytest.Pytester) -> None:
         """A task without its verify.sh errors with the reason, and stays out of the pass rate."""
@@ -203,7 +203,7 @@ class TestOutcomes:
             "corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out", "-k", "beta"
         )
         result.assert_outcomes(passed=2, errors=2)
-        result.stdout.fnmatch_lines(["*harness_error: verify.sh not found at *"])
+        result.stdout.fnmatch_lines(["*harness error (not the agent*s fault): verify.sh not found at *"])
         task = next(t for t in read_report(bench.path)["tasks"] if t["id"] == "beta/no-verifier")
         assert task["akm"]["pass_rate"] is None
         assert task["akm"]["harness_error_count"] == 1

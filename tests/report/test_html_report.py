@@ -119,7 +119,7 @@ class TestPage:
         assert empty(page) == {"arms", "forest", "failure-modes", "tokens", "cost", "trajectory"}
         segments = plots(page)["outcomes"].select("rect", class_="segment")
         assert [(s.attrs["data-segment"], s.attrs["data-value"]) for s in segments] == [("harness_error", "12")] * 2
-        assert "none of the 12 akm-arm runs" in page.one(data_empty_plot="trajectory").text
+        assert "all 12 akm-arm runs ended in harness_error" in page.one(data_empty_plot="trajectory").text
 
     def test_no_tokens(self) -> None:
         page = parse(html_report.render(bench(tokens=None)))

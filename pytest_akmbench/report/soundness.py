@@ -1,0 +1,110 @@
+"""The envelope's ``soundness`` block and how the summary and the page show it (docs/report.md,
+"Soundness").
+
+Per task, what ``--bench-soundness`` found the last time it checked the task as it is now: the
+untouched workspace fails (``nop_fails``), the solution passes (``solution_passes``), the
+verifier says the same twice (``repeatable``) and, when an akm was given, searching the task's
+keywords lists its gold asset (``akm_finds_gold``).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ..cell.rundir import task_hash
+from ..corpus.tasks import Task
+from ..store import soundness as store
+
+CHECKS = ("nop_fails", "solution_passes", "repeatable", "akm_finds_gold")
+
+
+def record(task: Task, checks: dict[str, bool | None], problems: list[str], **extra: Any) -> dict[str, Any]:
+    """One task's result as stored."""
+    return {
+        "task_id": task.id,
+        "task_hash": task_hash(task),
+        "sound": not problems,
+        "checks": {k: checks.get(k) for k in CHECKS},
+        "problems": list(problems),
+        **extra,
+    }
+
+
+def block(tasks: list[Task], store_dir: Path | None) -> dict[str, Any] | None:
+    """The ``soundness`` block for ``tasks``, or None when the store holds no result at all."""
+    found = store.latest(store_dir) if store_dir is not None else {}
+    if not found:
+        return None
+    rows: list[dict[str, Any]] = []
+    unchecked: list[str] = []
+    for task in tasks:
+        rec = found.get(f"{task.id}\0{task_hash(task)}")
+        if rec is None:
+            unchecked.append(task.id)
+            continue
+        rows.append({k: rec.get(k) for k in ("task_id", "sound", "checks", "problems", "akm_version", "checked_at")})
+    return {
+        "tasks": len(tasks),
+        "checked": len(rows),
+        "sound": sum(bool(r["sound"]) for r in rows),
+        "unchecked": unchecked,
+        "by_task": rows,
+    }
+
+
+def _what(rows: list[dict[str, Any]]) -> str:
+    checked = ["nop fails", "solution passes", "verifier repeatable"]
+    if any((r["checks"] or {}).get("akm_finds_gold") is not None for r in rows):
+        checked.append("akm finds each gold asset")
+    return ", ".join(checked)
+
+
+def headline(b: dict[str, Any]) -> str:
+    """What the soundness block shows, in one clause."""
+    rows = b["by_task"]
+    if not rows:
+        return f"corpus soundness: none of the {b['tasks']} tasks checked as they are now"
+    bad = [r for r in rows if not r["sound"]]
+    tail = f"; {len(b['unchecked'])} not checked as they are now" if b["unchecked"] else ""
+    if bad:
+        first = bad[0]
+        return (
+            f"corpus NOT sound: {len(bad)} of {len(rows)} checked tasks fail their checks "
+            f"({first['task_id']}: {(first['problems'] or ['?'])[0]}{' …' if len(bad) > 1 else ''}){tail}"
+        )
+    return f"corpus sound: {len(rows)} of {len(rows)} checked tasks ({_what(rows)}){tail}"
+
+
+def _mark(value: Any) -> str:
+    return {True: "✓", False: "✗"}.get(value, "—")
+
+
+def markdown_lines(env: dict[str, Any]) -> list[str]:
+    b = env.get("soundness")
+    if not b:
+        return []
+    lines = ["", "## Corpus soundness", "", headline(b)]
+    bad = [r for r in b["by_task"] if not r["sound"]]
+    if bad:
+        lines += [""] + [f"- {r['task_id']}: {'; '.join(r['problems'])}" for r in bad[:50]]
+    return lines
+
+
+def html_lines(env: dict[str, Any]) -> list[str]:
+    b = env.get("soundness")
+    if not b:
+        return []
+    head = "".join(f"<th>{h}</th>" for h in ("task", *CHECKS, "problems"))
+    rows = "".join(
+        f'<tr data-sound="{str(bool(r["sound"])).lower()}"><td>{escape(r["task_id"])}</td>'
+        + "".join(f"<td>{_mark((r['checks'] or {}).get(k))}</td>" for k in CHECKS)
+        + f"<td>{escape('; '.join(r['problems']))}</td></tr>"
+        for r in b["by_task"]
+    )
+    return [
+        '<h2 id="soundness">Corpus soundness</h2>',
+        f'<p id="soundness-headline">{escape(headline(b))}</p>',
+        f'<table id="soundness-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>',
+    ]

@@ -1,0 +1,158 @@
+"""The shipped JSON Schemas are true to the code: what the code accepts they accept, what it
+refuses they refuse, and every shipped config and task validates (issue 14)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+import yaml
+
+from pytest_akmbench.agents.opencode import providers
+from pytest_akmbench.corpus import config, tasks
+from pytest_akmbench.errors import BenchError
+from pytest_akmbench.report import envelope as report
+from tests.core.test_metrics import sample
+from tests.core.test_report import inp
+from tests.core.test_verdict_checks import TASKS
+from tests.support.schemas import NAMES, problems, schema
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "configs").glob("*.json"))
+TASK_FILES = sorted((ROOT / "corpus" / "tasks").rglob("task.yaml"))
+
+
+def test_the_schemas_are_package_data() -> None:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "schemas/*.json" in data["tool"]["setuptools"]["package-data"]["pytest_akmbench"]
+    for name in NAMES:
+        assert schema(name)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_each_shipped_config_validates_and_points_at_the_schema(path: Path) -> None:
+    data = json.loads(path.read_text())
+    assert problems(data, "run-config") == []
+    assert (path.parent / data["$schema"]).resolve() == ROOT / "pytest_akmbench" / "schemas" / "run-config.schema.json"
+
+
+def test_each_corpus_task_validates() -> None:
+    assert len(TASK_FILES) >= 20
+    bad = {str(p): problems(yaml.safe_load(p.read_text()), "task") for p in TASK_FILES}
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_the_schemas_name_exactly_the_fields_the_code_knows() -> None:
+    assert set(schema("run-config")["properties"]) == set(config._FIELDS)
+    assert set(schema("task")["properties"]) == set(tasks._KNOWN_KEYS)
+    assert set(schema("providers")["properties"]) == set(providers.ALLOWED_KEYS)
+
+
+def _code_accepts_config(data: dict[str, Any], tmp_path: Path) -> bool:
+    return config.run_config_problems(data, tmp_path / "c.json") == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"schemaVersion": 1, "seedz": 3},
+        {"schemaVersion": 2},
+        {"schemaVersion": 1, "seeds": 0},
+        {"schemaVersion": 1, "seeds": 1001},
+        {"schemaVersion": 1, "arms": "akm"},
+        {"schemaVersion": 1, "tasks": ["a/b", ""]},
+        {"schemaVersion": 1, "track": "other"},
+        {"schemaVersion": 1, "providersRef": "p.json", "opencodeConfigRef": "o.json"},
+        {"schemaVersion": 1, "forceParallel": "yes"},
+    ],
+)
+def test_a_config_the_code_refuses_the_schema_refuses(data: dict[str, Any], tmp_path: Path) -> None:
+    assert not _code_accepts_config(data, tmp_path)
+    assert problems(data, "run-config") != []
+
+
+def _code_accepts_task(data: dict[str, Any], tmp_path: Path) -> bool:
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump(data))
+    try:
+        tasks.load_task(path)
+    except BenchError:
+        return False
+    return True
+
+
+GOOD_TASK = {"id": "a/b", "title": "T", "domain": "a", "difficulty": "easy", "stash": "st", "verifier": "script"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"budget": {"tokens": 1000, "wallMs": "20000"}},
+        {"verifier": "regex", "expected_match": "x+"},
+        {"slice": "eval", "gold_ref": "skill:x", "expected_transfer_from": ["skill:y"], "abstention_case": True},
+    ],
+)
+def test_a_task_the_code_accepts_the_schema_accepts(change: dict[str, Any], tmp_path: Path) -> None:
+    data = {**GOOD_TASK, **change}
+    assert _code_accepts_task(data, tmp_path) and problems(data, "task") == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"verifier": "regex"},
+        {"difficulty": "trivial"},
+        {"stash": "a b"},
+        {"title": " "},
+        {"budget": {"tokens": -1}},
+        {"budget": {"turns": 3}},
+        {"colour": "red"},
+        {"expected_transfer_from": "skill:y"},
+    ],
+)
+def test_a_task_the_code_refuses_the_schema_refuses(change: dict[str, Any], tmp_path: Path) -> None:
+    data = {**GOOD_TASK, **change}
+    assert not _code_accepts_task(data, tmp_path) and problems(data, "task") != []
+
+
+README_PROVIDERS = {
+    "schemaVersion": 1,
+    "defaultModel": "local/qwen3-9b",
+    "providers": {
+        "local": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Local",
+            "options": {"baseURL": "http://127.0.0.1:1234/v1", "apiKey": "{env:LOCAL_API_KEY}"},
+            "models": {"qwen3-9b": {"name": "Qwen3 9B", "limit": {"context": 32768, "output": 8192}}},
+        }
+    },
+}
+
+
+def test_the_providers_schema_agrees_with_the_code() -> None:
+    providers.validate_providers(README_PROVIDERS, "p.json")
+    assert problems(README_PROVIDERS, "providers") == []
+    for bad in (
+        {**README_PROVIDERS, "schemaVersion": 2},
+        {**README_PROVIDERS, "share": "auto"},
+        {**README_PROVIDERS, "providers": {"scripted": {}}},
+        {**README_PROVIDERS, "providers": {"a/b": {}}},
+        {**README_PROVIDERS, "providers": {"local": {"options": {"apiKey": "literal-key"}}}},
+    ):
+        with pytest.raises(BenchError):
+            providers.validate_providers(bad, "p.json")
+        assert problems(bad, "providers") != []
+
+
+def test_an_envelope_validates_and_a_broken_one_does_not() -> None:
+    samples = [sample(t.id, a, s, "pass" if s > 1 else "fail") for t in TASKS for a in ("noakm", "akm") for s in (1, 2)]
+    env = report.build(inp(TASKS, samples, seeds=2, baseline={"d0/t0": 0.5}, gates=("akm.pass_rate>=0.1",)))
+    assert problems(json.loads(json.dumps(env)), "report") == []
+    broken = json.loads(json.dumps(env))
+    broken["runs"][0]["outcome"] = "passed"
+    del broken["verdict"]
+    assert len(problems(broken, "report")) == 2
