@@ -34,7 +34,10 @@ from ..errors import ConfigError
 from .shell import commands
 
 SUPPORTED = ("0.7", "0.9")
-INSTALL_HINT = "install akm (npm package akm-cli) or pass --bench-akm PATH"
+INSTALL_HINT = (
+    "install akm with `npm install -g akm-cli` (it needs bun: https://bun.sh) or pass --bench-akm PATH "
+    "(ini bench_akm, config akm); only the akm arm needs it: --bench-arms noakm or -k noakm runs without"
+)
 OFFLINE = {"npm_config_registry": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/"}
 # Exit codes that mean akm itself could not work (config, internal error, not executable, not
 # found, killed), as opposed to an agent asking for something that is not there (1, 2).

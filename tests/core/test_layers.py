@@ -33,6 +33,7 @@ CORE = [
     "cli.main",
     "corpus.config",
     "corpus.tasks",
+    "corpus.values",
     "errors",
     "records",
     "report.compare",
