@@ -100,7 +100,7 @@ class AkmInfo:
 def locate(explicit: str | os.PathLike[str] | None) -> Path:
     """The akm executable: the one given (``--bench-akm``, a config's ``akm``), else ``akm`` on PATH."""
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(explicit).expanduser().absolute()  # akm runs in a throwaway HOME: no relative path
     found = shutil.which("akm")
     if found is None:
         raise ConfigError(f"the akm arm needs the akm executable and none is on PATH; {INSTALL_HINT}", usage=True)

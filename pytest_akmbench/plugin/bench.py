@@ -359,8 +359,10 @@ def _provider_files(s: Settings) -> dict[str, Any]:
 def _agent_options(state: BenchState) -> dict[str, Any]:
     s = state.settings
     cfg = s.config
+    near = corpus_near(cfg.path) if cfg is not None else None
     return {
-        "rootdir": str(s.rootdir),
+        # A run config's project holds its .tools/ (opencode), wherever the run starts from.
+        "rootdir": str(near.parent if near is not None else s.rootdir),
         "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
         **_provider_files(s),
