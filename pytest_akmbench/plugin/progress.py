@@ -2,7 +2,7 @@
 
 xdist sends every worker's ``logstart``/``logfinish`` and reports to the controller, so the same
 counts hold with and without ``-n``. Under ``-v`` a cell's status line carries its wall time,
-tokens and cost and the live count (README, "Progress"); the terminal summary adds the tokens and
+tokens and cost and the live count; the terminal summary adds the tokens and
 cost of each arm.
 """
 

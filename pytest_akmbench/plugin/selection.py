@@ -91,7 +91,7 @@ class _Assignment:
 def arm_ruled_out(text: str, arm: str) -> bool:
     """Whether ``-k text`` deselects every cell of ``arm``, whatever its task, domain or seed:
     true when no truth value of the expression's other words selects it. ``-k noakm`` then
-    needs no akm (README, "Selecting cells")."""
+    needs no akm."""
     try:
         expression = Expression.compile(text)
     except SyntaxError:

@@ -5,7 +5,7 @@ the preflight request, akm's index of one stash) prints one ``akmbench:`` line w
 so 20-40 s of start-up are not silence. The preflight runs once per session on the controller,
 also under xdist (whose workers start after it): a model that cannot be reached or refuses the
 key, or an akm that cannot index, stops the run with one line naming what failed and the fix,
-before any cell runs or anything is stored (README, "Preflight").
+before any cell runs or anything is stored (docs/opencode.md, "Preflight").
 """
 
 from __future__ import annotations
