@@ -291,7 +291,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
         f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
         + (f", model {state.model}" if state.model else "")
-        + f", sandbox {s.sandbox}, run {state.run_id}",
+        + (f", sandbox {s.sandbox}, run {state.run_id}" if state.run_id else " (listing only: nothing is started)"),
         *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
         *guard_notes(config),
     ]

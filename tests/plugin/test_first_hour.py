@@ -77,6 +77,20 @@ class TestListingNeedsNothing:
         errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
         assert len(errors) == 1 and "npm install -g akm-cli" in errors[0] and "-k noakm runs without" in errors[0]
 
+    def test_validate(self, tmp_path: Path) -> None:
+        """validate checks the shipped corpus and configs with no opencode or akm to be found."""
+        path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest_akmbench", "validate", "configs/quick.json", "configs/oracle.json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PATH": path, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")},
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert ": 0 errors" in proc.stdout
+
 
 class TestConfigFromAnywhere:
     """A run config finds its project's corpus and opencode wherever pytest starts."""

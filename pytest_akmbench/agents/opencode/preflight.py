@@ -21,7 +21,7 @@ from .providers import ModelChoice, check_env_vars, resolve_env_refs
 # Where opencode's own providers send a request when an entry gives no baseURL.
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
 ANTHROPIC_NPM = "@ai-sdk/anthropic"
-TIMEOUT_S = 20.0
+TIMEOUT_S = 60.0  # a local server may load its model on the first request
 
 
 def _where(choice: ModelChoice) -> str:
