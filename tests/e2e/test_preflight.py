@@ -82,7 +82,8 @@ def test_an_unreachable_model_stops_the_run_before_the_first_cell(project: Path)
 
 def test_a_refused_key_stops_the_run_naming_the_variable(project: Path) -> None:
     with answering(401) as (url, seen):
-        proc = bench(project, "--bench-model", "local/m", "--bench-providers", str(providers(project, url)))
+        # Under xdist too: the controller checks once, before any worker starts.
+        proc = bench(project, "--bench-model", "local/m", "--bench-providers", str(providers(project, url)), "-n", "2")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4, out
     assert "refused the credentials (HTTP 401: Incorrect API key provided); check PREFLIGHT_TEST_KEY" in out
