@@ -18,7 +18,6 @@ from ..store.samples import SampleStore
 from ..system import lifecycle, procs
 from ..system.interrupts import Interrupts
 from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY
-from .progress import LIVE, Progress, describe
 from .state import STATE_KEY, BenchState
 
 
@@ -131,24 +130,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
-    """A cell's outcome word, ``(from store)`` when it was not run again; under ``-v`` also its
-    wall time, tokens, cost and the run's live count of cells."""
-    from_store = getattr(report, "akmbench_from_store", False)
-    sample = getattr(report, "akmbench_sample", None)
-    if not from_store and sample is None:
-        return None
-    if report.when == "setup" and report.failed:
-        category, letter, word, colour = "error", "E", "ERROR", "red"
-    elif report.when == "call" and report.passed:
-        category, letter, word, colour = "passed", "p" if from_store else ".", "PASSED", "green"
-    elif report.when == "call" and report.failed:
-        category, letter, word, colour = "failed", "f" if from_store else "F", "FAILED", "red"
-    else:
-        return None
-    word += " (from store)" if from_store else ""
-    if config.get_verbosity() > 0 and sample is not None and getattr(report, LIVE, False):
-        word += f" {describe(sample)}"
-        progress = config.pluginmanager.get_plugin("akmbench-progress")
-        if isinstance(progress, Progress):
-            word += f" [{progress.count(report.nodeid)}]"
-    return category, letter, (word, {colour: True})
+    if getattr(report, "akmbench_from_store", False) and report.when == "call":
+        if report.passed:
+            return "passed", "p", ("PASSED (from store)", {"green": True})
+        if report.failed:
+            return "failed", "f", ("FAILED (from store)", {"red": True})
+    return None

@@ -1,19 +1,16 @@
 """Progress of a bench run on the controller: cells done, running and left, and each cell's status.
 
 xdist sends every worker's ``logstart``/``logfinish`` and reports to the controller, so the same
-counts hold with and without ``-n``. Under ``-v`` a cell's status line carries its wall time,
-tokens and cost and the live count; the terminal summary adds the tokens and
-cost of each arm.
+counts hold with and without ``-n``. Under ``-v`` each cell gets a status line of its own after
+pytest's (whose ``PASSED <node id>`` stays as tools parse it): outcome, wall time, tokens, cost
+and the live count. The terminal summary adds the tokens and cost of each arm.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-LIVE = "akmbench_live"  # set on a report while the terminal shows it live (not in the short summary)
 
 
 def describe(sample: dict[str, Any]) -> str:
@@ -56,13 +53,19 @@ class Progress:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.set_total(len(session.items))
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Iterator[None]:
-        setattr(report, LIVE, True)
-        try:
-            return (yield)
-        finally:
-            setattr(report, LIVE, False)
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Under -v, after the terminal's own word for a cell, one status line of its sample."""
+        sample = getattr(report, "akmbench_sample", None)
+        if report.when != "teardown" or sample is None or self.config.get_verbosity() <= 0:
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            name = f"{sample['task_id']} {sample['arm']}-s{sample['seed']}"
+            stored = " (from store)" if sample.get("from_store") else ""
+            reporter.write_line(
+                f"  cell {name}: {sample['outcome']}{stored}, {describe(sample)} [{self.count(report.nodeid)}]"
+            )
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.running.add(nodeid)

@@ -124,7 +124,7 @@ def test_a_model_that_answers_runs_the_cells_through_the_same_entry(project: Pat
     (run,) = report["runs"]
     assert run["outcome"] == "fail", run  # the idle policy solves nothing, but opencode ran
     assert totals["title_requests"] >= 1 and totals["requests"] >= 1  # the preflight's, then opencode's
-    assert "FAILED " in out and "[1 done, 0 running, 0 left]" in out  # the -v status line
+    assert f"  cell {TASK} noakm-s1: fail, " in out and "[1 done, 0 running, 0 left]" in out  # the -v status line
 
 
 def test_a_harness_error_keeps_opencodes_log(project: Path) -> None:
