@@ -1,12 +1,15 @@
+"""The repository's root conftest: only what must hold for every pytest run of this checkout.
+
+It defines no ``pytest_plugins`` (those live in tests/conftest.py): pytest refuses them in a
+conftest that is not at the rootdir, and a bench started from another directory with a run
+config of this repository (README, "Run configs") has its rootdir elsewhere.
+"""
+
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 
 @pytest.hookimpl(trylast=True)
@@ -21,18 +24,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reasons = sorted({str(r.longrepr[-1]) if isinstance(r.longrepr, tuple) else str(r.longrepr) for r in skipped})
         reporter.write_line(f"AKMBENCH_FAIL_ON_SKIP: {len(skipped)} test(s) skipped: " + "; ".join(reasons), red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _reports_match_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every report.json a test of this process wrote (under the session's temporary root) is
-    checked against the package's report schema when the session ends (docs/testing.md)."""
-    yield
-    from tests.support.schemas import problems, written_reports
-
-    bad = []
-    for path in written_reports(tmp_path_factory.getbasetemp()):
-        found = problems(json.loads(path.read_text()), "report")
-        if found:
-            bad.append(f"{path}: {found[0]}" + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
-    assert not bad, "reports that break pytest_akmbench/schemas/report.schema.json:\n" + "\n".join(bad)

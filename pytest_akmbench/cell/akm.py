@@ -33,7 +33,10 @@ from typing import Any
 from ..errors import ConfigError
 
 SUPPORTED = ("0.7", "0.9")
-INSTALL_HINT = "install akm (npm package akm-cli) or pass --bench-akm PATH"
+INSTALL_HINT = (
+    "install akm with `npm install -g akm-cli` (it needs bun: https://bun.sh) or pass --bench-akm PATH "
+    "(ini bench_akm, config akm); only the akm arm needs it: --bench-arms noakm or -k noakm runs without"
+)
 OFFLINE = {"npm_config_registry": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/"}
 # Exit codes that mean akm itself could not work (config, internal error, not executable, not
 # found, killed), as opposed to an agent asking for something that is not there (1, 2).
@@ -76,7 +79,7 @@ class AkmInfo:
 def locate(explicit: str | os.PathLike[str] | None) -> Path:
     """The akm executable: the one given (``--bench-akm``, a config's ``akm``), else ``akm`` on PATH."""
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(explicit).expanduser().absolute()  # akm runs in a throwaway HOME: no relative path
     found = shutil.which("akm")
     if found is None:
         raise ConfigError(f"the akm arm needs the akm executable and none is on PATH; {INSTALL_HINT}", usage=True)

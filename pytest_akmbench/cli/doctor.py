@@ -7,16 +7,19 @@ import os
 import platform
 import shutil
 import sys
-import urllib.error
-import urllib.request
+import tempfile
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from ..agents.opencode.adapter import choose_model, locate_opencode, locate_rg, read_version
-from ..agents.opencode.providers import ModelChoice, check_env_vars, resolve_env_refs
+from ..agents.opencode.preflight import check_provider
+from ..agents.opencode.providers import ModelChoice
 from ..cell import akm
-from ..corpus.config import config_options, load_run_config
+from ..cell.akm_check import check_index
+from ..corpus.config import RunConfig, config_options, corpus_near, load_run_config
+from ..corpus.tasks import load_lenient
 from ..errors import BenchError
 from ..system import sandbox
 
@@ -32,42 +35,68 @@ def _line(status: str, name: str, detail: str) -> None:
     print(f"  [{status}] {name}: {detail}")
 
 
-def _reachable(base_url: str, timeout_s: float = 5.0) -> str | None:
-    """None when the provider answers at all (any HTTP status), else why not."""
-    url = base_url.rstrip("/") + "/models"
-    try:
-        urllib.request.urlopen(url, timeout=timeout_s).close()
-    except urllib.error.HTTPError:
-        return None  # it answered; an auth or 404 status still proves the URL is live
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        return str(getattr(err, "reason", err))
-    return None
-
-
 def _model_check(choice: ModelChoice) -> tuple[str, str]:
-    """Whether the chosen model's provider answers, its {env:VAR} references resolved (the
+    """The run's preflight: one minimal request through the provider entry the cells get (the
     line names the URL as written, so no value of a variable is printed)."""
-    if choice.scripted:
-        return "PASS", f"{choice.model} (built-in scripted model, offline)"
-    base = ((choice.provider_entry or {}).get("options") or {}).get("baseURL")
-    if not base:
-        return "WARN", f"{choice.model}: provider has no options.baseURL to check"
     try:
-        url = resolve_env_refs(str(base), check_env_vars(choice, os.environ))
+        return "PASS", check_provider(choice, os.environ)
     except BenchError as err:
         return "FAIL", str(err)
-    problem = _reachable(url)
-    return ("FAIL" if problem else "PASS"), f"{choice.model} at {base}: " + (
-        f"unreachable ({problem})" if problem else "answers"
-    )
+
+
+def _akm_check(options: dict[str, Any], cfg: RunConfig | None) -> tuple[str, str]:
+    """akm's version and, as the run's preflight does, an index of one stash of the corpus here."""
+    try:
+        info = akm.detect(akm.locate(options["akm"]))
+    except BenchError as err:
+        return "WARN", str(err)  # only the akm arm needs it; other arms and agents run without
+    line = f"{info.version} at {info.path} (keyword search pinned)" + (f"; {info.warning}" if info.warning else "")
+    corpus = (corpus_near(cfg.path) if cfg else None) or Path.cwd() / "corpus"
+    try:
+        tasks = [t for t in load_lenient(corpus / "tasks", corpus / "stashes")[0].tasks if t.stash]
+    except BenchError:
+        tasks = []
+    if not tasks:
+        return ("WARN" if info.warning else "PASS"), line + "; no corpus here to index a stash of"
+    with tempfile.TemporaryDirectory(prefix="akmbench-doctor-") as work:
+        try:
+            indexed = check_index(info, tasks[0], corpus / "stashes", Path(work), f"doctor-{os.getpid()}/")
+        except BenchError as err:
+            return "FAIL", str(err)
+    return ("WARN" if info.warning else "PASS"), f"{line}; {indexed}"
+
+
+def _tools(options: dict[str, Any]) -> bool:
+    """Python packages, opencode, rg, bash and the sandbox; True when something needed is missing."""
+    failed = False
+    _line("PASS", "python", f"{platform.python_version()} at {sys.executable}")
+    for pkg in ("pytest-akmbench", "pytest", "pytest-xdist", "pluggy", "PyYAML", "tabulate"):
+        found = _pkg(pkg)
+        failed |= found is None
+        _line("PASS" if found else "FAIL", pkg, found or "not installed; pip install -e .")
+    checks: list[tuple[str, Callable[[], str]]] = [
+        ("opencode", lambda: f"{read_version(locate_opencode(options))} at {locate_opencode(options)}"),
+        ("rg", lambda: str(locate_rg())),
+    ]
+    for name, find in checks:
+        try:
+            _line("PASS", name, find())
+        except BenchError as err:
+            failed = True
+            _line("FAIL", name, str(err))
+    status, detail = sandbox.doctor_line()  # a missing sandbox only warns: --bench-sandbox auto runs without
+    _line(status, "sandbox", detail)
+    bash = shutil.which("bash")
+    _line("PASS" if bash else "FAIL", "bash", bash or "not found; script verifiers need it")
+    return failed or bash is None
 
 
 def doctor(args: argparse.Namespace) -> int:
-    """Print one line per check; exit 1 when something a run needs is missing."""
-    failed = False
+    """Print one line per check; exit 1 when something a run needs is missing or the run's
+    preflight would stop it (the model does not answer, akm cannot index)."""
     cfg = load_run_config(Path(args.config)) if args.config else None
     options: dict[str, Any] = {
-        "rootdir": str(Path.cwd()),
+        "rootdir": str(near.parent if cfg and (near := corpus_near(cfg.path)) else Path.cwd()),
         "opencode": args.opencode,
         "akm": args.akm or (cfg.resolve_path("akm") if cfg and cfg.get("akm") else None),
         "providers": args.providers,
@@ -75,42 +104,13 @@ def doctor(args: argparse.Namespace) -> int:
         **config_options(cfg),
     }
     print("## pytest-akmbench doctor")
-    _line("PASS", "python", f"{platform.python_version()} at {sys.executable}")
-    for pkg in ("pytest-akmbench", "pytest", "pytest-xdist", "pluggy", "PyYAML", "tabulate"):
-        found = _pkg(pkg)
-        failed |= found is None
-        _line("PASS" if found else "FAIL", pkg, found or "not installed; pip install -e .")
-    try:
-        binary = locate_opencode(options)
-        _line("PASS", "opencode", f"{read_version(binary)} at {binary}")
-    except BenchError as err:
-        failed = True
-        _line("FAIL", "opencode", str(err))
-    try:
-        _line("PASS", "rg", str(locate_rg()))
-    except BenchError as err:
-        failed = True
-        _line("FAIL", "rg", str(err))
-    try:
-        info = akm.detect(akm.locate(options["akm"]))
-        _line(
-            "WARN" if info.warning else "PASS",
-            "akm",
-            f"{info.version} at {info.path} (keyword search pinned)" + (f"; {info.warning}" if info.warning else ""),
-        )
-    except BenchError as err:
-        # Only the akm arm needs it; other arms and agents run without.
-        _line("WARN", "akm", f"{err} (only the akm arm needs it)")
-    status, detail = sandbox.doctor_line()  # a missing sandbox only warns: --bench-sandbox auto runs without
-    _line(status, "sandbox", detail)
-    _line(
-        "PASS" if shutil.which("bash") else "FAIL",
-        "bash",
-        shutil.which("bash") or "not found; script verifiers need it",
-    )
-    failed |= shutil.which("bash") is None
+    failed = _tools(options)
+    status, detail = _akm_check(options, cfg)
+    failed |= status == "FAIL"
+    _line(status, "akm", detail)
     try:
         choice = choose_model(args.model, options)
+        status, detail = _model_check(choice)
     except BenchError as err:
         # A model someone asked for must work; with none chosen anywhere it is only a warning.
         asked = bool(
@@ -121,11 +121,7 @@ def doctor(args: argparse.Namespace) -> int:
             or options["opencode_config"]
             or os.environ.get("BENCH_OPENCODE_CONFIG")
         )
-        failed |= asked
-        _line("FAIL" if asked else "WARN", "model", str(err))
-        print("One or more checks FAILED." if failed else "All needed checks passed.")
-        return 1 if failed else 0
-    status, detail = _model_check(choice)
+        status, detail = ("FAIL" if asked else "WARN"), str(err)
     failed |= status == "FAIL"
     _line(status, "model", detail)
     print("One or more checks FAILED." if failed else "All needed checks passed.")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cell.runner import RunContext
-from ..corpus.config import DEFAULT_FLOOR, load_run_config, resolve, run_caps
+from ..corpus.config import DEFAULT_FLOOR, Settings, load_run_config, resolve, run_caps
 from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import envelope as report
@@ -44,8 +44,41 @@ def _latest(store_dir: Path, agent: str) -> dict[str, Any] | None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
+    settings = _report_settings(args, cwd)
+    corpus = load_corpus(settings.tasks_root, settings.stashes_root)
+    try:
+        tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
+    except BenchError as err:
+        raise ConfigError(
+            inputs.in_file(args.config if settings.tasks_override is None else None, err), usage=True
+        ) from None
+    store_dir = Path(args.store).resolve()
+    cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
+    inp = report_input(
+        tasks=tasks,
+        arms=settings.arms,
+        seeds=settings.seeds,
+        cells=cells,
+        slice_label=slice_label,
+        ctx=_stored_run(args, settings, store_dir),
+        store_dir=store_dir,
+        floor=settings.floor,
+        cwd=cwd,
+    )
+    envelope = report.build(inp)
+    out = Path(args.out or DEFAULT_OUT)
+    if args.out is None and (out / "report.json").exists():
+        # The default is the bench's own report directory: say that its report is replaced.
+        print(f"note: replacing the report in {out} (the last run's); --out DIR writes elsewhere", file=sys.stderr)
+    json_path, md_path, html_path = report_files.write(out, envelope, store_dir)
+    print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
+    return 0
+
+
+def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
+    """The report command's settings: its options over the run config, as a bench resolves them."""
     config = load_run_config(Path(args.config)) if args.config else None
-    settings = resolve(
+    return resolve(
         rootdir=cwd,
         cwd=cwd,
         config=config,
@@ -63,22 +96,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         tasks_root=inputs.tasks_root(args.corpus),
         stashes_root=Path(args.stashes).resolve(),
     )
-    corpus = load_corpus(settings.tasks_root, settings.stashes_root)
-    try:
-        tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
-    except BenchError as err:
-        raise ConfigError(
-            inputs.in_file(args.config if settings.tasks_override is None else None, err), usage=True
-        ) from None
-    store_dir = Path(args.store).resolve()
+
+
+def _stored_run(args: argparse.Namespace, settings: Settings, store_dir: Path) -> RunContext:
+    """The run the offline report rebuilds: the store's latest, with its agent version, model, run id
+    (unless given) and sandbox."""
     latest = _latest(store_dir, settings.agent)
     if latest is None:
         raise ConfigError(
             f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True
         )
-    # The offline report rebuilds the latest run: its agent version, model, run id (unless given) and sandbox.
     agent = _StoredAgent(settings.agent, args.agent_version or latest["fingerprint"]["agent_version"])
-    ctx = RunContext(
+    return RunContext(
         run_id=args.run_id or latest["run_id"],
         tmp_root=store_dir,
         stashes_root=settings.stashes_root,
@@ -91,26 +120,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         **run_caps(settings),
         sandbox=latest["fingerprint"].get("sandbox", "none"),
     )
-    cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
-    inp = report_input(
-        tasks=tasks,
-        arms=settings.arms,
-        seeds=settings.seeds,
-        cells=cells,
-        slice_label=slice_label,
-        ctx=ctx,
-        store_dir=store_dir,
-        floor=settings.floor,
-        cwd=cwd,
-    )
-    envelope = report.build(inp)
-    out = Path(args.out or DEFAULT_OUT)
-    if args.out is None and (out / "report.json").exists():
-        # The default is the bench's own report directory: say that its report is replaced.
-        print(f"note: replacing the report in {out} (the last run's); --out DIR writes elsewhere", file=sys.stderr)
-    json_path, md_path, html_path = report_files.write(out, envelope, store_dir)
-    print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
-    return 0
 
 
 def cmd_compare(argv: Sequence[str]) -> int:

@@ -10,24 +10,29 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..errors import ConfigError
-from ..records import ARMS
 from ..system.sandbox import parse_mode
+from .values import (
+    MAX_SEEDS,
+    parallel_count,
+    parse_arms,
+    parse_bool,
+    parse_tasks,
+    positive_float,
+    positive_int,
+    seed_count,
+)
 
 DEFAULT_SEEDS = 3
 DEFAULT_FLOOR = 3
 DEFAULT_BUDGET_TOKENS = 30000
 DEFAULT_BUDGET_WALL_MS = 120000
 DEFAULT_VERIFY_TIMEOUT_S = 120.0
-PARALLEL_MAX = 8
-# Beyond these a run is a typo, not a benchmark: 10^8 seeds took 2.9 GB just to collect.
-MAX_SEEDS = 1000
-MAX_CELLS = 200_000
-PARALLEL_WARN = 4
 
 # Run-config fields: the reference's schema v1, the standalone akm-bench's additions (track,
 # model, opencodeConfig/Ref, phase2*), and this project's agent, akm and budgetTurns.
@@ -62,11 +67,22 @@ _FIELDS: dict[str, tuple[type, ...]] = {
 # One source of provider entries per run config.
 PROVIDER_FIELDS = ("providers", "providersRef", "opencodeConfig", "opencodeConfigRef")
 # Settings of the evolve track: accepted so a standalone akm-bench config loads, unused here.
-PHASE2_FIELDS = ("phase2Enabled", "phase2ReflectTimeoutMs", "phase2ReflectRetryTimeoutMs",
-                 "phase2SkipReflectOnAllNegative")
+PHASE2_FIELDS = (
+    "phase2Enabled",
+    "phase2ReflectTimeoutMs",
+    "phase2ReflectRetryTimeoutMs",
+    "phase2SkipReflectOnAllNegative",
+)
 TRACKS = ("utility", "evolve")
-_POSITIVE = ("seeds", "budgetTokens", "budgetWallMs", "budgetTurns", "parallel", "phase2ReflectTimeoutMs",
-             "phase2ReflectRetryTimeoutMs")
+_POSITIVE = (
+    "seeds",
+    "budgetTokens",
+    "budgetWallMs",
+    "budgetTurns",
+    "parallel",
+    "phase2ReflectTimeoutMs",
+    "phase2ReflectRetryTimeoutMs",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +109,25 @@ class RunConfig:
         unused = [key for key in PHASE2_FIELDS if key in self.data]
         if not unused:
             return []
-        return [f"{self.path}: {', '.join(unused)}: evolve-track settings, unused by the utility track this run "
-                "executes (accepted so the config loads unchanged)"]
+        return [
+            f"{self.path}: {', '.join(unused)}: evolve-track settings, unused by the utility track this run "
+            "executes (accepted so the config loads unchanged)"
+        ]
 
     def resolve_path(self, key: str) -> Path | None:
         """A path field after ``${VAR}``/``$VAR``/``~`` expansion, relative to the file's dir."""
         raw = self.data.get(key)
         return None if not raw else expand_path(raw, self.path.parent)
+
+
+def corpus_near(config_path: Path) -> Path | None:
+    """The project a run config belongs to: the nearest directory at or above the config file
+    holding ``corpus/tasks``, so ``pytest --bench-config <project>/configs/x.json`` run from
+    anywhere finds that project's corpus (docs/corpus.md, "Run configs")."""
+    for folder in config_path.resolve().parents:
+        if (folder / "corpus" / "tasks").is_dir():
+            return folder / "corpus"
+    return None
 
 
 def expand_path(raw: str, base: Path) -> Path:
@@ -123,8 +151,11 @@ def load_run_config(path: Path) -> RunConfig:
         tail = f" (and {more} more: python -m pytest_akmbench validate {path} lists them)" if more else ""
         raise ConfigError(problems[0] + tail)
     if data.get("track", "utility") != "utility":
-        raise ConfigError(f"{path}: track: the {data['track']} track cannot run here yet; this plugin runs the "
-                          "utility track (remove the field or set it to \"utility\")", usage=True)
+        raise ConfigError(
+            f"{path}: track: the {data['track']} track cannot run here yet; this plugin runs the "
+            'utility track (remove the field or set it to "utility")',
+            usage=True,
+        )
     return RunConfig(path=path, data=data)
 
 
@@ -135,7 +166,9 @@ def read_run_config(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise ConfigError(f"{path}: run config not found; check the --bench-config path", usage=True) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read run config: {getattr(err, 'strerror', None) or err}", usage=True) from err
+        raise ConfigError(
+            f"{path}: cannot read run config: {getattr(err, 'strerror', None) or err}", usage=True
+        ) from err
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -154,7 +187,7 @@ def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
             problems.append(f"{path}: unknown field {key!r}; known fields: {', '.join(sorted(_FIELDS))}")
             continue
         want = _FIELDS[key]
-        if isinstance(value, bool) and bool not in want or not isinstance(value, want):
+        if (isinstance(value, bool) and bool not in want) or not isinstance(value, want):
             names = " or ".join("array" if t is list else "object" if t is dict else t.__name__ for t in want)
             problems.append(f"{path}: {key}: expected {names}, got {json.dumps(value)}")
         else:
@@ -194,81 +227,6 @@ def config_options(cfg: RunConfig | None) -> dict[str, Any]:
         "config_default_model": cfg.default_model if cfg else None,
         "config_path": str(cfg.path) if cfg else None,
     }
-
-
-# ---------------------------------------------------------------- value parsers
-# Plain functions raising ValueError, shared by the pytest options, ini keys and the CLI.
-
-
-def positive_int(text: str | int) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise ValueError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def seed_count(text: str | int) -> int:
-    value = positive_int(text)
-    if value > MAX_SEEDS:
-        raise ValueError(f"{value} seeds is too many: at most {MAX_SEEDS} trials per cell")
-    return value
-
-
-def check_matrix(tasks: int, arms: int, seeds: int) -> None:
-    """Refuse a selection whose cells could not be collected in reasonable memory."""
-    cells = tasks * arms * seeds
-    if cells > MAX_CELLS:
-        raise ConfigError(
-            f"{tasks} tasks x {arms} arms x {seeds} seeds = {cells} cells is more than the {MAX_CELLS} one run "
-            "can hold; select fewer tasks or seeds"
-        )
-
-
-def positive_float(text: str | float) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise ValueError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def parse_arms(value: str | list[Any]) -> tuple[str, ...]:
-    items = [a.strip() for a in value.split(",")] if isinstance(value, str) else value
-    if not items or any(not isinstance(a, str) or not a for a in items):
-        raise ValueError(f"expected a non-empty list of arms ({', '.join(ARMS)})")
-    for arm in items:
-        if arm not in ARMS:
-            raise ValueError(f"unknown arm {arm!r}; arms are {', '.join(ARMS)}")
-    dupes = sorted({a for a in items if items.count(a) > 1})
-    if dupes:
-        raise ValueError(f"arm {dupes[0]!r} is listed twice")
-    return tuple(items)
-
-
-def parse_tasks(value: str | list[str]) -> str | list[str]:
-    """A selector: all/train/eval, a domain, a task id, or a comma-separated list of ids."""
-    if isinstance(value, list):
-        return value
-    text = value.strip()
-    if not text:
-        raise ValueError("expected a task selector (all, train, eval, a domain, or ids a/b,c/d)")
-    return [t.strip() for t in text.split(",") if t.strip()] if "," in text else text
-
-
-def parse_bool(value: str | bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    lowered = value.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"expected true or false, got {value!r}")
 
 
 # ---------------------------------------------------------------- resolution
@@ -329,7 +287,7 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "budget_wall_ms": ("budgetWallMs", positive_int),
     "budget_turns": ("budgetTurns", positive_int),
     "verify_timeout": (None, positive_float),
-    "parallel": ("parallel", positive_int),
+    "parallel": ("parallel", parallel_count),
     "force_parallel": ("forceParallel", parse_bool),
     "akm": ("akm", str),
     "opencode": (None, str),
@@ -410,33 +368,3 @@ def run_caps(settings: Settings) -> dict[str, Any]:
         "cap_tokens": settings.budget_tokens if "budget_tokens" in settings.origins else None,
         "cap_wall_ms": settings.budget_wall_ms if "budget_wall_ms" in settings.origins else None,
     }
-
-
-def load_baseline(path: Path) -> dict[str, float]:
-    """A flat {task_id: pass_rate} map (docs/corpus.md, "Run configs"); rates are numbers in [0, 1]."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: baseline file not found; fix the baseline path", usage=True) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read baseline: {err}", usage=True) from err
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: baseline is not valid JSON: line {err.lineno}: {err.msg}") from err
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a baseline is a JSON object mapping task ids to pass rates")
-    for task_id, rate in data.items():
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
-            raise ConfigError(f"{path}: {task_id}: baseline pass rate must be a number in [0, 1], got {json.dumps(rate)}")
-    return {k: float(v) for k, v in data.items()}
-
-
-def clamp_parallel(value: int, force: bool) -> tuple[int, str | None]:
-    """Clamp to [1, 8]; above 4 a warning unless forced, as the reference does."""
-    clamped = max(1, min(PARALLEL_MAX, value))
-    warning = None
-    if clamped > PARALLEL_WARN and not force:
-        warning = (
-            f"--parallel {clamped} exceeds {PARALLEL_WARN}; high concurrency may overwhelm local providers. "
-            "Pass --bench-force-parallel to suppress this warning."
-        )
-    return clamped, warning

@@ -7,8 +7,8 @@ pytest run that does not use it never imports this module or anything below it.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,25 +16,17 @@ from typing import Any
 
 import pytest
 
-from ..agents.base import Agent, OracleAgent, SessionInfo
-from ..cell import akm
-from ..corpus.config import (
-    Settings,
-    check_matrix,
-    clamp_parallel,
-    config_options,
-    load_baseline,
-    load_run_config,
-    resolve,
-)
+from ..agents.base import Agent, OracleAgent
+from ..corpus.config import Settings, config_options, corpus_near, load_run_config, resolve
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
+from ..corpus.values import check_matrix, clamp_parallel, load_baseline
 from ..errors import BenchError, ConfigError, CorpusError, StoreError
 from ..report import gates
 from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import options
+from . import options, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -43,6 +35,7 @@ from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered th
     pytest_runtest_makereport,
 )
 from .nodes import CELL_KEY, STORED_KEY, TaskFile, guard_notes
+from .progress import Progress
 from .selection import deselect_by_keyword
 from .session import BenchSession
 from .state import STATE_KEY, BenchState
@@ -63,8 +56,11 @@ def _setup(config: pytest.Config) -> BenchState | None:
         run_config = load_run_config(Path(cwd if cfg_raw else rootdir) / (cfg_raw or cfg_ini))
     corpus_cli, corpus_ini = raw.pop("corpus")
     stash_cli, stash_ini = raw.pop("stashes")
-    tasks_root = Path(cwd) / corpus_cli if corpus_cli else rootdir / (corpus_ini or "corpus/tasks")
-    stashes_root = Path(cwd) / stash_cli if stash_cli else rootdir / (stash_ini or "corpus/stashes")
+    # Without a corpus on the command line or in the ini, a run config brings its project's own.
+    near = corpus_near(run_config.path) if run_config is not None else None
+    default = near or rootdir / "corpus"
+    tasks_root = Path(cwd) / corpus_cli if corpus_cli else rootdir / corpus_ini if corpus_ini else default / "tasks"
+    stashes_root = Path(cwd) / stash_cli if stash_cli else rootdir / stash_ini if stash_ini else default / "stashes"
     tasks_root = tasks_root.resolve()
     if not explicit and not _args_reach(config, Path(cwd), tasks_root):
         return None  # e.g. plain `pytest` running the project's own tests beside an ini corpus
@@ -162,11 +158,17 @@ def _apply_parallel(config: pytest.Config, state: BenchState) -> None:
     wanted = state.settings.parallel
     if wanted is None or getattr(config.option, "numprocesses", None) is not None:
         return
-    if not config.pluginmanager.hasplugin("xdist"):
-        raise pytest.UsageError("--parallel needs pytest-xdist; pip install pytest-xdist")
     n, warning = clamp_parallel(wanted, state.settings.force_parallel)
     if warning:
         config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+    if n > 1 and not config.pluginmanager.hasplugin("xdist"):
+        origin = state.settings.origins.get("parallel", "--parallel")
+        if importlib.util.find_spec("xdist") is not None:
+            raise pytest.UsageError(
+                f"{origin}: pytest-xdist is installed but disabled (-p no:xdist); drop -p no:xdist, "
+                "or run serially with --parallel 1"
+            )
+        raise pytest.UsageError(f"{origin}: needs pytest-xdist; pip install pytest-xdist")
     if n > 1:
         config.option.numprocesses = n
         if config.option.dist == "no":
@@ -174,82 +176,80 @@ def _apply_parallel(config: pytest.Config, state: BenchState) -> None:
             config.option.dist = "worksteal"
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter, which prints the start-up lines
 def pytest_configure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
     workerinput = getattr(config, "workerinput", None)
+    controller = workerinput is None
+    state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
+    state.model = state.settings.model
+    if config.option.collectonly:
+        return  # listing cells needs no agent, model, akm, sandbox or run dir: nothing but the package
     state.run_id = (
         workerinput["akmbench_run_id"]
         if workerinput
         else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
     )
-    state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
-    state.model = state.settings.model
     procs.become_subreaper()
-    if workerinput is None:
+    if controller:
         _preflight(config, state, outputs=False)
+    _claim_run(config, state, controller)
     try:
-        lifecycle.claim_run(state.tmp_root, state.run_id, controller=workerinput is None, project=config.rootpath)
-    except OSError as err:
-        raise pytest.UsageError(
-            f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); fix it or pass --bench-tmp DIR"
-        ) from None
-    state.interrupts = Interrupts(state.run_id, state.run_dir, controller=workerinput is None)
-    state.interrupts.install()
-    config.pluginmanager.register(InterruptHooks(state.interrupts), "akmbench-interrupts")
-    if workerinput is not None:
-        procs.die_with_parent()
-    try:
-        mode, fallback = sandbox.choose(state.settings.sandbox)
-        state.settings = dataclasses.replace(state.settings, sandbox=mode)
-        if fallback and workerinput is None:
-            state.warnings.append(fallback)
-            config.issue_config_time_warning(pytest.PytestConfigWarning(fallback), stacklevel=2)
-        if not state.settings.soundness:
-            state.agent.start(
-                SessionInfo(
-                    model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks), options=_agent_options(state)
-                )
-            )
+        _start(config, state, controller)
+        if controller and not state.settings.soundness:
+            startup.preflight(config, state)
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
-    state.started = not state.settings.soundness
-    try:
-        state.akm = _find_akm(state)
-    except BenchError as err:
-        raise pytest.UsageError(str(err)) from None
-    if state.akm is not None and state.akm.warning and workerinput is None:
-        state.warnings.append(state.akm.warning)
-    if workerinput is None:
-        cfg = state.settings.config
-        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", [])]:
-            state.warnings.append(line)
-            config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
-    if workerinput is None:
+    if controller:
         _preflight(config, state, outputs=True)
     # What no stored or reported text may hold: the values behind the providers file's {env:VAR}.
     state.scrub = Scrubber(getattr(state.agent, "secrets", None) or ())
     # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
-    if workerinput is None:
+    if controller:
         config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
+        config.pluginmanager.register(Progress(config), "akmbench-progress")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(state), "akmbench-xdist")
 
 
-def _find_akm(state: BenchState) -> akm.AkmInfo | None:
-    """The akm the akm arm gets, probed once per process. An agent needs it on that arm unless
-    it says it never calls akm (``uses_akm = False``: oracle, nop); such an agent still gets
-    one when it is there."""
-    if "akm" not in state.settings.arms:
-        return None
+def _claim_run(config: pytest.Config, state: BenchState, controller: bool) -> None:
+    try:
+        lifecycle.claim_run(state.tmp_root, state.run_id, controller=controller, project=config.rootpath)
+    except OSError as err:
+        raise pytest.UsageError(
+            f"{state.tmp_root}: cannot create the run dir ({err.strerror or err}); fix it or pass --bench-tmp DIR"
+        ) from None
+    state.interrupts = Interrupts(state.run_id, state.run_dir, controller=controller)
+    state.interrupts.install()
+    config.pluginmanager.register(InterruptHooks(state.interrupts), "akmbench-interrupts")
+    if not controller:
+        procs.die_with_parent()
+
+
+def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
+    """The sandbox, the agent and akm, each slow step said with its time; the run's warnings."""
+    mode, fallback = sandbox.choose(state.settings.sandbox)
+    state.settings = dataclasses.replace(state.settings, sandbox=mode)
+    if fallback and controller:
+        state.warnings.append(fallback)
+        config.issue_config_time_warning(pytest.PytestConfigWarning(fallback), stacklevel=2)
+    if not state.settings.soundness:
+        startup.start_agent(config, state, _agent_options(state))
+        state.started = True
+    # An agent that says it never calls akm (oracle, nop) still gets one when it is there.
     needed = not state.settings.soundness and getattr(state.agent, "uses_akm", True)
-    explicit = state.settings.akm
-    if not needed and explicit is None and shutil.which("akm") is None:
-        return None
-    return akm.detect(akm.locate(explicit))
+    state.akm = startup.find_akm(config, state, needed)
+    if state.akm is not None and state.akm.warning and controller:
+        state.warnings.append(state.akm.warning)
+    if controller:
+        cfg = state.settings.config
+        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", [])]:
+            state.warnings.append(line)
+            config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
 
 
 def _find_agent(config: pytest.Config, name: str) -> Agent:
@@ -276,7 +276,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         # early would otherwise kill the cells its siblings are still running.
         procs.sweep(state.run_id + "/", orphans=False)
     lifecycle.release_run(state.tmp_root / state.run_id)
-    for name in ("akmbench-session", "akmbench-xdist", "akmbench-interrupts"):
+    for name in ("akmbench-session", "akmbench-progress", "akmbench-xdist", "akmbench-interrupts"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -291,7 +291,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
         f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
         + (f", model {state.model}" if state.model else "")
-        + f", sandbox {s.sandbox}, run {state.run_id}",
+        + (f", sandbox {s.sandbox}, run {state.run_id}" if state.run_id else " (listing only: nothing is started)"),
         *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
         *guard_notes(config),
     ]
@@ -359,8 +359,10 @@ def _provider_files(s: Settings) -> dict[str, Any]:
 def _agent_options(state: BenchState) -> dict[str, Any]:
     s = state.settings
     cfg = s.config
+    near = corpus_near(cfg.path) if cfg is not None else None
     return {
-        "rootdir": str(s.rootdir),
+        # A run config's project holds its .tools/ (opencode), wherever the run starts from.
+        "rootdir": str(near.parent if near is not None else s.rootdir),
         "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
         **_provider_files(s),

@@ -10,6 +10,8 @@ then clear ``-k`` so pytest's pass does not undo the arm rule.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from _pytest.mark import KeywordMatcher  # pytest's own matcher, for items that are not cells
 from _pytest.mark.expression import Expression
@@ -61,3 +63,50 @@ def deselect_by_keyword(config: pytest.Config, items: list[pytest.Item]) -> None
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+MAX_FREE_WORDS = 12  # beyond this many words in -k, assume any arm may be selected
+
+
+class _Assignment:
+    """A truth value for each free word of a ``-k`` expression; an arm word is true for ``arm``
+    only. Words not yet assigned count as false and are noted."""
+
+    def __init__(self, arm: str, truth: dict[str, bool]) -> None:
+        self.arm = arm
+        self.truth = truth
+        self.unseen: list[str] = []
+
+    def __call__(self, ident: str, /, **kwargs: object) -> bool:
+        ident = ident.lower()
+        named = re.fullmatch(r"([a-z]+)-s\d+", ident)
+        if ident in ARMS or (named and named.group(1) in ARMS):
+            return (named.group(1) if named else ident) == self.arm
+        if ident not in self.truth:
+            self.unseen.append(ident)
+            return False  # a legitimate truth value: a true result still proves the arm selected
+        return self.truth[ident]
+
+
+def arm_ruled_out(text: str, arm: str) -> bool:
+    """Whether ``-k text`` deselects every cell of ``arm``, whatever its task, domain or seed:
+    true when no truth value of the expression's other words selects it. ``-k noakm`` then
+    needs no akm."""
+    try:
+        expression = Expression.compile(text)
+    except SyntaxError:
+        return False
+    words: list[str] = []
+    while len(words) <= MAX_FREE_WORDS:
+        unseen: list[str] = []
+        for bits in range(2 ** len(words)):
+            assignment = _Assignment(arm, {word: bool(bits >> i & 1) for i, word in enumerate(words)})
+            if expression.evaluate(assignment):
+                return False
+            if assignment.unseen:
+                unseen = assignment.unseen
+                break
+        if not unseen:
+            return True
+        words.append(unseen[0])
+    return False

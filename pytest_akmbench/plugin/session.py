@@ -21,6 +21,7 @@ from ..report import files as report_files
 from ..report import github, resume
 from ..store import integrity
 from .nodes import CELL_KEY
+from .progress import arm_totals
 
 if TYPE_CHECKING:
     from ..corpus.tasks import Task
@@ -274,6 +275,8 @@ class BenchSession:
             tr.write_line(f"gate {'held' if gate['ok'] else 'FAILED'}: {gate['gate']}: {gate['message']}")
         if self.late_interrupt:
             tr.write_line("interrupted while the report was written: every cell had run, the report is whole")
+        for line in arm_totals(self.envelope["runs"], self.envelope["corpus"]["arms"]):
+            tr.write_line(line)
         tr.write_line(f"report: {self.paths[0]}")
         tr.write_line(f"summary: {self.paths[1]}")
         tr.write_line(f"html: {self.paths[2]}")

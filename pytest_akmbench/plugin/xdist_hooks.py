@@ -36,6 +36,9 @@ class XdistHooks:
         session = node.config.pluginmanager.get_plugin("akmbench-session")
         if session is not None:
             session.add_node_ids(ids)
+        progress = node.config.pluginmanager.get_plugin("akmbench-progress")
+        if progress is not None:  # every worker collects the whole selection
+            progress.set_total(len(ids))
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         self.nodes.discard(node)

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus.config import clamp_parallel, load_run_config, parse_arms, resolve
+from pytest_akmbench.corpus.config import load_run_config, resolve
+from pytest_akmbench.corpus.values import clamp_parallel, parse_arms
 from pytest_akmbench.errors import ConfigError
 
 
@@ -128,17 +129,22 @@ class TestParallel:
         assert (warning is not None) == warns
 
     def test_force(self) -> None:
-        """Forcing silences the warning but not the clamp."""
-        assert clamp_parallel(20, force=True) == (8, None)
+        """Forcing silences the load warning but not the clamp, which the warning still names."""
+        assert clamp_parallel(20, force=True) == (8, "--parallel 20: clamped to 8 workers, the most a run uses")
 
     def test_below_one_and_the_warning_text(self) -> None:
-        """0 and negatives run one at a time; the warning names the value, the limit and the way out."""
-        assert clamp_parallel(0, force=False) == (1, None) and clamp_parallel(-3, force=True) == (1, None)
+        """0 and negatives run one at a time, said so; the warning names the value asked for
+        (not the clamped one), the limit and the way out."""
+        assert clamp_parallel(0, force=False) == (1, "--parallel 0: clamped to 1 worker (no xdist)")
+        assert clamp_parallel(-3, force=True)[0] == 1
         assert clamp_parallel(5, force=False) == (
             5,
             "--parallel 5 exceeds 4; high concurrency may overwhelm local "
             "providers. Pass --bench-force-parallel to suppress this warning.",
         )
+        twelve = clamp_parallel(12, force=False)[1] or ""
+        assert twelve.startswith("--parallel 12: clamped to 8 workers") and "--parallel 8" not in twelve
+        assert "--bench-force-parallel" in twelve
 
 
 class TestPathExpansion:

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_akmbench.agents.opencode.scripted import ScriptedModel
 from pytest_akmbench.cli.main import main
+from tests.support.http import answering, free_port
 
 
 def model_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -40,20 +41,46 @@ def opencode_json(tmp_path: Path):
 
 
 def test_a_live_provider_answers(opencode_json, capsys, monkeypatch) -> None:
+    """doctor sends the run's preflight request: the model answers at the URL as written."""
     monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
     monkeypatch.setenv("DOCTOR_TEST_KEY", "k")
     with ScriptedModel() as server:
-        monkeypatch.setenv("DOCTOR_TEST_URL", f"{server.root}/v1")
-        main(["doctor", "--opencode-config", str(opencode_json("{env:DOCTOR_TEST_URL}"))])
-    assert model_line(capsys) == "  [PASS] model: local/m at {env:DOCTOR_TEST_URL}: answers"
+        monkeypatch.setenv("DOCTOR_TEST_URL", server.register("doctor", "idle"))
+        assert main(["doctor", "--opencode-config", str(opencode_json("{env:DOCTOR_TEST_URL}"))]) in (0, 1)
+        assert model_line(capsys) == "  [PASS] model: local/m at {env:DOCTOR_TEST_URL}: answers"
+        assert server.totals("doctor")["title_requests"] == 1  # one minimal request, no tools
 
 
 def test_a_dead_provider_or_a_missing_variable_fails(opencode_json, capsys, monkeypatch) -> None:
     monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
     monkeypatch.delenv("DOCTOR_TEST_KEY", raising=False)
-    path = opencode_json("http://127.0.0.1:9/v1")
+    path = opencode_json(f"http://127.0.0.1:{free_port()}/v1")
     assert main(["doctor", "--opencode-config", str(path)]) == 1
     assert "[FAIL] model:" in (line := model_line(capsys)) and "DOCTOR_TEST_KEY is not set" in line
     monkeypatch.setenv("DOCTOR_TEST_KEY", "k")
     assert main(["doctor", "--opencode-config", str(path)]) == 1
-    assert "[FAIL] model: local/m at http://127.0.0.1:9/v1: unreachable" in model_line(capsys)
+    line = model_line(capsys)
+    assert "[FAIL] model: preflight: model 'local/m' at http://127.0.0.1:" in line and "is unreachable" in line
+
+
+def test_a_refused_key_fails_naming_the_variable(opencode_json, capsys, monkeypatch) -> None:
+    """A provider answering 401 is a FAIL naming the variable to check, never its value."""
+    monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
+    monkeypatch.setenv("DOCTOR_TEST_KEY", "not-the-key-123")
+    with answering(401) as (url, seen):
+        assert main(["doctor", "--opencode-config", str(opencode_json(url))]) == 1
+    line = model_line(capsys)
+    assert "refused the credentials (HTTP 401: Incorrect API key provided); check DOCTOR_TEST_KEY" in line
+    assert "not-the-key-123" not in line
+    assert seen[0]["path"] == "/v1/chat/completions" and seen[0]["headers"]["Authorization"] == "Bearer not-the-key-123"
+
+
+def test_a_cloud_model_without_providers_fails(capsys, monkeypatch, tmp_path: Path) -> None:
+    """`doctor --model openai/gpt-4o` with no providers file used to say every check passed; a
+    run with it errored in every cell. Both now stop on the same line."""
+    monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no user default providers file
+    assert main(["doctor", "--model", "openai/gpt-4o"]) == 1
+    line = model_line(capsys)
+    assert "[FAIL] model: preflight: model 'openai/gpt-4o': no providers entry for 'openai'" in line
+    assert "--bench-providers FILE" in line

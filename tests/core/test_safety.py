@@ -15,8 +15,9 @@ import pytest
 
 from pytest_akmbench.agents.opencode.providers import validate_providers
 from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
-from pytest_akmbench.corpus.config import MAX_SEEDS, resolve
+from pytest_akmbench.corpus.config import resolve
 from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
+from pytest_akmbench.corpus.values import MAX_SEEDS
 from pytest_akmbench.errors import ConfigError
 from pytest_akmbench.report.resume import StoredSamples
 from pytest_akmbench.store.samples import fingerprint_hash
@@ -190,7 +191,7 @@ class TestAbsurdMatrices:
             load_run_config(tmp_path / "run.json")
 
     def test_matrix_beyond_the_limit(self) -> None:
-        from pytest_akmbench.corpus.config import MAX_CELLS, check_matrix
+        from pytest_akmbench.corpus.values import MAX_CELLS, check_matrix
 
         check_matrix(MAX_CELLS // 2, 2, 1)
         with pytest.raises(ConfigError, match=r"cells is more than"):

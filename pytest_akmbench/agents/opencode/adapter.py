@@ -38,15 +38,18 @@ import os
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...cell.rundir import hide_akm
 from ...store.scrub import Scrubber
 from ..base import AgentRequest, AgentResult, SessionInfo
+from . import agentlog
 from .binaries import OFFLINE_ENV, locate_opencode, locate_rg, read_version
 from .events import EventStream
 from .model import choose_model
+from .preflight import check_provider
 from .providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from .scripted import ScriptedModel
 from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
@@ -98,6 +101,7 @@ class OpencodeAgent:
         self.scripted: ScriptedModel | None = None
         self.scripted_totals: dict[str, dict[str, int]] = {}
         self._secret_env: dict[str, str] = {}
+        self._env_source: Mapping[str, str] = os.environ
         self.secrets: list[str] = []  # the harness scrubs these from everything it stores
         self.warnings: list[str] = []  # for the run's terminal and report
         self._scrub = Scrubber()
@@ -119,6 +123,7 @@ class OpencodeAgent:
                 "run takes only provider and model (each cell's opencode config is the harness's own)"
             )
         env = options.get("env") or os.environ
+        self._env_source = env
         self._secret_env = check_env_vars(choice, env)
         self.secrets = secret_values(choice.providers, env)
         self._scrub = Scrubber(self.secrets)
@@ -187,7 +192,15 @@ class OpencodeAgent:
             if self.scripted is not None and base_url is not None:
                 self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
                 self.scripted.unregister(token)
+        if result.error is not None:  # a harness error: keep opencode's own log, which the run dir takes along
+            kept = agentlog.keep(request.run_dir, request.transcript, self._scrub)
+            result.error += f"; opencode's log: {kept}" if kept else ""
         return result
+
+    def preflight(self) -> str:
+        """One minimal request to the model through the provider entry the cells will get."""
+        assert self.choice is not None
+        return check_provider(self.choice, self._env_source)
 
     def _config(self, model: str, base_url: str | None, wall_s: float, *, resolve: bool = True) -> dict[str, Any]:
         assert self.choice is not None

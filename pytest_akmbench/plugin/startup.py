@@ -1,0 +1,93 @@
+"""The slow start of a bench run, said as it happens, and the preflight before the first cell.
+
+On the controller each slow step (the agent's start with opencode's version check, akm's probe,
+the preflight request, akm's index of one stash) prints one ``akmbench:`` line with its time,
+so 20-40 s of start-up are not silence. The preflight runs once per session on the controller,
+also under xdist (whose workers start after it): a model that cannot be reached or refuses the
+key, or an akm that cannot index, stops the run with one line naming what failed and the fix,
+before any cell runs or anything is stored (docs/opencode.md, "Preflight").
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+from ..agents.base import SessionInfo
+from ..cell import akm
+from ..cell.akm_check import check_index
+from .selection import arm_ruled_out
+from .state import BenchState
+
+T = TypeVar("T")
+
+
+def say(config: pytest.Config, line: str) -> None:
+    """One start-up line on the controller's terminal (not under -q, never on a worker)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and config.get_verbosity() >= 0 and not hasattr(config, "workerinput"):
+        reporter.write_line(f"akmbench: {line}")
+
+
+def timed(config: pytest.Config, step: Callable[[], T], describe: Callable[[T], str | None]) -> T:
+    started = time.monotonic()
+    result = step()
+    line = describe(result)
+    if line:
+        say(config, f"{line} ({time.monotonic() - started:.1f} s)")
+    return result
+
+
+def arms_needed(config: pytest.Config, state: BenchState) -> tuple[str, ...]:
+    """The run's arms less those ``-k`` rules out for every cell (``-k noakm`` needs no akm)."""
+    text = (config.option.keyword or "").strip()
+    return tuple(a for a in state.settings.arms if not (text and arm_ruled_out(text, a)))
+
+
+def start_agent(config: pytest.Config, state: BenchState, options: dict[str, object]) -> None:
+    info = SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks), options=options)
+    timed(
+        config,
+        lambda: state.agent.start(info),
+        lambda _: (
+            f"agent {state.agent.name} {state.agent.version} started"
+            + (f", model {getattr(state.agent, 'model', None)}" if getattr(state.agent, "model", None) else "")
+        ),
+    )
+
+
+def find_akm(config: pytest.Config, state: BenchState, needed: bool) -> akm.AkmInfo | None:
+    """The akm the akm arm gets, probed once per process; ``needed`` when a cell will call it."""
+    if "akm" not in arms_needed(config, state):
+        return None
+    if not needed and state.settings.akm is None and shutil.which("akm") is None:
+        return None
+    return timed(
+        config,
+        lambda: akm.detect(akm.locate(state.settings.akm)),
+        lambda info: f"akm {info.version} at {info.path}",
+    )
+
+
+def preflight(config: pytest.Config, state: BenchState) -> None:
+    """The model answers and akm indexes, or a ConfigError (raised to the caller) says why not."""
+    check = getattr(state.agent, "preflight", None)
+    if callable(check):
+        timed(config, check, lambda line: f"preflight: {line}")
+    akm_tasks = [t for t in state.tasks if t.stash]
+    if state.akm is not None and akm_tasks and getattr(state.agent, "uses_akm", True):
+        timed(
+            config,
+            lambda: check_index(
+                state.akm,  # type: ignore[arg-type]
+                akm_tasks[0],
+                state.settings.stashes_root,
+                state.run_dir,
+                f"{state.run_id}/preflight",
+            ),
+            lambda line: f"preflight: {line}",
+        )

@@ -1,0 +1,162 @@
+"""A newcomer's first hour: listing cells with nothing installed, a run config from any
+directory, progress while cells run, and the --parallel messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.corpus import standard_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+INI = "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
+# An agent that calls akm (uses_akm is not False), so the akm arm would need a real akm.
+CALLS_AKM = """
+from pytest_akmbench.agents import AgentResult
+
+class Echo:
+    name, version = "echo", "1"
+    def start(self, session): pass
+    def stop(self): pass
+    def run(self, request):
+        (request.workspace / "out.txt").write_text("hello\\n")
+        return AgentResult(final_text="the answer is 42", tokens={"total": 120}, token_measurement="measured",
+                           cost_usd=0.0125)
+
+def pytest_akmbench_agents():
+    return [Echo()]
+"""
+
+
+@pytest.fixture
+def bare(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A project with the standard corpus, run where neither opencode nor akm can be found."""
+    standard_corpus(pytester.path)
+    pytester.makeini(INI)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
+    for name in ("AKMBENCH_OPENCODE", "BENCH_OPENCODE_MODEL", "BENCH_OPENCODE_CONFIG", "PYTEST_ADDOPTS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(pytester.path / "xdg"))  # no user providers file
+    return pytester
+
+
+def cells(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if "task.yaml::" in line]
+
+
+class TestListingNeedsNothing:
+    """--co lists cells without opencode, a model or akm."""
+
+    def test_readme_example(self, bare: pytest.Pytester) -> None:
+        """`pytest corpus -k akm --bench-seeds 3 --co -q` used to exit 4 with "no model chosen"."""
+        result = bare.runpytest_subprocess("corpus", "-k", "akm", "--bench-seeds", "3", "--co", "-q")
+        assert result.ret == 0, result.stdout.str()
+        assert len(cells(result)) == 3 * 3 and all("::akm-s" in line for line in cells(result))
+        assert not (bare.path / ".akmbench").exists()
+
+    def test_run_config(self, bare: pytest.Pytester) -> None:
+        (bare.path / "configs").mkdir()
+        (bare.path / "configs" / "quick.json").write_text(json.dumps({"schemaVersion": 1, "seeds": 2}))
+        result = bare.runpytest_subprocess("--bench-config", "configs/quick.json", "--co", "-q")
+        assert result.ret == 0, result.stdout.str()
+        assert len(cells(result)) == 3 * 2 * 2
+
+    def test_noakm_never_demands_akm(self, bare: pytest.Pytester) -> None:
+        """-k noakm runs the control arm of an agent that calls akm without any akm installed;
+        -k akm stops with one line saying where to get akm."""
+        bare.makeconftest(CALLS_AKM)
+        result = bare.runpytest_subprocess("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "-k", "noakm")
+        result.assert_outcomes(passed=3, deselected=3)
+        result = bare.runpytest_subprocess("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "-k", "akm")
+        assert result.ret == 4
+        errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
+        assert len(errors) == 1 and "npm install -g akm-cli" in errors[0] and "-k noakm runs without" in errors[0]
+
+    def test_validate(self, tmp_path: Path) -> None:
+        """validate checks the shipped corpus and configs with no opencode or akm to be found."""
+        path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest_akmbench", "validate", "configs/quick.json", "configs/oracle.json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PATH": path, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")},
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert ": 0 errors" in proc.stdout
+
+
+class TestConfigFromAnywhere:
+    """A run config finds its project's corpus and opencode wherever pytest starts."""
+
+    @pytest.mark.parametrize("form", ["space", "equals"])
+    def test_shipped_config_from_another_directory(self, tmp_path: Path, form: str) -> None:
+        config = str(ROOT / "configs" / "quick.json")
+        args = ["--bench-config", config] if form == "space" else [f"--bench-config={config}"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "--co", "-q"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out
+        listed = [line for line in out.splitlines() if "task.yaml::" in line]
+        wanted = json.loads((ROOT / "configs" / "quick.json").read_text())
+        assert len(listed) == len(wanted["tasks"]) * len(wanted["arms"]) * wanted["seeds"], out
+        assert "conftest" not in out and "not a directory" not in out
+
+
+class TestProgress:
+    """What a run says while and after it runs."""
+
+    def test_verbose_status_live_count_and_arm_totals(self, bare: pytest.Pytester) -> None:
+        bare.makeconftest(CALLS_AKM)
+        result = bare.runpytest_subprocess(
+            "corpus", "--bench-agent", "echo", "--bench-seeds", "1", "--bench-arms", "noakm", "-v", "-n", "2"
+        )
+        out = result.stdout.str()
+        status = [line for line in result.outlines if line.startswith("  cell ")]
+        assert len(status) == 3, out
+        assert all(": pass, " in line and " s, 120 tokens, $0.0125 [" in line for line in status), out
+        assert any(line.endswith("[3 done, 0 running, 0 left]") for line in status), out
+        # pytest's own word stays as tools parse it: "PASSED <node id>", nothing between.
+        assert (
+            len([line for line in result.outlines if re.search(r"\] PASSED corpus/tasks/\S+::noakm-s1\s*$", line)]) == 3
+        )
+        assert "noakm: 360 tokens over 3 of 3 runs, cost $0.0375" in out
+        assert "akmbench: agent echo 1 started (" in out
+        for name in ("report.json", "summary.md", "report.html"):
+            assert name in out
+
+
+class TestParallel:
+    """The --parallel messages name what was asked and what is done."""
+
+    def test_twelve_warns_about_twelve(self, bare: pytest.Pytester) -> None:
+        result = bare.runpytest_subprocess(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-arms", "noakm", "--parallel", "12"
+        )
+        out = result.stdout.str()
+        assert "--parallel 12: clamped to 8 workers" in out and "--parallel 8 exceeds" not in out
+
+    def test_zero_is_clamped_not_refused(self, bare: pytest.Pytester) -> None:
+        result = bare.runpytest_subprocess(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-arms", "noakm", "--parallel", "0"
+        )
+        result.assert_outcomes(failed=3)
+        assert "--parallel 0: clamped to 1 worker (no xdist)" in result.stdout.str()
+
+    def test_disabled_xdist_is_not_a_missing_one(self, bare: pytest.Pytester) -> None:
+        result = bare.runpytest_subprocess("corpus", "--bench-agent", "nop", "--parallel", "2", "-p", "no:xdist")
+        assert result.ret == 4
+        err = result.stderr.str()
+        assert "pytest-xdist is installed but disabled (-p no:xdist)" in err and "pip install" not in err
