@@ -97,8 +97,19 @@ def _args_reach(config: pytest.Config, cwd: Path, tasks_root: Path) -> bool:
 def _load(settings: Settings, explicit: bool) -> BenchState:
     """Load every task leniently: a bad task.yaml becomes that file's collection error."""
     corpus, errors = load_lenient(settings.tasks_root, settings.stashes_root)
-    chosen, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
+    try:
+        chosen, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
+    except CorpusError as err:
+        # A selection from a run config names the config, as validate does.
+        if settings.config is None or settings.tasks_override is not None:
+            raise
+        raise CorpusError(f"{settings.config.path}: {err}") from None
     if not chosen and not errors:
+        if not corpus.tasks:
+            raise CorpusError(
+                f"{settings.tasks_root}: no <domain>/<task>/task.yaml under this tasks root; "
+                "point --bench-corpus at one"
+            )
         raise CorpusError(f"{settings.tasks_root}: the selection matched no task")
     check_matrix(len(chosen), len(settings.arms), settings.seeds)
     return BenchState(

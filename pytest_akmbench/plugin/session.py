@@ -248,7 +248,9 @@ class BenchSession:
             tr.write_sep("-", "akmbench")
         if self.envelope.get("verdict"):
             tr.write_line(self.envelope["verdict"])
-        for arm in self.envelope["corpus"]["arms"]:
+        arms = self.envelope["corpus"]["arms"]
+        # A run of no arm (a soundness check) has no arm lines: its verdict line says what it showed.
+        for arm in arms if any(self.envelope["aggregate"].get(a) for a in arms) else ():
             agg = self.envelope["aggregate"].get(arm)
             if agg is None:
                 tr.write_line(f"{arm}: not run")

@@ -143,6 +143,9 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
     }
     assert sum(r["sound"] for r in rows.values()) == 3
     assert "## Corpus soundness" in (pytester.path / ".akmbench" / "report" / "summary.md").read_text()
+    # The terminal summary says what the check showed; a soundness run has no arm to call "not run".
+    result.stdout.fnmatch_lines(["corpus NOT sound: 1 of 4 checked tasks*"])
+    result.stdout.no_fnmatch_line("*: not run")
 
 
 def test_listing_soundness_items_writes_no_report(pytester: pytest.Pytester) -> None:

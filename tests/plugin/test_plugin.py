@@ -171,6 +171,20 @@ class TestErrors:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["ERROR: tasks: no task with id or domain 'gamma'; domains: alpha, beta"])
 
+    def test_unknown_task_in_a_config_names_the_config(self, bench: pytest.Pytester) -> None:
+        """A run config's selection that names no task is an error naming the config file."""
+        (bench.path / "run.json").write_text('{"schemaVersion": 1, "tasks": ["gamma/x"], "agent": "nop"}')
+        result = bench.runpytest("--bench-config", "run.json", "--bench-corpus", "corpus/tasks")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["ERROR: */run.json: tasks: task not found: 'gamma/x'*"])
+
+    def test_empty_tasks_root_says_it_holds_no_task(self, bench: pytest.Pytester) -> None:
+        """A tasks root without any task.yaml says so, at the path given, not "matched no task"."""
+        (bench.path / "elsewhere").mkdir()
+        result = bench.runpytest("elsewhere", "--bench-corpus", "elsewhere", "--bench-agent", "nop")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["ERROR: */elsewhere: no <domain>/<task>/task.yaml under this tasks root; *"])
+
     def test_unknown_agent_and_arm(self, bench: pytest.Pytester) -> None:
         """Unknown agents and arms say what exists."""
         result = bench.runpytest("corpus", "--bench-agent", "gpt9")
