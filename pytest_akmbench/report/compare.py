@@ -46,12 +46,12 @@ def _counts(row: dict[str, Any] | None) -> tuple[int, int] | None:
     return max(0, min(c, n)), n
 
 
-def arm_ran(env: dict[str, Any], arm: str) -> bool:
+def arm_ran(envelope: dict[str, Any], arm: str) -> bool:
     """True when the report has a measured pass rate for ``arm`` (a zeroed reference arm is not)."""
-    agg = (env.get("aggregate") or {}).get(arm)
+    agg = (envelope.get("aggregate") or {}).get(arm)
     if not isinstance(agg, dict) or agg.get("pass_rate") is None:
         return False
-    return any(_counts(t.get(arm)) for t in env.get("tasks") or []) or not env.get("tasks")
+    return any(_counts(t.get(arm)) for t in envelope.get("tasks") or []) or not envelope.get("tasks")
 
 
 def sign(delta: float | None, higher_is_better: bool, flat: float = 0.0) -> str:

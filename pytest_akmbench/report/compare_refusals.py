@@ -11,9 +11,9 @@ from typing import Any
 from . import corpus_diff
 
 
-def corpus_field(env: dict[str, Any], key: str) -> Any:
-    """``env["corpus"][key]``, None when either is missing."""
-    return (env.get("corpus") or {}).get(key)
+def corpus_field(envelope: dict[str, Any], key: str) -> Any:
+    """``envelope["corpus"][key]``, None when either is missing."""
+    return (envelope.get("corpus") or {}).get(key)
 
 
 def _refuse(reason: str, message: str, warnings: list[str], **extra: Any) -> dict[str, Any]:
@@ -39,16 +39,18 @@ def refusal(
 
 
 def _format_refusal(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> dict[str, Any] | None:
-    for name, env in (("base", base), ("current", head)):
-        if env.get("schemaVersion") != 1:
+    for name, envelope in (("base", base), ("current", head)):
+        if envelope.get("schemaVersion") != 1:
             return _refuse(
-                "schema_mismatch", f"{name} report has schemaVersion {env.get('schemaVersion')!r}; expected 1", warnings
+                "schema_mismatch",
+                f"{name} report has schemaVersion {envelope.get('schemaVersion')!r}; expected 1",
+                warnings,
             )
-    for name, env in (("base", base), ("current", head)):
-        if env.get("track") != "utility":
+    for name, envelope in (("base", base), ("current", head)):
+        if envelope.get("track") != "utility":
             return _refuse(
                 "track_mismatch",
-                f"{name} report has track {env.get('track')!r}; only utility reports compare",
+                f"{name} report has track {envelope.get('track')!r}; only utility reports compare",
                 warnings,
             )
     return None

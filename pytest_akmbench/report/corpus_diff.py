@@ -42,9 +42,9 @@ def describe(diff: dict[str, list[str]]) -> str:
     return "; ".join(parts)
 
 
-def incomplete(name: str, env: dict[str, Any]) -> str | None:
-    """A warning when ``env`` is an incomplete report."""
-    if env.get("complete", True):
+def incomplete(name: str, envelope: dict[str, Any]) -> str | None:
+    """A warning when ``envelope`` is an incomplete report."""
+    if envelope.get("complete", True):
         return None
     return (
         f"the {name} report is incomplete (not every selected cell has a valid sample, or it does not match its "

@@ -52,23 +52,23 @@ def _safe_rel(rel: object) -> str | None:
     return None if "" in parts or "." in parts or ".." in parts else rel
 
 
-def copy_transcripts(directory: Path, env: dict[str, Any], store_dir: Path | None) -> dict[str, Any]:
-    """Copy the transcripts ``env["runs"]`` names from ``store_dir`` into ``directory``.
+def copy_transcripts(directory: Path, envelope: dict[str, Any], store_dir: Path | None) -> dict[str, Any]:
+    """Copy the transcripts ``envelope["runs"]`` names from ``store_dir`` into ``directory``.
 
-    Returns the envelope to write: ``env`` itself, or a copy whose runs name no transcript that
+    Returns the envelope to write: ``envelope`` itself, or a copy whose runs name no transcript that
     could not be copied (missing from the store), so every link in the report resolves. A
     transcript already there with the same size and mtime is not copied again (a resumed run
     reports many stored samples). Files under ``directory/transcripts`` that this report does
     not name are removed, so the directory holds exactly this report's transcripts.
     """
     if store_dir is not None and _same_dir(directory, store_dir):
-        return env  # the report lives in the store: its links already resolve
+        return envelope  # the report lives in the store: its links already resolve
     # Plain strings and os calls: pathlib costs more than the copying at 10,000s of runs.
     out, src_root = os.fspath(directory), os.fspath(store_dir) if store_dir is not None else None
     wanted: set[str] = set()
     missing: set[str] = set()
     made: set[str] = set()
-    for run in env.get("runs", []):
+    for run in envelope.get("runs", []):
         given = run.get("transcript")
         rel = _safe_rel(given)
         try:
@@ -102,9 +102,9 @@ def copy_transcripts(directory: Path, env: dict[str, Any], store_dir: Path | Non
         os.replace(tmp, target)
     _prune(out, wanted)
     if not missing:
-        return env
-    runs = [dict(r, transcript=None) if r.get("transcript") in missing else r for r in env["runs"]]
-    return {**env, "runs": runs}
+        return envelope
+    runs = [dict(r, transcript=None) if r.get("transcript") in missing else r for r in envelope["runs"]]
+    return {**envelope, "runs": runs}
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -138,22 +138,22 @@ def _prune(out: str, wanted: set[str]) -> None:
                 os.rmdir(os.path.join(dirpath, name))  # only when empty
 
 
-def write(directory: Path, env: dict[str, Any], store_dir: Path | None = None) -> tuple[Path, Path, Path]:
+def write(directory: Path, envelope: dict[str, Any], store_dir: Path | None = None) -> tuple[Path, Path, Path]:
     """Write report.json, summary.md and report.html atomically, with the transcripts the runs
     name copied from the store (``store_dir``, default the envelope's ``provenance.store``);
     append the summary to $GITHUB_STEP_SUMMARY. The files are 0644 under a 0755 directory,
     for the next CI step."""
     from . import html  # only a session that writes a report pays for the page
 
-    store = (env.get("provenance") or {}).get("store")
+    store = (envelope.get("provenance") or {}).get("store")
     store_dir = store_dir or (Path(store) if store else None)
     make_dir(directory, store_dir)
-    env = copy_transcripts(directory, env, store_dir)
+    envelope = copy_transcripts(directory, envelope, store_dir)
     json_path, md_path, html_path = directory / "report.json", directory / "summary.md", directory / "report.html"
-    markdown = render_markdown(env)
-    _atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(env)))
+    markdown = render_markdown(envelope)
+    _atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(envelope)))
     _atomic_write(md_path, lambda fh: fh.write(markdown))
-    _atomic_write(html_path, lambda fh: fh.write(html.render(env)))
+    _atomic_write(html_path, lambda fh: fh.write(html.render(envelope)))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:

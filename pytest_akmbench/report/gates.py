@@ -72,34 +72,38 @@ def _dig(obj: Any, *keys: str) -> Any:
 
 
 def _digger(*keys: str) -> Callable[[dict[str, Any]], Any]:
-    """A getter of ``env[k1][k2]...`` (None when a key is missing)."""
-    return lambda env: _dig(env, *keys)
+    """A getter of ``envelope[k1][k2]...`` (None when a key is missing)."""
+    return lambda envelope: _dig(envelope, *keys)
 
 
 def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
     arm, _, rest = metric.partition(".")
     if arm in ARMS and rest in _ARM_FIELDS:
         path = _ARM_FIELDS[rest]
-        return lambda env: _dig(env, "aggregate", arm, *path)
+        return lambda envelope: _dig(envelope, "aggregate", arm, *path)
     for name, where in _COMPARISONS.items():
         if metric.startswith(name) and metric[len(name) :] in _PAIRED:
             suffix = metric[len(name) :]
             if suffix == "" and name == "lift":
-                return lambda env: _dig(env, "aggregate", "delta", "pass_rate")
+                return lambda envelope: _dig(envelope, "aggregate", "delta", "pass_rate")
             if suffix == "" and name == "synthetic_lift":
-                return lambda env: _dig(env, "aggregate", "akm_over_synthetic_lift")
+                return lambda envelope: _dig(envelope, "aggregate", "akm_over_synthetic_lift")
             return _digger(*where, _PAIRED[suffix])
     simple: dict[str, Callable[[dict[str, Any]], Any]] = {
-        "harness_errors": lambda env: sum(r["outcome"] == "harness_error" for r in env.get("runs") or []),
-        "budget_exceeded": lambda env: sum(r["outcome"] == "budget_exceeded" for r in env.get("runs") or []),
-        "negative_transfer_count": lambda env: env.get("negative_transfer_count"),
-        "flaky_tasks": lambda env: len(env.get("flaky_tasks") or []),
-        "cells_partial": lambda env: sum(c["partial"] for c in (_dig(env, "floor_coverage", "by_arm") or {}).values()),
-        "cells_missing": lambda env: sum(c["missing"] for c in (_dig(env, "floor_coverage", "by_arm") or {}).values()),
-        "token_coverage": lambda env: _dig(env, "token_measurement", "coverage"),
-        "correct_asset_loaded": lambda env: _dig(env, "trajectory", "akm", "correct_asset_loaded"),
-        "feedback_recorded": lambda env: _dig(env, "trajectory", "akm", "feedback_recorded"),
-        "searched_before_acting": lambda env: _dig(env, "trajectory", "akm", "searched_before_acting"),
+        "harness_errors": lambda envelope: sum(r["outcome"] == "harness_error" for r in envelope.get("runs") or []),
+        "budget_exceeded": lambda envelope: sum(r["outcome"] == "budget_exceeded" for r in envelope.get("runs") or []),
+        "negative_transfer_count": lambda envelope: envelope.get("negative_transfer_count"),
+        "flaky_tasks": lambda envelope: len(envelope.get("flaky_tasks") or []),
+        "cells_partial": lambda envelope: sum(
+            c["partial"] for c in (_dig(envelope, "floor_coverage", "by_arm") or {}).values()
+        ),
+        "cells_missing": lambda envelope: sum(
+            c["missing"] for c in (_dig(envelope, "floor_coverage", "by_arm") or {}).values()
+        ),
+        "token_coverage": lambda envelope: _dig(envelope, "token_measurement", "coverage"),
+        "correct_asset_loaded": lambda envelope: _dig(envelope, "trajectory", "akm", "correct_asset_loaded"),
+        "feedback_recorded": lambda envelope: _dig(envelope, "trajectory", "akm", "feedback_recorded"),
+        "searched_before_acting": lambda envelope: _dig(envelope, "trajectory", "akm", "searched_before_acting"),
     }
     return simple.get(metric)
 
@@ -143,14 +147,14 @@ def evaluate(envelope: dict[str, Any], gates: list[str], base_dir: Path) -> list
     return out
 
 
-def _comparison(env: dict[str, Any], metric: str) -> dict[str, Any] | None:
+def _comparison(envelope: dict[str, Any], metric: str) -> dict[str, Any] | None:
     name = metric.partition(".")[0]
-    block = _dig(env, *_COMPARISONS[name]) if name in _COMPARISONS else None
+    block = _dig(envelope, *_COMPARISONS[name]) if name in _COMPARISONS else None
     return block if isinstance(block, dict) else None
 
 
-def _significant(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
-    block = _comparison(env, spec["metric"])
+def _significant(envelope: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
+    block = _comparison(envelope, spec["metric"])
     if block is None or block.get("p_value_holm") is None:
         return {
             "gate": gate,
@@ -171,14 +175,14 @@ def _significant(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[s
     }
 
 
-def _threshold(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _threshold(envelope: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
     getter = _getter(spec["metric"])
     assert getter is not None  # parse() checked it
     if spec["metric"].endswith((".low", ".high", ".p")) and spec["metric"].partition(".")[0] in _COMPARISONS:
-        refusal = lift_mod.gate_refusal(_comparison(env, spec["metric"]), spec["metric"])
+        refusal = lift_mod.gate_refusal(_comparison(envelope, spec["metric"]), spec["metric"])
         if refusal:
             return {"gate": gate, "ok": False, "observed": None, "message": refusal}
-    observed = getter(env)
+    observed = getter(envelope)
     if not isinstance(observed, (int, float)) or isinstance(observed, bool):
         return {
             "gate": gate,
@@ -197,7 +201,7 @@ def _threshold(env: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str
     }
 
 
-def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+def _no_regression(envelope: dict[str, Any], gate: str, spec: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     path = Path(spec["path"])
     if not path.is_absolute():
         path = base_dir / path
@@ -205,19 +209,19 @@ def _no_regression(env: dict[str, Any], gate: str, spec: dict[str, Any], base_di
         base = compare_mod.load_report(path)
     except ValueError as err:
         return {"gate": gate, "ok": False, "observed": None, "message": str(err)}
-    result = compare_mod.compare(base, env)
-    problem = _not_comparable(base, env, result, path)
+    result = compare_mod.compare(base, envelope)
+    problem = _not_comparable(base, envelope, result, path)
     if problem is not None:
         return {"gate": gate, "ok": False, "observed": None, "message": problem}
     return _regression_verdict(gate, spec["kind"], result, path)
 
 
-def _not_comparable(base: dict[str, Any], env: dict[str, Any], result: dict[str, Any], path: Path) -> str | None:
+def _not_comparable(base: dict[str, Any], envelope: dict[str, Any], result: dict[str, Any], path: Path) -> str | None:
     """Why the comparison cannot clear the gate: refused, or an arm or a task that had valid runs
     in the base report has none now; None when it can."""
     if not result["ok"]:
         return f"cannot compare with {path}: {result['message']}"
-    lost = [arm for arm in ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(env, arm)]
+    lost = [arm for arm in ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(envelope, arm)]
     if lost:
         return f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)"
     if not result["arms"]:

@@ -37,9 +37,9 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f6f8}
 """
 
 
-def render(env: dict[str, Any]) -> str:
-    """The whole page for ``env`` (same envelope, same bytes)."""
-    agent, corpus = env["agent"], env["corpus"]
+def render(envelope: dict[str, Any]) -> str:
+    """The whole page for ``envelope`` (same envelope, same bytes)."""
+    agent, corpus = envelope["agent"], envelope["corpus"]
     title = f"akm-bench utility — {agent.get('model') or agent['harness']}"
     parts = [
         "<!DOCTYPE html>",
@@ -49,20 +49,26 @@ def render(env: dict[str, Any]) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f'<p class="meta">branch <code>{escape(str(env.get("branch")))}</code> @ <code>{escape(str(env.get("commit")))}</code>'
-        f" — {escape(str(env.get('timestamp')))}"
-        + ("" if env.get("complete", True) else ' — <span class="incomplete">incomplete run</span>')
+        f'<p class="meta">branch <code>{escape(str(envelope.get("branch")))}</code> @ <code>{escape(str(envelope.get("commit")))}</code>'
+        f" — {escape(str(envelope.get('timestamp')))}"
+        + ("" if envelope.get("complete", True) else ' — <span class="incomplete">incomplete run</span>')
         + "<br>"
         f"corpus: {corpus['tasks']} tasks across {corpus['domains']} domains (slice={escape(str(corpus['slice']))}, "
         f"seedsPerArm={corpus['seedsPerArm']}, arms {escape(', '.join(corpus['arms']))}), agent: {escape(agent['harness'])} "
         f'{escape(str(agent.get("version") or ""))} — files: <a href="report.json">report.json</a>, '
         '<a href="summary.md">summary.md</a></p>',
-        f'<p class="verdict" id="verdict"><b>Verdict:</b> {escape(env.get("verdict") or "")}</p>',
+        f'<p class="verdict" id="verdict"><b>Verdict:</b> {escape(envelope.get("verdict") or "")}</p>',
     ]
-    parts += soundness.html_lines(env)
-    parts += _gates(env) + arms_section(env) + forest_section(env) + outcomes_section(env) + tokens_section(env)
-    parts += trajectory_section(env)
-    parts += _tasks(env) + _runs(env) + _provenance(env) + _warnings(env)
+    parts += soundness.html_lines(envelope)
+    parts += (
+        _gates(envelope)
+        + arms_section(envelope)
+        + forest_section(envelope)
+        + outcomes_section(envelope)
+        + tokens_section(envelope)
+    )
+    parts += trajectory_section(envelope)
+    parts += _tasks(envelope) + _runs(envelope) + _provenance(envelope) + _warnings(envelope)
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -70,8 +76,8 @@ def render(env: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- sections
 
 
-def _gates(env: dict[str, Any]) -> list[str]:
-    gates = env.get("gates") or []
+def _gates(envelope: dict[str, Any]) -> list[str]:
+    gates = envelope.get("gates") or []
     if not gates:
         return []
     rows = [
@@ -86,11 +92,11 @@ def _gates(env: dict[str, Any]) -> list[str]:
     ]
 
 
-def _tasks(env: dict[str, Any]) -> list[str]:
-    arms = env["corpus"]["arms"]
+def _tasks(envelope: dict[str, Any]) -> list[str]:
+    arms = envelope["corpus"]["arms"]
     both = "akm" in arms and "noakm" in arms
     rows = []
-    for t in sorted(env["tasks"], key=lambda t: t["id"]):
+    for t in sorted(envelope["tasks"], key=lambda t: t["id"]):
         cells = [td(t["id"])]
         for arm in arms:
             r = t.get(arm)
@@ -128,11 +134,11 @@ def transcript_href(rel: object) -> str | None:
     return None if path.is_absolute() or ".." in path.parts else rel
 
 
-def _runs(env: dict[str, Any]) -> list[str]:
+def _runs(envelope: dict[str, Any]) -> list[str]:
     # One row per run, in the envelope's order; optional end tags are left out (valid HTML) to keep
     # a 10,000-run page small.
     rows = []
-    for r in env["runs"]:
+    for r in envelope["runs"]:
         href = transcript_href(r.get("transcript"))
         link = f'<a href="{escape(href, quote=True)}">transcript</a>' if href else "—"
         tokens = r["tokens"].get("total") if isinstance(r.get("tokens"), dict) else None
@@ -163,8 +169,8 @@ def _runs(env: dict[str, Any]) -> list[str]:
     ]
 
 
-def _provenance(env: dict[str, Any]) -> list[str]:
-    prov = env.get("provenance") or {}
+def _provenance(envelope: dict[str, Any]) -> list[str]:
+    prov = envelope.get("provenance") or {}
     keys = (
         "plugin_version",
         "python",
@@ -180,10 +186,10 @@ def _provenance(env: dict[str, Any]) -> list[str]:
     return [section("provenance", "Provenance"), table(["fact", "value"], rows, "provenance-table")] if rows else []
 
 
-def _warnings(env: dict[str, Any]) -> list[str]:
-    if not env.get("warnings"):
+def _warnings(envelope: dict[str, Any]) -> list[str]:
+    if not envelope.get("warnings"):
         return []
     return [
         section("warnings", "Warnings"),
-        '<ul id="warnings-list">' + "".join(f"<li>{escape(w)}</li>" for w in env["warnings"]) + "</ul>",
+        '<ul id="warnings-list">' + "".join(f"<li>{escape(w)}</li>" for w in envelope["warnings"]) + "</ul>",
     ]

@@ -34,28 +34,28 @@ def task_delta_interval(akm: dict[str, Any] | None, noakm: dict[str, Any] | None
     return d, max(low, -1.0), min(high, 1.0)
 
 
-def arm_cost(env: dict[str, Any], arm: str) -> tuple[float | None, int]:
+def arm_cost(envelope: dict[str, Any], arm: str) -> tuple[float | None, int]:
     """Mean ``cost_usd`` over the arm's valid runs that reported one, and how many did."""
     costs = [
         r["cost_usd"]
-        for r in env["runs"]
+        for r in envelope["runs"]
         if r["arm"] == arm and r["outcome"] != "harness_error" and isinstance(r.get("cost_usd"), (int, float))
     ]
     return (sum(costs) / len(costs) if costs else None), len(costs)
 
 
-def outcome_counts(env: dict[str, Any], arm: str) -> dict[str, int]:
-    counts = Counter(r["outcome"] for r in env["runs"] if r["arm"] == arm)
+def outcome_counts(envelope: dict[str, Any], arm: str) -> dict[str, int]:
+    counts = Counter(r["outcome"] for r in envelope["runs"] if r["arm"] == arm)
     return {o: counts.get(o, 0) for o in OUTCOMES}
 
 
-def arms_section(env: dict[str, Any]) -> list[str]:
-    agg, arms = env["aggregate"], env["corpus"]["arms"]
+def arms_section(envelope: dict[str, Any]) -> list[str]:
+    agg, arms = envelope["aggregate"], envelope["corpus"]["arms"]
     out = [section("arms", "Pass rate per arm")]
     rows, marks = [], []
     for arm in arms:
         a = agg.get(arm)
-        cost, _ = arm_cost(env, arm)
+        cost, _ = arm_cost(envelope, arm)
         if a is None:
             rows.append(f'<tr data-arm="{escape(arm)}">{td(arm)}<td colspan="8">not run</td></tr>')
             continue
@@ -110,12 +110,12 @@ def arms_section(env: dict[str, Any]) -> list[str]:
     return out
 
 
-def forest_section(env: dict[str, Any]) -> list[str]:
+def forest_section(envelope: dict[str, Any]) -> list[str]:
     out = [section("forest", "Per-task delta (akm − noakm)")]
-    if not {"akm", "noakm"} <= set(env["corpus"]["arms"]):
+    if not {"akm", "noakm"} <= set(envelope["corpus"]["arms"]):
         return out + [empty("the report has no akm − noakm comparison (one of the two arms did not run)", "forest")]
     rows = []
-    for t in env["tasks"]:
+    for t in envelope["tasks"]:
         iv = task_delta_interval(t.get("akm"), t.get("noakm"))
         if iv is not None:
             rows.append((t, *iv))
@@ -124,7 +124,7 @@ def forest_section(env: dict[str, Any]) -> list[str]:
     shown = sorted(rows, key=lambda r: (-abs(r[1]), r[0]["id"]))[:FOREST_CAP]
     shown.sort(key=lambda r: (-r[1], r[0]["id"]))
     marks = [_task_mark(t, d, low, high) for t, d, low, high in shown]
-    paired = (env["aggregate"].get("delta") or {}).get("paired")
+    paired = (envelope["aggregate"].get("delta") or {}).get("paired")
     if paired and paired.get("tasks") and paired.get("low") is not None:
         marks.append(_paired_mark(paired))
     out.append(
@@ -186,10 +186,10 @@ def _forest_note(shown: int, left: int) -> str:
     )
 
 
-def outcomes_section(env: dict[str, Any]) -> list[str]:
-    arms = env["corpus"]["arms"]
+def outcomes_section(envelope: dict[str, Any]) -> list[str]:
+    arms = envelope["corpus"]["arms"]
     out = [section("outcomes", "Outcomes and failure modes")]
-    counts = {arm: outcome_counts(env, arm) for arm in arms}
+    counts = {arm: outcome_counts(envelope, arm) for arm in arms}
     rows = [
         f'<tr data-arm="{escape(arm)}">{td(arm)}' + "".join(td(counts[arm][o], o, True) for o in OUTCOMES) + "</tr>"
         for arm in arms
@@ -201,7 +201,7 @@ def outcomes_section(env: dict[str, Any]) -> list[str]:
         out.append(svg.stacked_bars("outcomes", "outcomes of the runs of each arm", ran, colours=svg.OUTCOME_COLOURS))
     else:
         out.append(empty("no runs", "outcomes"))
-    by_label = env["failure_modes"]["by_label"]
+    by_label = envelope["failure_modes"]["by_label"]
     out.append("<h3>Failure modes (akm arm)</h3>")
     if by_label:
         total = sum(by_label.values())
@@ -225,16 +225,16 @@ def outcomes_section(env: dict[str, Any]) -> list[str]:
     return out
 
 
-def tokens_section(env: dict[str, Any]) -> list[str]:
+def tokens_section(envelope: dict[str, Any]) -> list[str]:
     out = [section("tokens", "Tokens and cost against pass rate")]
-    return out + _tokens_plot(env) + _cost_plot(env)
+    return out + _tokens_plot(envelope) + _cost_plot(envelope)
 
 
-def _tokens_plot(env: dict[str, Any]) -> list[str]:
+def _tokens_plot(envelope: dict[str, Any]) -> list[str]:
     """Tokens per run against pass rate: a point per arm (with its interval) and per task."""
-    arms = env["corpus"]["arms"]
-    tasks = env["tasks"] if len(env["tasks"]) <= SCATTER_TASK_CAP else []
-    points = _task_token_points(tasks, arms) + _arm_token_points(env["aggregate"], arms)
+    arms = envelope["corpus"]["arms"]
+    tasks = envelope["tasks"] if len(envelope["tasks"]) <= SCATTER_TASK_CAP else []
+    points = _task_token_points(tasks, arms) + _arm_token_points(envelope["aggregate"], arms)
     if not any(p.data.get("data-summary") for p in points):
         return [empty("no valid run had measured tokens", "tokens")]
     return [
@@ -293,10 +293,10 @@ def _arm_token_points(agg: dict[str, Any], arms: list[str]) -> list[svg.Point]:
     return points
 
 
-def _cost_plot(env: dict[str, Any]) -> list[str]:
+def _cost_plot(envelope: dict[str, Any]) -> list[str]:
     """Cost per run against pass rate, a point per arm, when some run cost something."""
-    agg = env["aggregate"]
-    costs = [(arm, *arm_cost(env, arm)) for arm in env["corpus"]["arms"]]
+    agg = envelope["aggregate"]
+    costs = [(arm, *arm_cost(envelope, arm)) for arm in envelope["corpus"]["arms"]]
     cost_points = [
         svg.Point(
             c,
@@ -327,9 +327,9 @@ def _cost_plot(env: dict[str, Any]) -> list[str]:
     ]
 
 
-def trajectory_section(env: dict[str, Any]) -> list[str]:
+def trajectory_section(envelope: dict[str, Any]) -> list[str]:
     out = [section("trajectory", "What the agent did with akm (akm arm)")]
-    t = (env.get("trajectory") or {}).get("akm")
+    t = (envelope.get("trajectory") or {}).get("akm")
     if t is None:
         return out + [empty("the akm arm did not run", "trajectory")]
     c = t["counts"]
@@ -356,7 +356,7 @@ def trajectory_section(env: dict[str, Any]) -> list[str]:
         f'<p class="note">observed in {c["runs_with_trajectory"]} of {c["runs"]} akm-arm runs; '
         f"irrelevant assets loaded: {num(t['irrelevant_assets_loaded'])} per run.</p>"
     )
-    sb = env["searchBridge"]
+    sb = envelope["searchBridge"]
     out.append("<h3>Where the gold asset ranked in akm search</h3>")
     hist = sb.get("gold_rank_distribution") or {}
     if sb.get("searches_observed"):

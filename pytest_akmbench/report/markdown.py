@@ -27,55 +27,55 @@ from .verdict import verdict
 # ---------------------------------------------------------------- markdown
 
 
-def render_markdown(env: dict[str, Any]) -> str:
+def render_markdown(envelope: dict[str, Any]) -> str:
     """The summary a reader sees first: verdict, aggregate with intervals, per-task table, sections."""
-    arms = env["corpus"]["arms"]
-    lines = _header(env)
-    lines += _aggregate_section(env, arms)
-    lines += pass_k_section(env, arms)
-    lines += _gates_section(env)
-    lines += soundness.markdown_lines(env)
-    lines += trajectory_section(env)
-    lines += per_task_section(env, arms)
-    lines += floor_section(env)
-    lines += coverage_section(env)
-    lines += negative_transfer_section(env)
-    lines += failure_section(env)
-    lines += bridge_section(env)
-    lines += overhead_section(env)
-    lines += _token_section(env)
-    lines += _harness_error_section(env)
-    lines += _provenance_section(env)
-    if env["warnings"]:
-        lines += ["", "## Warnings", ""] + [f"- {w}" for w in env["warnings"]]
+    arms = envelope["corpus"]["arms"]
+    lines = _header(envelope)
+    lines += _aggregate_section(envelope, arms)
+    lines += pass_k_section(envelope, arms)
+    lines += _gates_section(envelope)
+    lines += soundness.markdown_lines(envelope)
+    lines += trajectory_section(envelope)
+    lines += per_task_section(envelope, arms)
+    lines += floor_section(envelope)
+    lines += coverage_section(envelope)
+    lines += negative_transfer_section(envelope)
+    lines += failure_section(envelope)
+    lines += bridge_section(envelope)
+    lines += overhead_section(envelope)
+    lines += _token_section(envelope)
+    lines += _harness_error_section(envelope)
+    lines += _provenance_section(envelope)
+    if envelope["warnings"]:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in envelope["warnings"]]
     return "\n".join(lines) + "\n"
 
 
-def _header(env: dict[str, Any]) -> list[str]:
-    corpus = env["corpus"]
+def _header(envelope: dict[str, Any]) -> list[str]:
+    corpus = envelope["corpus"]
     lines = [
-        f"# akm-bench utility — {env['agent']['model'] or env['agent']['harness']}",
+        f"# akm-bench utility — {envelope['agent']['model'] or envelope['agent']['harness']}",
         "",
-        f"branch `{env['branch']}` @ `{env['commit']}` — {env['timestamp']}"
-        + ("" if env.get("complete", True) else " — **incomplete run**"),
+        f"branch `{envelope['branch']}` @ `{envelope['commit']}` — {envelope['timestamp']}"
+        + ("" if envelope.get("complete", True) else " — **incomplete run**"),
         f"corpus: {corpus['tasks']} tasks across {corpus['domains']} domains "
-        f"(slice={corpus['slice']}, seedsPerArm={corpus['seedsPerArm']}), agent: {env['agent']['harness']}",
+        f"(slice={corpus['slice']}, seedsPerArm={corpus['seedsPerArm']}), agent: {envelope['agent']['harness']}",
         "",
-        f"**Verdict:** {env.get('verdict') or verdict(env)}",
+        f"**Verdict:** {envelope.get('verdict') or verdict(envelope)}",
     ]
-    failed = [g for g in env.get("gates") or [] if not g["ok"]]
-    if env.get("gates"):
+    failed = [g for g in envelope.get("gates") or [] if not g["ok"]]
+    if envelope.get("gates"):
         lines.append(
-            f"**Gates:** {len(env['gates']) - len(failed)} passed, {len(failed)} failed"
+            f"**Gates:** {len(envelope['gates']) - len(failed)} passed, {len(failed)} failed"
             + (": " + "; ".join(f"`{g['gate']}` ({g['message']})" for g in failed) if failed else "")
         )
     return lines
 
 
-def _aggregate_section(env: dict[str, Any], arms: list[str]) -> list[str]:
+def _aggregate_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
     """The aggregate table (one row per arm, then the delta) and the notes on the comparisons."""
     lines = ["", "## Aggregate", ""]
-    agg = env["aggregate"]
+    agg = envelope["aggregate"]
     rows = []
     for arm in arms:
         a = agg.get(arm)
@@ -143,8 +143,8 @@ def _synthetic_notes(agg: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _gates_section(env: dict[str, Any]) -> list[str]:
-    if not env.get("gates"):
+def _gates_section(envelope: dict[str, Any]) -> list[str]:
+    if not envelope.get("gates"):
         return []
     return [
         "",
@@ -153,15 +153,15 @@ def _gates_section(env: dict[str, Any]) -> list[str]:
         md_table(
             [
                 [f"`{g['gate']}`", "pass" if g["ok"] else "**FAIL**", fmt_obs(g["observed"]), g["message"]]
-                for g in env["gates"]
+                for g in envelope["gates"]
             ],
             ["gate", "result", "observed", "detail"],
         ),
     ]
 
 
-def _token_section(env: dict[str, Any]) -> list[str]:
-    tm = env["token_measurement"]
+def _token_section(envelope: dict[str, Any]) -> list[str]:
+    tm = envelope["token_measurement"]
     if not tm["total_runs"]:
         return []
     return [
@@ -174,8 +174,8 @@ def _token_section(env: dict[str, Any]) -> list[str]:
     ]
 
 
-def _harness_error_section(env: dict[str, Any]) -> list[str]:
-    problems = [r for r in env["runs"] if r["outcome"] == "harness_error"]
+def _harness_error_section(envelope: dict[str, Any]) -> list[str]:
+    problems = [r for r in envelope["runs"] if r["outcome"] == "harness_error"]
     if not problems:
         return []
     lines = ["", "## Harness errors", ""]
@@ -185,8 +185,8 @@ def _harness_error_section(env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _provenance_section(env: dict[str, Any]) -> list[str]:
-    prov = env.get("provenance")
+def _provenance_section(envelope: dict[str, Any]) -> list[str]:
+    prov = envelope.get("provenance")
     if not prov:
         return []
     return [

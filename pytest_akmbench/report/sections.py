@@ -14,8 +14,8 @@ TRAJECTORY_MARKS = ("correct_asset_loaded", "feedback_recorded", "searched_befor
 MD_TASK_ROWS = 50  # per-task rows in the markdown, largest |delta| first when there are more
 
 
-def pass_k_section(env: dict[str, Any], arms: list[str]) -> list[str]:
-    agg = env["aggregate"]
+def pass_k_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
+    agg = envelope["aggregate"]
     ks = sorted({k for arm in arms if agg.get(arm) for k in agg[arm]["pass_at_k"]}, key=int)[:10]
     if len(ks) < 2:
         return []
@@ -38,8 +38,8 @@ def pass_k_section(env: dict[str, Any], arms: list[str]) -> list[str]:
     ]
 
 
-def trajectory_section(env: dict[str, Any]) -> list[str]:
-    t = (env.get("trajectory") or {}).get("akm")
+def trajectory_section(envelope: dict[str, Any]) -> list[str]:
+    t = (envelope.get("trajectory") or {}).get("akm")
     if t is None:
         return []
     c = t["counts"]
@@ -54,7 +54,7 @@ def trajectory_section(env: dict[str, Any]) -> list[str]:
         f"- irrelevant assets loaded (mean per run): {num(t['irrelevant_assets_loaded'])}",
         f"- observed in {c['runs_with_trajectory']} of {c['runs']} akm-arm runs",
     ]
-    akm_rows = [r for r in env["runs"] if r["arm"] == "akm"]
+    akm_rows = [r for r in envelope["runs"] if r["arm"] == "akm"]
     if 0 < len(akm_rows) <= MD_TASK_CAP:
         mark = {True: "✓", False: "✗", None: "—"}
         lines += [
@@ -90,12 +90,12 @@ def _shown_tasks(tasks: list[dict[str, Any]], both: bool) -> list[dict[str, Any]
     return sorted(tasks, key=lambda t: (-abs((t.get("delta") or {}).get("pass_rate") or 0.0), t["id"]))[:MD_TASK_ROWS]
 
 
-def per_task_section(env: dict[str, Any], arms: list[str]) -> list[str]:
+def per_task_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
     both = "akm" in arms and "noakm" in arms
-    baseline = env.get("baseline_by_task_id")
+    baseline = envelope.get("baseline_by_task_id")
     head = ["task", *arms] + (["delta"] if both else []) + (["baseline", "vs base"] if baseline is not None else [])
     rows = []
-    for t in _shown_tasks(env["tasks"], both):
+    for t in _shown_tasks(envelope["tasks"], both):
         cells = [t["id"]] + [fmt_rate_ci(t.get(arm)) for arm in arms]
         if both:
             cells.append(signed((t.get("delta") or {}).get("pass_rate")))
@@ -105,20 +105,23 @@ def per_task_section(env: dict[str, Any], arms: list[str]) -> list[str]:
             cells += [num(base), signed(None if base is None or akm is None else akm - base)]
         rows.append(cells)
     which = "with the largest |delta|" if both else "first by id"
-    note = [f"{len(rows)} of {len(env['tasks'])} tasks shown ({which}); all are in report.json and report.html", ""]
+    note = [
+        f"{len(rows)} of {len(envelope['tasks'])} tasks shown ({which}); all are in report.json and report.html",
+        "",
+    ]
     return [
         "",
         "## Per-task pass rates",
         "",
-        *(note if len(rows) < len(env["tasks"]) else []),
+        *(note if len(rows) < len(envelope["tasks"]) else []),
         md_table(rows, head),
         "",
         "pass rate [Wilson 95% CI]; ~ flaky; * below the reporting floor",
     ]
 
 
-def floor_section(env: dict[str, Any]) -> list[str]:
-    fc = env.get("floor_coverage")
+def floor_section(envelope: dict[str, Any]) -> list[str]:
+    fc = envelope.get("floor_coverage")
     if not fc:
         return []
     lines = ["", f"## Coverage vs reporting floor ({fc['floor']} valid samples per task × arm)", ""]
@@ -132,7 +135,7 @@ def floor_section(env: dict[str, Any]) -> list[str]:
     if needs:
         shown = ", ".join(f"{n['task_id']} {n['arm']} ({n['valid']}/{fc['floor']})" for n in needs[:20])
         lines += ["", f"needs deepening: {shown}" + (f", … and {len(needs) - 20} more" if len(needs) > 20 else "")]
-    flaky = env.get("flaky_tasks") or []
+    flaky = envelope.get("flaky_tasks") or []
     if flaky:
         lines += ["", "### Flaky tasks (both outcomes, 0/1 stdev > 0.2)", ""]
         lines.append(
@@ -147,8 +150,8 @@ def floor_section(env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def coverage_section(env: dict[str, Any]) -> list[str]:
-    cc = env["corpus_coverage"]
+def coverage_section(envelope: dict[str, Any]) -> list[str]:
+    cc = envelope["corpus_coverage"]
     counts = cc["coverage"]["memoryAbilityCounts"]
     if not any(counts.get(a) for a in MEMORY_ABILITIES):
         return []
@@ -192,15 +195,15 @@ def coverage_section(env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def negative_transfer_section(env: dict[str, Any]) -> list[str]:
-    if "akm" not in env["corpus"]["arms"] or "noakm" not in env["corpus"]["arms"]:
+def negative_transfer_section(envelope: dict[str, Any]) -> list[str]:
+    if "akm" not in envelope["corpus"]["arms"] or "noakm" not in envelope["corpus"]["arms"]:
         return []
     lines = ["", "## Negative transfer", ""]
-    top = env["top_regressed_tasks"]
+    top = envelope["top_regressed_tasks"]
     if not top:
         return lines + ["none"]
     lines.append(
-        f"count={env['negative_transfer_count']}, severity={num(env['negative_transfer_severity'])} "
+        f"count={envelope['negative_transfer_count']}, severity={num(envelope['negative_transfer_severity'])} "
         "(sum of noakm − akm pass rate over regressed tasks)"
     )
     lines += [
@@ -215,8 +218,8 @@ def negative_transfer_section(env: dict[str, Any]) -> list[str]:
             ["task", "domain", "noakm", "akm", "delta"],
         ),
     ]
-    lines += ["", "### Domain-level deltas", "", _domain_deltas_table(env["domain_level_deltas"])]
-    cands = env["asset_regression_candidates"]
+    lines += ["", "### Domain-level deltas", "", _domain_deltas_table(envelope["domain_level_deltas"])]
+    cands = envelope["asset_regression_candidates"]
     if cands:
         lines += [
             "",
@@ -249,8 +252,8 @@ def _domain_deltas_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def failure_section(env: dict[str, Any]) -> list[str]:
-    by_label = env["failure_modes"]["by_label"]
+def failure_section(envelope: dict[str, Any]) -> list[str]:
+    by_label = envelope["failure_modes"]["by_label"]
     if not by_label:
         return []
     total = sum(by_label.values())
@@ -260,9 +263,9 @@ def failure_section(env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def bridge_section(env: dict[str, Any]) -> list[str]:
-    sb = env["searchBridge"]
-    if "akm" not in env["corpus"]["arms"]:
+def bridge_section(envelope: dict[str, Any]) -> list[str]:
+    sb = envelope["searchBridge"]
+    if "akm" not in envelope["corpus"]["arms"]:
         return []
     lines = ["", "## Search → outcome bridge", ""]
     if not sb["searches_observed"] and not sb["runs_observed"]:
@@ -286,8 +289,8 @@ def bridge_section(env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def overhead_section(env: dict[str, Any]) -> list[str]:
-    a = env["akm_overhead"]["aggregate"]
+def overhead_section(envelope: dict[str, Any]) -> list[str]:
+    a = envelope["akm_overhead"]["aggregate"]
     if not a["total_runs"]:
         return []
     lines = ["", "## AKM overhead", ""]

@@ -81,8 +81,8 @@ def _mark(value: Any) -> str:
     return {True: "✓", False: "✗"}.get(value, "—")
 
 
-def markdown_lines(env: dict[str, Any]) -> list[str]:
-    b = env.get("soundness")
+def markdown_lines(envelope: dict[str, Any]) -> list[str]:
+    b = envelope.get("soundness")
     if not b:
         return []
     lines = ["", "## Corpus soundness", "", headline(b)]
@@ -92,8 +92,8 @@ def markdown_lines(env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def html_lines(env: dict[str, Any]) -> list[str]:
-    b = env.get("soundness")
+def html_lines(envelope: dict[str, Any]) -> list[str]:
+    b = envelope.get("soundness")
     if not b:
         return []
     head = "".join(f"<th>{h}</th>" for h in ("task", *CHECKS, "problems"))

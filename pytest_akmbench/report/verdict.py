@@ -11,8 +11,8 @@ from .fmt import fmt_ci, fmt_p, num, signed
 CHECK_AGENTS = {"oracle": "solved by its own solution", "nop": "failed by doing nothing"}
 
 
-def _provisional(env: dict[str, Any]) -> str:
-    fc = env.get("floor_coverage")
+def _provisional(envelope: dict[str, Any]) -> str:
+    fc = envelope.get("floor_coverage")
     if not fc:
         return ""
     cells = sum(c["cells"] for c in fc["by_arm"].values())
@@ -59,44 +59,46 @@ def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
     return text
 
 
-def verdict(env: dict[str, Any]) -> str:
+def verdict(envelope: dict[str, Any]) -> str:
     """One line a reader can act on: each comparison the report tests, and whether it is beyond
     noise; marked provisional, unreliable or at risk of artefact when it is (docs/report.md)."""
-    agg = env["aggregate"]
+    agg = envelope["aggregate"]
     ran = [a for a in metrics.ARM_ORDER if agg.get(a) and agg[a]["pass_rate"] is not None]
-    prefix = "" if env.get("complete", True) else "incomplete run — "
-    sound = env.get("soundness")
-    if not env["runs"] and sound:
+    prefix = "" if envelope.get("complete", True) else "incomplete run — "
+    sound = envelope.get("soundness")
+    if not envelope["runs"] and sound:
         return prefix + soundness.headline(sound)
     suffix = f"; {soundness.headline(sound)}" if sound else ""
     if not ran:
         return prefix + "no valid runs: no arm produced a pass or fail outcome" + suffix
-    shown = _what_it_shows(env, ran)
+    shown = _what_it_shows(envelope, ran)
     if shown:
         return prefix + shown + suffix
-    return prefix + _provisional(env) + _comparisons(agg, ran) + suffix
+    return prefix + _provisional(envelope) + _comparisons(agg, ran) + suffix
 
 
-def _arm_passes(env: dict[str, Any], ran: list[str]) -> tuple[int, int, str]:
+def _arm_passes(envelope: dict[str, Any], ran: list[str]) -> tuple[int, int, str]:
     """(passes, valid runs, "noakm 3/4, akm 4/4") over the valid runs of the arms that ran."""
     counts = []
     for arm in ran:
-        rows = [r for r in env["runs"] if r["arm"] == arm and r["outcome"] != "harness_error"]
+        rows = [r for r in envelope["runs"] if r["arm"] == arm and r["outcome"] != "harness_error"]
         counts.append((arm, sum(r["outcome"] == "pass" for r in rows), len(rows)))
     text = ", ".join(f"{a} {p}/{n}" for a, p, n in counts)
     return sum(c[1] for c in counts), sum(c[2] for c in counts), text
 
 
-def _what_it_shows(env: dict[str, Any], ran: list[str]) -> str | None:
+def _what_it_shows(envelope: dict[str, Any], ran: list[str]) -> str | None:
     """The verdict of a run that compares nothing: an oracle or nop check of the corpus, or a
     dry run with a scripted model (its answers do not depend on the arm)."""
-    agent, model = env["agent"]["harness"], env["agent"].get("model") or ""
-    passes, valid, per_arm = _arm_passes(env, ran)
-    errors = sum(r["outcome"] == "harness_error" for r in env["runs"])
+    agent, model = envelope["agent"]["harness"], envelope["agent"].get("model") or ""
+    passes, valid, per_arm = _arm_passes(envelope, ran)
+    errors = sum(r["outcome"] == "harness_error" for r in envelope["runs"])
     errs = f", {errors} harness error{'s' if errors != 1 else ''}" if errors else ""
     if agent in CHECK_AGENTS:
         want_pass = agent == "oracle"
-        wrong = [r for r in env["runs"] if r["outcome"] != "harness_error" and (r["outcome"] == "pass") != want_pass]
+        wrong = [
+            r for r in envelope["runs"] if r["outcome"] != "harness_error" and (r["outcome"] == "pass") != want_pass
+        ]
         if not wrong:
             return (
                 f"{agent} check: {passes} of {valid} valid cells pass ({per_arm}{errs}): "
