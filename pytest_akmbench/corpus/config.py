@@ -130,11 +130,16 @@ def corpus_near(config_path: Path) -> Path | None:
     return None
 
 
-def expand_path(raw: str, base: Path) -> Path:
-    """Path expansion (docs/corpus.md, "Run configs"): ``${NAME}``, ``$NAME``, ``~``, then relative to ``base``."""
-    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), raw)
-    text = re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: os.environ.get(m.group(1), ""), text)
-    path = Path(text).expanduser()
+def expand_path(raw: str | Path, base: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """Path expansion (docs/corpus.md, "Run configs"): ``${NAME}``, ``$NAME`` (unset: empty),
+    ``~``, then relative to ``base``. Every path the harness reads from a config, an option or a
+    variable goes through here, so all expand alike."""
+    env = os.environ if environ is None else environ
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: env.get(m.group(1), ""), str(raw))
+    text = re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: env.get(m.group(1), ""), text)
+    if text == "~" or text.startswith("~/"):
+        text = str(Path(env.get("HOME") or Path.home())) + text[1:]
+    path = Path(text)
     return path if path.is_absolute() else (base / path)
 
 

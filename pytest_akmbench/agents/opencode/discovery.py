@@ -4,11 +4,11 @@ applies (the README, "Models and providers")."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...corpus.config import expand_path
 from ...errors import ConfigError
 from .providers import (
     OPENCODE_CONFIG,
@@ -83,21 +83,21 @@ def _named_source(
         raise ConfigError("--bench-providers and --bench-opencode-config both name the providers; give one", usage=True)
     if explicit:
         return _expect(
-            load_provider_source(_resolve(explicit, cwd, env), what="providers file (--bench-providers)"),
+            load_provider_source(expand_path(explicit, cwd, env), what="providers file (--bench-providers)"),
             "providers file",
             "--bench-opencode-config",
         )
     if explicit_opencode:
         return _expect(
             load_provider_source(
-                _resolve(explicit_opencode, cwd, env), what="opencode config (--bench-opencode-config)"
+                expand_path(explicit_opencode, cwd, env), what="opencode config (--bench-opencode-config)"
             ),
             OPENCODE_CONFIG,
             "--bench-providers",
         )
     from_env = env.get("BENCH_OPENCODE_CONFIG") or ""
     if from_env:
-        return load_provider_source(_resolve(from_env, cwd, env), what="BENCH_OPENCODE_CONFIG file")
+        return load_provider_source(expand_path(from_env, cwd, env), what="BENCH_OPENCODE_CONFIG file")
     return None
 
 
@@ -121,12 +121,14 @@ def _run_config_source(
             wrapper["defaultModel"] = default_model
         return validate_providers(wrapper, f"{cfg}: providers")
     if providers_ref:
-        return load_providers_file(_resolve(providers_ref, base, env), what=f"providers file (providersRef in {cfg})")
+        return load_providers_file(
+            expand_path(providers_ref, base, env), what=f"providers file (providersRef in {cfg})"
+        )
     if opencode is not None:
         return validate_opencode_config(opencode, f"{cfg}: opencodeConfig")
     if opencode_ref:
         return load_opencode_config(
-            _resolve(opencode_ref, base, env), what=f"opencode config (opencodeConfigRef in {cfg})"
+            expand_path(opencode_ref, base, env), what=f"opencode config (opencodeConfigRef in {cfg})"
         )
     return None
 
@@ -139,16 +141,3 @@ def _expect(found: ProvidersFile, kind: str, other_option: str) -> ProvidersFile
             usage=True,
         )
     return found
-
-
-def _resolve(value: str | Path, base: Path, env: Mapping[str, str]) -> Path:
-    text = str(value)
-    text = re.sub(
-        r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
-        lambda m: env.get(m.group(1) or m.group(2), m.group(0)),
-        text,
-    )
-    if text == "~" or text.startswith("~/"):
-        text = str(Path(env.get("HOME") or Path.home())) + text[1:]
-    p = Path(text)
-    return p if p.is_absolute() else (base / p)
