@@ -130,7 +130,8 @@ class TestPytest:
         task = case.task("a/notests", verifier="pytest")
         shutil.rmtree(task.task_dir / "tests")
         verdict = case.verify(task)
-        assert verdict.error is not None and "needs a tests/ directory" in verdict.error
+        error = f"pytest verifier needs a tests/ directory at {task.task_dir / 'tests'}"
+        assert verdict == Verdict(False, None, "", error=error)
 
     def test_the_agent_cannot_change_the_tests(self, case: Case) -> None:
         """The tests run from a private copy: a tests/ the agent wrote into the workspace is not used."""
@@ -146,6 +147,25 @@ class TestRegex:
         missed = case.verify(task, final_text="the answer is 50")
         assert (missed.passed, missed.exit_code, missed.error) == (False, 1, None)
         assert missed.output == r"regex did not match: answer is 4\d"
+
+    def test_pattern_that_does_not_compile_is_an_error(self, case: Case) -> None:
+        """A pattern that slipped past the corpus check is the corpus's fault, not a failed attempt."""
+        task = case.task("a/r2", verifier="regex", extra={"expected_match": "x"})
+        odd = Task(**{**{f: getattr(task, f) for f in task.__dataclass_fields__}, "expected_match": "(unclosed"})
+        verdict = case.verify(odd, final_text="(unclosed")
+        assert (verdict.passed, verdict.exit_code) == (False, None)
+        assert verdict.error is not None
+        assert verdict.error.startswith("regex verifier crashed (exit 2): invalid pattern: missing ), unterminated")
+
+    def test_catastrophic_backtracking_times_out(self, case: Case) -> None:
+        """A pattern that backtracks for ever ends at the verifier's timeout instead of holding the cell."""
+        task = case.task("a/r3", verifier="regex", extra={"expected_match": "(a+)+$"})
+        verdict = case.verify(task, final_text="a" * 60 + "b", timeout_s=0.5)
+        assert (verdict.passed, verdict.timed_out, verdict.error) == (False, True, None)
+
+    def test_runs_without_path_in_the_environment(self, case: Case) -> None:
+        task = case.task("a/r4", verifier="regex", extra={"expected_match": "42"})
+        assert case.verify(task, final_text="42", env={}).passed is True
 
 
 class TestEnvironment:
