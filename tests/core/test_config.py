@@ -5,7 +5,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus.config import clamp_parallel, load_run_config, parse_arms, resolve
+from pytest_akmbench.corpus.config import (
+    Settings,
+    clamp_parallel,
+    config_options,
+    load_baseline,
+    load_run_config,
+    parse_arms,
+    parse_tasks,
+    positive_int,
+    resolve,
+    run_caps,
+)
 from pytest_akmbench.errors import ConfigError
 
 
@@ -176,3 +187,171 @@ class TestPathExpansion:
 def test_parse_arms_from_text() -> None:
     """Comma-separated arms parse in order."""
     assert parse_arms("akm, noakm") == ("akm", "noakm")
+
+
+class TestMessages:
+    """The exact line a user reads for each bad run config or option value (each names the fix)."""
+
+    def test_one_problem_has_no_tail_and_more_are_counted(self, tmp_path: Path) -> None:
+        path = write_config(tmp_path, seeds=0)
+        with pytest.raises(ConfigError) as one:
+            load_run_config(path)
+        assert str(one.value) == f"{path}: seeds: must be a positive integer, got 0"
+        path = write_config(tmp_path, seeds=0, parallel=0)
+        with pytest.raises(ConfigError) as two:
+            load_run_config(path)
+        assert str(two.value) == (
+            f"{path}: seeds: must be a positive integer, got 0"
+            f" (and 1 more: python -m pytest_akmbench validate {path} lists them)"
+        )
+
+    def test_another_track_is_a_usage_error(self, tmp_path: Path) -> None:
+        path = write_config(tmp_path, track="evolve")
+        with pytest.raises(ConfigError) as err:
+            load_run_config(path)
+        assert err.value.usage is True
+        assert str(err.value) == (
+            f"{path}: track: the evolve track cannot run here yet; this plugin runs the utility track "
+            '(remove the field or set it to "utility")'
+        )
+
+    def test_a_field_of_two_types_names_both(self, tmp_path: Path) -> None:
+        path = write_config(tmp_path, tasks=3)
+        with pytest.raises(ConfigError) as err:
+            load_run_config(path)
+        assert str(err.value) == f"{path}: tasks: expected str or array, got 3"
+
+    def test_unreadable_files(self, tmp_path: Path) -> None:
+        missing = tmp_path / "nope.json"
+        with pytest.raises(ConfigError) as err:
+            load_run_config(missing)
+        assert str(err.value) == f"{missing}: run config not found; check the --bench-config path"
+        folder = tmp_path / "dir.json"
+        folder.mkdir()
+        with pytest.raises(ConfigError) as err:
+            load_run_config(folder)
+        assert (str(err.value), err.value.usage) == (f"{folder}: cannot read run config: Is a directory", True)
+        binary = tmp_path / "latin1.json"
+        binary.write_bytes(b'{"name": "caf\xe9"}')
+        with pytest.raises(ConfigError) as err:
+            load_run_config(binary)
+        assert str(err.value).startswith(f"{binary}: cannot read run config: 'utf-8' codec can't decode byte 0xe9")
+        listed = tmp_path / "list.json"
+        listed.write_text("[1]")
+        with pytest.raises(ConfigError) as err:
+            load_run_config(listed)
+        assert (str(err.value), err.value.usage) == (f"{listed}: a run config is a JSON object, got list", False)
+
+    def test_value_parsers(self) -> None:
+        assert positive_int("1") == 1 and positive_int(2) == 2
+        with pytest.raises(ValueError, match=r"^expected a positive integer, got '0'$"):
+            positive_int("0")
+        with pytest.raises(
+            ValueError, match=r"^expected a task selector \(all, train, eval, a domain, or ids a/b,c/d\)$"
+        ):
+            parse_tasks("  ")
+        for bad in ([1], [""], []):
+            with pytest.raises(ValueError, match=r"^expected a non-empty list of arms \(noakm, akm, synthetic\)$"):
+                parse_arms(bad)
+        with pytest.raises(ValueError, match=r"^unknown arm 'ctrl'; arms are noakm, akm, synthetic$"):
+            parse_arms(["ctrl"])
+
+
+class TestConfigOptions:
+    """The provider and model fields reach the agent adapter's discovery as the file gives them."""
+
+    def test_fields_or_nothing(self, tmp_path: Path) -> None:
+        providers = {"local": {"baseURL": "http://127.0.0.1:1/v1"}}
+        cfg = load_run_config(write_config(tmp_path, providers=providers, model="local/m"))
+        assert config_options(cfg) == {
+            "config_providers": providers,
+            "config_providers_ref": None,
+            "config_opencode": None,
+            "config_opencode_ref": None,
+            "config_default_model": "local/m",
+            "config_path": str(tmp_path / "run.json"),
+        }
+        ref = load_run_config(write_config(tmp_path, providersRef="p.json", defaultModel="local/n"))
+        assert config_options(ref)["config_providers_ref"] == "p.json"
+        assert config_options(ref)["config_default_model"] == "local/n"
+        assert set(config_options(None).values()) == {None}
+
+
+def test_lower_case_variable_names_expand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("bench_t_lower", "/opt/low")
+    assert load_run_config(write_config(tmp_path, akm="${bench_t_lower}/a")).resolve_path("akm") == Path("/opt/low/a")
+    assert load_run_config(write_config(tmp_path, akm="$bench_t_lower/b")).resolve_path("akm") == Path("/opt/low/b")
+
+
+class TestResolvedExtras:
+    """The run-level caps, the verifier timeout and the sandbox's read-only paths, as resolved."""
+
+    def settings(self, tmp_path: Path, **cli: object) -> Settings:
+        return resolve(
+            rootdir=tmp_path, cwd=tmp_path, cli=cli, ini={}, config=None, tasks_root=tmp_path, stashes_root=tmp_path
+        )
+
+    def test_caps_only_when_set(self, tmp_path: Path) -> None:
+        assert run_caps(self.settings(tmp_path)) == {"cap_tokens": None, "cap_wall_ms": None}
+        assert run_caps(self.settings(tmp_path, budget_tokens="500")) == {"cap_tokens": 500, "cap_wall_ms": None}
+        assert run_caps(self.settings(tmp_path, budget_wall_ms="9000")) == {"cap_tokens": None, "cap_wall_ms": 9000}
+
+    def test_verify_timeout_is_a_positive_number(self, tmp_path: Path) -> None:
+        assert self.settings(tmp_path, verify_timeout="0.5").verify_timeout == 0.5
+        for bad in ("0", "-1", "nan", "soon"):
+            with pytest.raises(ConfigError) as err:
+                self.settings(tmp_path, verify_timeout=bad)
+            assert str(err.value) == f"--bench-verify-timeout: expected a positive number, got {bad!r}"
+
+    def test_sandbox_read_only_paths_must_exist(self, tmp_path: Path) -> None:
+        (tmp_path / "data").mkdir()
+        assert self.settings(tmp_path, sandbox_ro=["data"]).sandbox_ro == (tmp_path / "data",)
+        with pytest.raises(ConfigError) as err:
+            self.settings(tmp_path, sandbox_ro=["data", "gone"])
+        assert str(err.value) == (
+            f"--bench-sandbox-ro: {tmp_path / 'gone'} does not exist; "
+            "give a file or directory the sandboxed agent may read"
+        )
+
+
+class TestBaseline:
+    """A baseline file: {task_id: pass rate in [0, 1]}; anything else is a one-line error naming it."""
+
+    def write(self, tmp_path: Path, text: str) -> Path:
+        path = tmp_path / "baseline.json"
+        path.write_text(text)
+        return path
+
+    def test_valid_rates_are_floats(self, tmp_path: Path) -> None:
+        rates = load_baseline(self.write(tmp_path, '{"a/x": 1, "a/y": 0, "a/z": 0.25}'))
+        assert rates == {"a/x": 1.0, "a/y": 0.0, "a/z": 0.25}
+        assert all(type(v) is float for v in rates.values())
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ('{"a/x": 1.5}', "a/x: baseline pass rate must be a number in [0, 1], got 1.5"),
+            ('{"a/x": -0.1}', "a/x: baseline pass rate must be a number in [0, 1], got -0.1"),
+            ('{"a/x": true}', "a/x: baseline pass rate must be a number in [0, 1], got true"),
+            ('{"a/x": "0.5"}', 'a/x: baseline pass rate must be a number in [0, 1], got "0.5"'),
+            ("[0.5]", "a baseline is a JSON object mapping task ids to pass rates"),
+            ('{"a/x": }', "baseline is not valid JSON: line 1: Expecting value"),
+        ],
+    )
+    def test_bad_content(self, tmp_path: Path, text: str, message: str) -> None:
+        path = self.write(tmp_path, text)
+        with pytest.raises(ConfigError) as err:
+            load_baseline(path)
+        assert (str(err.value), err.value.usage) == (f"{path}: {message}", False)
+
+    def test_missing_or_unreadable_is_a_usage_error(self, tmp_path: Path) -> None:
+        with pytest.raises(ConfigError) as err:
+            load_baseline(tmp_path / "none.json")
+        assert (str(err.value), err.value.usage) == (
+            f"{tmp_path / 'none.json'}: baseline file not found; fix the baseline path",
+            True,
+        )
+        with pytest.raises(ConfigError) as err:
+            load_baseline(tmp_path)
+        assert str(err.value).startswith(f"{tmp_path}: cannot read baseline: [Errno 21] Is a directory")
+        assert err.value.usage is True
