@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,32 @@ class TestPytest:
         verdict = case.verify(task)
         error = f"pytest verifier needs a tests/ directory at {task.task_dir / 'tests'}"
         assert verdict == Verdict(False, None, "", error=error)
+
+    def test_no_pytest_in_the_benchs_python_is_an_error(self, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+        task = case.task("a/nopytest", verifier="pytest")
+        monkeypatch.setitem(sys.modules, "pytest", None)  # what `import pytest` meets where it is not installed
+        verdict = case.verify(task, files={"out.txt": "hello\n"})
+        assert verdict == Verdict(False, None, "", error="pytest is not installed in the bench's Python")
+
+    def test_the_corpus_caches_are_not_copied(self, case: Case) -> None:
+        """Bytecode or a pytest cache left in the corpus's tests/ never reaches the run."""
+        task = case.task("a/cached", verifier="pytest")
+        for junk in ("__pycache__", ".pytest_cache"):
+            (task.task_dir / "tests" / junk).mkdir()
+            (task.task_dir / "tests" / junk / "stale").write_text("x")
+        scratch = case.base / "scratch-kept"
+        workspace = case.base / "ws-kept"
+        workspace.mkdir()
+        (workspace / "out.txt").write_text("hello\n")
+        procs = ProcessTracker(f"test-verifiers/{uuid.uuid4().hex}")
+        env = {"PATH": os.environ["PATH"]}
+        verdict = verify(
+            task, workspace=workspace, final_text="", scratch=scratch, env=env, procs=procs, timeout_s=30.0
+        )
+        assert verdict.passed is True
+        assert sorted(p.name for p in (scratch / "tests").iterdir()) == sorted(
+            p.name for p in (task.task_dir / "tests").iterdir() if p.name not in ("__pycache__", ".pytest_cache")
+        )
 
     def test_the_agent_cannot_change_the_tests(self, case: Case) -> None:
         """The tests run from a private copy: a tests/ the agent wrote into the workspace is not used."""
