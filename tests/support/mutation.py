@@ -4,7 +4,7 @@ The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in
 ``[tool.akmbench-mutation] functions`` narrows a file to some of its functions (runner.py: only
 the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
 module and every surviving mutant. ``--module report/stats`` (or ``stats``; repeatable) runs one module; ``--report``
-only prints the score of the last run; ``--retry-survivors`` runs the survivors (and mutants no
+only prints the score of the last run (``--markdown``: as the table of docs/testing.md); ``--retry-survivors`` runs the survivors (and mutants no
 test ran) again, after tests were added. mutmut keeps its results in ``mutants/``, so an
 interrupted run resumes where it stopped.
 """
@@ -88,11 +88,15 @@ def forget_survivors(files: list[str], modules: list[str]) -> int:
     return forgotten
 
 
-def report(files: list[str], functions: dict[str, list[str]]) -> int:
+def report(files: list[str], functions: dict[str, list[str]], markdown: bool = False) -> int:
     """The score per module: killed / (killed + survived + no tests); mutants not run yet are left out."""
     table = results(files, functions)
     total: Counter[str] = Counter()
-    print(f"{'module':<22}{'mutants':>8}{'killed':>8}{'survived':>10}{'no tests':>10}{'not run':>9}{'score':>8}")
+    _row = _markdown_row if markdown else _text_row
+    if markdown:
+        print("| module | mutants | killed | survived | no tests | not run | score |\n|---|--:|--:|--:|--:|--:|--:|")
+    else:
+        print(f"{'module':<22}{'mutants':>8}{'killed':>8}{'survived':>10}{'no tests':>10}{'not run':>9}{'score':>8}")
     survivors: list[str] = []
     for module, codes in table.items():
         killed = sum(1 for v in codes.values() if v in KILLED)
@@ -112,12 +116,21 @@ def report(files: list[str], functions: dict[str, list[str]]) -> int:
     return 0
 
 
-def _row(name: str, c: Counter[str]) -> str:
+def _score(c: Counter[str]) -> str:
     judged = c["killed"] + c["survived"] + c["untested"]
-    score = f"{c['killed'] / judged:.1%}" if judged else "-"
+    return f"{c['killed'] / judged:.1%}" if judged else "-"
+
+
+def _text_row(name: str, c: Counter[str]) -> str:
     return (
-        f"{name:<22}{c['mutants']:>8}{c['killed']:>8}{c['survived']:>10}{c['untested']:>10}{c['not_run']:>9}{score:>8}"
+        f"{name:<22}{c['mutants']:>8}{c['killed']:>8}{c['survived']:>10}{c['untested']:>10}{c['not_run']:>9}"
+        f"{_score(c):>8}"
     )
+
+
+def _markdown_row(name: str, c: Counter[str]) -> str:
+    cells = [name, *(str(c[k]) for k in ("mutants", "killed", "survived", "untested", "not_run")), _score(c)]
+    return "| " + " | ".join(cells) + " |"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         "--module", action="append", default=[], help="a module, e.g. report/stats or stats (repeatable)"
     )
     parser.add_argument("--report", action="store_true", help="only print the score of the last run")
+    parser.add_argument("--markdown", action="store_true", help="print the score table in markdown (docs/testing.md)")
     parser.add_argument("--retry-survivors", action="store_true", help="run the survivors again (after adding tests)")
     parser.add_argument("--max-children", type=int, default=2)
     args = parser.parse_args(argv)
@@ -141,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if run.returncode not in (0, 1):
             return run.returncode
-    return report(files, functions)
+    return report(files, functions, args.markdown)
 
 
 if __name__ == "__main__":
