@@ -355,3 +355,31 @@ class TestBaseline:
             load_baseline(tmp_path)
         assert str(err.value).startswith(f"{tmp_path}: cannot read baseline: [Errno 21] Is a directory")
         assert err.value.usage is True
+
+
+class TestMoreMessages:
+    def load_error(self, tmp_path: Path, **fields: object) -> str:
+        path = write_config(tmp_path, **fields)
+        with pytest.raises(ConfigError) as err:
+            load_run_config(path)
+        return str(err.value).removeprefix(f"{path}: ")
+
+    def test_schema_version_track_and_unknown_field(self, tmp_path: Path) -> None:
+        assert self.load_error(tmp_path, schemaVersion=2) == "schemaVersion: must be 1, got 2"
+        assert self.load_error(tmp_path, track="speed") == 'track: must be one of utility, evolve, got "speed"'
+        assert self.load_error(tmp_path, seedz=1).startswith(
+            "unknown field 'seedz'; known fields: $schema, agent, akm, arms, baseline, budgetTokens, "
+        )
+
+    def test_limits_are_inclusive(self, tmp_path: Path) -> None:
+        """1 is a positive integer and 1,000 seeds is the most a cell takes, not one too many."""
+        cfg = load_run_config(write_config(tmp_path, seeds=1000, budgetTurns=1, parallel=1, budgetTokens=1))
+        assert (cfg.get("seeds"), cfg.get("budgetTurns")) == (1000, 1)
+        assert self.load_error(tmp_path, seeds=1001) == "seeds: 1001 seeds is too many: at most 1000 trials per cell"
+
+    def test_evolve_settings_warn_in_one_line(self, tmp_path: Path) -> None:
+        path = write_config(tmp_path, phase2Enabled=True, phase2ReflectTimeoutMs=5)
+        assert load_run_config(path).warnings() == [
+            f"{path}: phase2Enabled, phase2ReflectTimeoutMs: evolve-track settings, unused by the utility track "
+            "this run executes (accepted so the config loads unchanged)"
+        ]

@@ -68,6 +68,9 @@ class TestPrimitives:
             for t in (-40.0, -3.0, -0.5, 0.0, 0.25, 1.0, 2.5, 12.0):
                 assert stats.student_t_cdf(t, df) == pytest.approx(ss.t.cdf(t, df), rel=1e-10, abs=1e-15)
 
+    def test_student_t_cdf_at_the_infinities(self) -> None:
+        assert (stats.student_t_cdf(math.inf, 3), stats.student_t_cdf(-math.inf, 3)) == (1.0, 0.0)
+
     def test_student_t_matches_scipy(self) -> None:
         stats.student_t_quantile.cache_clear()
         for df in (1, 2, 3, 4, 7, 16, 39, 120, 5000):
