@@ -304,3 +304,63 @@ class TestEveryMetric:
         )
         assert [r["ok"] for r in results] == [False] * 6
         assert all(r["observed"] is None and "not available" in r["message"] for r in results)
+
+
+def _bench(tasks: int, outcome) -> dict:
+    """A report over ``tasks`` tasks × 3 seeds where outcome(i, arm, seed) gives each run's outcome."""
+    ts = [make_task(f"d/t{i:02d}") for i in range(tasks)]
+    samples = [
+        sample(t.id, arm, s, outcome(i, arm, s))
+        for i, t in enumerate(ts)
+        for arm in ("noakm", "akm")
+        for s in (1, 2, 3)
+    ]
+    return report.build(inp(ts, samples, arms=("noakm", "akm"), seeds=3), timestamp=TS)
+
+
+class TestNoRegressionFailures:
+    """Every way a no-regression gate fails gives the whole result a report shows: gate, ok, observed, message."""
+
+    def test_an_arm_lost_since_the_baseline(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(_bench(6, lambda i, arm, s: "pass")))
+        now = _bench(6, lambda i, arm, s: "harness_error" if arm == "noakm" else "pass")
+        (result,) = gates.evaluate(now, ["no-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-regression:base.json",
+            "ok": False,
+            "observed": None,
+            "message": f"arm noakm ran in {tmp_path / 'base.json'} but has no valid run now "
+            "(missing or all harness errors)",
+        }
+
+    def test_tasks_lost_since_the_baseline(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(_bench(8, lambda i, arm, s: "pass")))
+        now = _bench(8, lambda i, arm, s: "harness_error" if arm == "akm" and i < 7 else "pass")
+        (result,) = gates.evaluate(now, ["no-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-regression:base.json",
+            "ok": False,
+            "observed": None,
+            "message": f"7 task(s) with valid runs in {tmp_path / 'base.json'} have none now: "
+            "akm:d/t00, akm:d/t01, akm:d/t02, akm:d/t03, akm:d/t04, … and 2 more",
+        }
+
+    def test_unreadable_or_incomparable_baseline(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(envelope([3] * 10)))
+        for gate, words in (
+            ("no-regression:nope.json", "cannot read"),
+            ("no-regression:base.json", f"cannot compare with {tmp_path / 'base.json'}: "),
+        ):
+            (result,) = gates.evaluate(envelope([3, 3]), [gate], tmp_path)
+            assert (result["gate"], result["ok"], result["observed"]) == (gate, False, None)
+            assert set(result) == {"gate", "ok", "observed", "message"} and words in result["message"]
+
+    def test_a_baseline_where_no_arm_ran(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(_bench(6, lambda i, arm, s: "harness_error")))
+        (result,) = gates.evaluate(_bench(6, lambda i, arm, s: "pass"), ["no-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-regression:base.json",
+            "ok": False,
+            "observed": None,
+            "message": f"no arm ran in both this report and {tmp_path / 'base.json'}",
+        }
