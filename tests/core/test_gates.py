@@ -366,3 +366,95 @@ class TestNoRegressionFailures:
             "observed": None,
             "message": f"no arm ran in both this report and {tmp_path / 'base.json'}",
         }
+
+
+class TestWholeResults:
+    """The whole result of each gate outcome, as the report's gates section shows it."""
+
+    def test_no_regression_outcomes(self, tmp_path: Path) -> None:
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(envelope([3] * 10)))
+        gate = "no-regression:base.json"
+        assert gates.evaluate(envelope([0] * 8 + [3] * 2), [gate], tmp_path)[0] == {
+            "gate": gate,
+            "ok": False,
+            "observed": {"akm": pytest.approx(-0.8)},
+            "message": f"regressed beyond noise vs {base}: akm -0.80",
+        }
+        assert gates.evaluate(envelope([2] + [3] * 9), [gate], tmp_path)[0] == {
+            "gate": gate,
+            "ok": True,
+            "observed": {"akm": pytest.approx(-1 / 30)},
+            "message": "no arm regressed beyond noise (akm -0.03)",
+        }
+
+    def test_one_task_down_while_the_arm_holds(self, tmp_path: Path) -> None:
+        """Task d/t00 drops 10/10 → 0/10 while 20 others wobble by one run either way: the arm holds,
+        so no-regression passes (naming the task) and no-task-regression fails on it."""
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(envelope([10] + [5, 6] * 10, seeds=10)))
+        now = envelope([0] + [6, 5] * 10, seeds=10)
+        by_task, by_arm = gates.evaluate(now, ["no-task-regression:base.json", "no-regression:base.json"], tmp_path)
+        assert by_task == {
+            "gate": "no-task-regression:base.json",
+            "ok": False,
+            "observed": ["akm:d/t00 -1.00"],
+            "message": f"1 task(s) regressed beyond noise vs {base} (Fisher exact, Holm over 21 task comparisons): "
+            "akm:d/t00 -1.00",
+        }
+        assert by_arm == {
+            "gate": "no-regression:base.json",
+            "ok": True,
+            "observed": {"akm": pytest.approx(-1 / 21)},
+            "message": "no arm regressed beyond noise (akm -0.05); tasks regressed beyond noise: akm:d/t00 -1.00",
+        }
+
+    def test_an_arm_and_a_task_down(self, tmp_path: Path) -> None:
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(envelope([10, 10], seeds=10)))
+        (result,) = gates.evaluate(envelope([0, 10], seeds=10), ["no-task-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-task-regression:base.json",
+            "ok": False,
+            "observed": {"akm": pytest.approx(-0.5)},
+            "message": f"regressed beyond noise vs {base}: akm -0.50; tasks regressed beyond noise: akm:d/t00 -1.00",
+        }
+        (same,) = gates.evaluate(envelope([9, 10], seeds=10), ["no-task-regression:base.json"], tmp_path)
+        assert same == {
+            "gate": "no-task-regression:base.json",
+            "ok": True,
+            "observed": {"akm": pytest.approx(-0.05)},
+            "message": "no arm or task regressed beyond noise (akm -0.05)",
+        }
+
+    def test_both_arms_lost(self, tmp_path: Path) -> None:
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(_bench(6, lambda i, arm, s: "pass")))
+        (result,) = gates.evaluate(_bench(6, lambda i, arm, s: "harness_error"), ["no-regression:base.json"], tmp_path)
+        assert result["message"] == (
+            f"arm noakm, akm ran in {base} but has no valid run now (missing or all harness errors)"
+        )
+
+    def test_lift_significant_outcomes(self, tmp_path: Path) -> None:
+        up = gates.evaluate(envelope([3] * 10, [0] * 8 + [3] * 2), ["lift.significant"], tmp_path)[0]
+        assert up == {
+            "gate": "lift.significant",
+            "ok": True,
+            "observed": 2 / 2**8,
+            "message": "akm better beyond noise: +0.80, Holm-adjusted p = 0.0078 over 10 paired tasks",
+        }
+        down = gates.evaluate(envelope([0] * 8 + [3] * 2, [3] * 10), ["lift.significant"], tmp_path)[0]
+        assert down == {
+            "gate": "lift.significant",
+            "ok": False,
+            "observed": 2 / 2**8,
+            "message": "not significantly better: -0.80, Holm-adjusted p = 0.0078 over 10 paired tasks",
+        }
+        few = gates.evaluate(envelope([3] * 3, [0] * 3), ["lift.significant"], tmp_path)[0]
+        assert few == {
+            "gate": "lift.significant",
+            "ok": False,
+            "observed": None,
+            "message": "lift.significant needs at least 6 paired tasks (has 3): "
+            "with fewer, the paired test can never reject",
+        }
