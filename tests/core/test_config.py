@@ -7,11 +7,13 @@ import pytest
 
 from pytest_akmbench.corpus.config import (
     Settings,
+    check_matrix,
     clamp_parallel,
     config_options,
     load_baseline,
     load_run_config,
     parse_arms,
+    parse_bool,
     parse_tasks,
     positive_int,
     resolve,
@@ -383,3 +385,53 @@ class TestMoreMessages:
             f"{path}: phase2Enabled, phase2ReflectTimeoutMs: evolve-track settings, unused by the utility track "
             "this run executes (accepted so the config loads unchanged)"
         ]
+
+
+class TestResolveDetails:
+    def test_parse_bool_words(self) -> None:
+        for word in ("1", "true", "YES", " On "):
+            assert parse_bool(word) is True, word
+        for word in ("0", "false", "No", "OFF", ""):
+            assert parse_bool(word) is False, word
+        assert (parse_bool(True), parse_bool(False)) == (True, False)
+        with pytest.raises(ValueError, match=r"^expected true or false, got 'maybe'$"):
+            parse_bool("maybe")
+
+    def test_the_cell_limit(self) -> None:
+        check_matrix(1000, 2, 100)  # 200,000 cells: the most one run holds
+        with pytest.raises(ConfigError) as err:
+            check_matrix(1000, 3, 100)
+        assert str(err.value) == (
+            "1000 tasks x 3 arms x 100 seeds = 300000 cells is more than the 200000 one run can hold; "
+            "select fewer tasks or seeds"
+        )
+
+    def test_layers_paths_and_names(self, tmp_path: Path) -> None:
+        (tmp_path / "cfgdir").mkdir()
+        cfg = load_run_config(write_config(tmp_path / "cfgdir", tasks="a", akm="bin/akm"))
+        s = resolve(
+            rootdir=tmp_path / "root",
+            cwd=tmp_path / "cwd",
+            cli={"store": "out", "seeds": "", "force_parallel": "yes"},
+            ini={"report": "rep", "seeds": "4"},
+            config=cfg,
+            tasks_root=tmp_path,
+            stashes_root=tmp_path,
+        )
+        assert (s.store, s.report, s.akm) == (
+            tmp_path / "cwd" / "out",
+            tmp_path / "root" / "rep",
+            tmp_path / "cfgdir" / "bin" / "akm",
+        )
+        assert (s.seeds, s.force_parallel, s.config, s.tasks, s.tasks_override) == (4, True, cfg, "a", None)
+        assert s.origins["seeds"] == "ini bench_seeds" and s.origins["force_parallel"] == "--bench-force-parallel"
+        with pytest.raises(ConfigError, match=r"^--parallel: expected a positive integer, got 'x'$"):
+            resolve(
+                rootdir=tmp_path,
+                cwd=tmp_path,
+                cli={"parallel": "x"},
+                ini={},
+                config=None,
+                tasks_root=tmp_path,
+                stashes_root=tmp_path,
+            )
