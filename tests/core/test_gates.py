@@ -458,3 +458,19 @@ class TestWholeResults:
             "message": "lift.significant needs at least 6 paired tasks (has 3): "
             "with fewer, the paired test can never reject",
         }
+
+    def test_improvements_are_not_regressions(self, tmp_path: Path) -> None:
+        """An arm or a task better beyond noise passes the regression gates."""
+        (tmp_path / "arm.json").write_text(json.dumps(envelope([0] * 8 + [3] * 2)))
+        (arm,) = gates.evaluate(envelope([3] * 10), ["no-regression:arm.json"], tmp_path)
+        assert (arm["ok"], arm["message"]) == (True, "no arm regressed beyond noise (akm +0.80)")
+        (tmp_path / "task.json").write_text(json.dumps(envelope([0] + [5, 6] * 10, seeds=10)))
+        (task,) = gates.evaluate(envelope([10] + [6, 5] * 10, seeds=10), ["no-task-regression:task.json"], tmp_path)
+        assert (task["ok"], task["message"]) == (True, "no arm or task regressed beyond noise (akm +0.05)")
+
+    def test_every_regressed_task_is_named(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(envelope([10, 10] + [5, 6] * 12, seeds=10)))
+        (result,) = gates.evaluate(envelope([0, 0] + [6, 5] * 12, seeds=10), ["no-regression:base.json"], tmp_path)
+        assert result["message"] == (
+            "no arm regressed beyond noise (akm -0.08); tasks regressed beyond noise: akm:d/t00 -1.00, akm:d/t01 -1.00"
+        )
