@@ -474,3 +474,10 @@ class TestWholeResults:
         assert result["message"] == (
             "no arm regressed beyond noise (akm -0.08); tasks regressed beyond noise: akm:d/t00 -1.00, akm:d/t01 -1.00"
         )
+
+
+def test_six_paired_tasks_are_enough_for_interval_gates(tmp_path: Path) -> None:
+    """At 6 paired tasks (2/2^6 < 0.05) the interval and test gates are evaluated, not refused."""
+    low, significant = gates.evaluate(envelope([3] * 6, [0] * 6), ["lift.low>0", "lift.significant"], tmp_path)
+    assert (low["ok"], low["message"]) == (True, "lift.low = 0.7976, holds > 0")
+    assert (significant["ok"], significant["observed"]) == (True, 2 / 2**6)
