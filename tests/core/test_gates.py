@@ -481,3 +481,18 @@ def test_six_paired_tasks_are_enough_for_interval_gates(tmp_path: Path) -> None:
     low, significant = gates.evaluate(envelope([3] * 6, [0] * 6), ["lift.low>0", "lift.significant"], tmp_path)
     assert (low["ok"], low["message"]) == (True, "lift.low = 0.7976, holds > 0")
     assert (significant["ok"], significant["observed"]) == (True, 2 / 2**6)
+
+
+def test_two_arms_and_two_tasks_are_listed(tmp_path: Path) -> None:
+    """Messages list every arm and every task they are about, and a task 0/10 → 9/10 is no regression."""
+    (tmp_path / "arms.json").write_text(json.dumps(envelope([3] * 10, [3] * 10)))
+    (down,) = gates.evaluate(envelope([0] * 8 + [3] * 2, [0] * 8 + [3] * 2), ["no-regression:arms.json"], tmp_path)
+    assert down["message"] == f"regressed beyond noise vs {tmp_path / 'arms.json'}: noakm -0.80, akm -0.80"
+    (held,) = gates.evaluate(envelope([3] * 10, [3] * 10), ["no-regression:arms.json"], tmp_path)
+    assert held["message"] == "no arm regressed beyond noise (noakm +0.00, akm +0.00)"
+    (tmp_path / "tasks.json").write_text(json.dumps(envelope([10, 10] + [5, 6] * 10, seeds=10)))
+    (tasks,) = gates.evaluate(envelope([0, 0] + [6, 5] * 10, seeds=10), ["no-task-regression:tasks.json"], tmp_path)
+    assert tasks["message"].endswith("(Fisher exact, Holm over 22 task comparisons): akm:d/t00 -1.00, akm:d/t01 -1.00")
+    (tmp_path / "up.json").write_text(json.dumps(envelope([0] + [5, 6] * 10, seeds=10)))
+    (up,) = gates.evaluate(envelope([9] + [6, 5] * 10, seeds=10), ["no-task-regression:up.json"], tmp_path)
+    assert (up["ok"], up["message"]) == (True, "no arm or task regressed beyond noise (akm +0.04)")
