@@ -61,12 +61,18 @@ def verify(
 
 # The match runs in a child process: Python's re cannot be interrupted, and a pattern that
 # backtracks catastrophically ((a+)+$ over a long run of a's) would otherwise hold the cell, and
-# its wall budget, forever. Exit 0: match, 1: no match.
+# its wall budget, forever. Exit 0: match, 1: no match, 2: the pattern does not compile (a
+# corpus fault, which must not count as the agent's failure; tasks.py checks it on load).
 _REGEX_CHILD = """
 import json, re, sys
 with open(sys.argv[1], encoding="utf-8") as fh:
     pattern, text = json.load(fh)
-sys.exit(0 if re.search(pattern, text) else 1)
+try:
+    found = re.search(pattern, text)
+except re.error as err:
+    print(f"invalid pattern: {err}")
+    sys.exit(2)
+sys.exit(0 if found else 1)
 """
 
 

@@ -304,3 +304,195 @@ class TestEveryMetric:
         )
         assert [r["ok"] for r in results] == [False] * 6
         assert all(r["observed"] is None and "not available" in r["message"] for r in results)
+
+
+def _bench(tasks: int, outcome) -> dict:
+    """A report over ``tasks`` tasks × 3 seeds where outcome(i, arm, seed) gives each run's outcome."""
+    ts = [make_task(f"d/t{i:02d}") for i in range(tasks)]
+    samples = [
+        sample(t.id, arm, s, outcome(i, arm, s))
+        for i, t in enumerate(ts)
+        for arm in ("noakm", "akm")
+        for s in (1, 2, 3)
+    ]
+    return report.build(inp(ts, samples, arms=("noakm", "akm"), seeds=3), timestamp=TS)
+
+
+class TestNoRegressionFailures:
+    """Every way a no-regression gate fails gives the whole result a report shows: gate, ok, observed, message."""
+
+    def test_an_arm_lost_since_the_baseline(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(_bench(6, lambda i, arm, s: "pass")))
+        now = _bench(6, lambda i, arm, s: "harness_error" if arm == "noakm" else "pass")
+        (result,) = gates.evaluate(now, ["no-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-regression:base.json",
+            "ok": False,
+            "observed": None,
+            "message": f"arm noakm ran in {tmp_path / 'base.json'} but has no valid run now "
+            "(missing or all harness errors)",
+        }
+
+    @pytest.mark.parametrize(("lost", "tail"), [(5, ""), (6, ", … and 1 more"), (7, ", … and 2 more")])
+    def test_tasks_lost_since_the_baseline(self, tmp_path: Path, lost: int, tail: str) -> None:
+        """Five lost tasks are named; beyond five, the rest are counted."""
+        (tmp_path / "base.json").write_text(json.dumps(_bench(8, lambda i, arm, s: "pass")))
+        now = _bench(8, lambda i, arm, s: "harness_error" if arm == "akm" and i < lost else "pass")
+        (result,) = gates.evaluate(now, ["no-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-regression:base.json",
+            "ok": False,
+            "observed": None,
+            "message": f"{lost} task(s) with valid runs in {tmp_path / 'base.json'} have none now: "
+            f"akm:d/t00, akm:d/t01, akm:d/t02, akm:d/t03, akm:d/t04{tail}",
+        }
+
+    def test_unreadable_or_incomparable_baseline(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(envelope([3] * 10)))
+        for gate, words in (
+            ("no-regression:nope.json", "cannot read"),
+            ("no-regression:base.json", f"cannot compare with {tmp_path / 'base.json'}: "),
+        ):
+            (result,) = gates.evaluate(envelope([3, 3]), [gate], tmp_path)
+            assert (result["gate"], result["ok"], result["observed"]) == (gate, False, None)
+            assert set(result) == {"gate", "ok", "observed", "message"} and words in result["message"]
+
+    def test_a_baseline_where_no_arm_ran(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(_bench(6, lambda i, arm, s: "harness_error")))
+        (result,) = gates.evaluate(_bench(6, lambda i, arm, s: "pass"), ["no-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-regression:base.json",
+            "ok": False,
+            "observed": None,
+            "message": f"no arm ran in both this report and {tmp_path / 'base.json'}",
+        }
+
+
+class TestWholeResults:
+    """The whole result of each gate outcome, as the report's gates section shows it."""
+
+    def test_no_regression_outcomes(self, tmp_path: Path) -> None:
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(envelope([3] * 10)))
+        gate = "no-regression:base.json"
+        assert gates.evaluate(envelope([0] * 8 + [3] * 2), [gate], tmp_path)[0] == {
+            "gate": gate,
+            "ok": False,
+            "observed": {"akm": pytest.approx(-0.8)},
+            "message": f"regressed beyond noise vs {base}: akm -0.80",
+        }
+        assert gates.evaluate(envelope([2] + [3] * 9), [gate], tmp_path)[0] == {
+            "gate": gate,
+            "ok": True,
+            "observed": {"akm": pytest.approx(-1 / 30)},
+            "message": "no arm regressed beyond noise (akm -0.03)",
+        }
+
+    def test_one_task_down_while_the_arm_holds(self, tmp_path: Path) -> None:
+        """Task d/t00 drops 10/10 → 0/10 while 20 others wobble by one run either way: the arm holds,
+        so no-regression passes (naming the task) and no-task-regression fails on it."""
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(envelope([10] + [5, 6] * 10, seeds=10)))
+        now = envelope([0] + [6, 5] * 10, seeds=10)
+        by_task, by_arm = gates.evaluate(now, ["no-task-regression:base.json", "no-regression:base.json"], tmp_path)
+        assert by_task == {
+            "gate": "no-task-regression:base.json",
+            "ok": False,
+            "observed": ["akm:d/t00 -1.00"],
+            "message": f"1 task(s) regressed beyond noise vs {base} (Fisher exact, Holm over 21 task comparisons): "
+            "akm:d/t00 -1.00",
+        }
+        assert by_arm == {
+            "gate": "no-regression:base.json",
+            "ok": True,
+            "observed": {"akm": pytest.approx(-1 / 21)},
+            "message": "no arm regressed beyond noise (akm -0.05); tasks regressed beyond noise: akm:d/t00 -1.00",
+        }
+
+    def test_an_arm_and_a_task_down(self, tmp_path: Path) -> None:
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(envelope([10, 10], seeds=10)))
+        (result,) = gates.evaluate(envelope([0, 10], seeds=10), ["no-task-regression:base.json"], tmp_path)
+        assert result == {
+            "gate": "no-task-regression:base.json",
+            "ok": False,
+            "observed": {"akm": pytest.approx(-0.5)},
+            "message": f"regressed beyond noise vs {base}: akm -0.50; tasks regressed beyond noise: akm:d/t00 -1.00",
+        }
+        (same,) = gates.evaluate(envelope([9, 10], seeds=10), ["no-task-regression:base.json"], tmp_path)
+        assert same == {
+            "gate": "no-task-regression:base.json",
+            "ok": True,
+            "observed": {"akm": pytest.approx(-0.05)},
+            "message": "no arm or task regressed beyond noise (akm -0.05)",
+        }
+
+    def test_both_arms_lost(self, tmp_path: Path) -> None:
+        base = tmp_path / "base.json"
+        base.write_text(json.dumps(_bench(6, lambda i, arm, s: "pass")))
+        (result,) = gates.evaluate(_bench(6, lambda i, arm, s: "harness_error"), ["no-regression:base.json"], tmp_path)
+        assert result["message"] == (
+            f"arm noakm, akm ran in {base} but has no valid run now (missing or all harness errors)"
+        )
+
+    def test_lift_significant_outcomes(self, tmp_path: Path) -> None:
+        up = gates.evaluate(envelope([3] * 10, [0] * 8 + [3] * 2), ["lift.significant"], tmp_path)[0]
+        assert up == {
+            "gate": "lift.significant",
+            "ok": True,
+            "observed": 2 / 2**8,
+            "message": "akm better beyond noise: +0.80, Holm-adjusted p = 0.0078 over 10 paired tasks",
+        }
+        down = gates.evaluate(envelope([0] * 8 + [3] * 2, [3] * 10), ["lift.significant"], tmp_path)[0]
+        assert down == {
+            "gate": "lift.significant",
+            "ok": False,
+            "observed": 2 / 2**8,
+            "message": "not significantly better: -0.80, Holm-adjusted p = 0.0078 over 10 paired tasks",
+        }
+        few = gates.evaluate(envelope([3] * 3, [0] * 3), ["lift.significant"], tmp_path)[0]
+        assert few == {
+            "gate": "lift.significant",
+            "ok": False,
+            "observed": None,
+            "message": "lift.significant needs at least 6 paired tasks (has 3): "
+            "with fewer, the paired test can never reject",
+        }
+
+    def test_improvements_are_not_regressions(self, tmp_path: Path) -> None:
+        """An arm or a task better beyond noise passes the regression gates."""
+        (tmp_path / "arm.json").write_text(json.dumps(envelope([0] * 8 + [3] * 2)))
+        (arm,) = gates.evaluate(envelope([3] * 10), ["no-regression:arm.json"], tmp_path)
+        assert (arm["ok"], arm["message"]) == (True, "no arm regressed beyond noise (akm +0.80)")
+        (tmp_path / "task.json").write_text(json.dumps(envelope([0] + [5, 6] * 10, seeds=10)))
+        (task,) = gates.evaluate(envelope([10] + [6, 5] * 10, seeds=10), ["no-task-regression:task.json"], tmp_path)
+        assert (task["ok"], task["message"]) == (True, "no arm or task regressed beyond noise (akm +0.05)")
+
+    def test_every_regressed_task_is_named(self, tmp_path: Path) -> None:
+        (tmp_path / "base.json").write_text(json.dumps(envelope([10, 10] + [5, 6] * 12, seeds=10)))
+        (result,) = gates.evaluate(envelope([0, 0] + [6, 5] * 12, seeds=10), ["no-regression:base.json"], tmp_path)
+        assert result["message"] == (
+            "no arm regressed beyond noise (akm -0.08); tasks regressed beyond noise: akm:d/t00 -1.00, akm:d/t01 -1.00"
+        )
+
+
+def test_six_paired_tasks_are_enough_for_interval_gates(tmp_path: Path) -> None:
+    """At 6 paired tasks (2/2^6 < 0.05) the interval and test gates are evaluated, not refused."""
+    low, significant = gates.evaluate(envelope([3] * 6, [0] * 6), ["lift.low>0", "lift.significant"], tmp_path)
+    assert (low["ok"], low["message"]) == (True, "lift.low = 0.7976, holds > 0")
+    assert (significant["ok"], significant["observed"]) == (True, 2 / 2**6)
+
+
+def test_two_arms_and_two_tasks_are_listed(tmp_path: Path) -> None:
+    """Messages list every arm and every task they are about, and a task 0/10 → 9/10 is no regression."""
+    (tmp_path / "arms.json").write_text(json.dumps(envelope([3] * 10, [3] * 10)))
+    (down,) = gates.evaluate(envelope([0] * 8 + [3] * 2, [0] * 8 + [3] * 2), ["no-regression:arms.json"], tmp_path)
+    assert down["message"] == f"regressed beyond noise vs {tmp_path / 'arms.json'}: noakm -0.80, akm -0.80"
+    (held,) = gates.evaluate(envelope([3] * 10, [3] * 10), ["no-regression:arms.json"], tmp_path)
+    assert held["message"] == "no arm regressed beyond noise (noakm +0.00, akm +0.00)"
+    (tmp_path / "tasks.json").write_text(json.dumps(envelope([10, 10] + [5, 6] * 10, seeds=10)))
+    (tasks,) = gates.evaluate(envelope([0, 0] + [6, 5] * 10, seeds=10), ["no-task-regression:tasks.json"], tmp_path)
+    assert tasks["message"].endswith("(Fisher exact, Holm over 22 task comparisons): akm:d/t00 -1.00, akm:d/t01 -1.00")
+    (tmp_path / "up.json").write_text(json.dumps(envelope([0] + [5, 6] * 10, seeds=10)))
+    (up,) = gates.evaluate(envelope([9] + [6, 5] * 10, seeds=10), ["no-task-regression:up.json"], tmp_path)
+    assert (up["ok"], up["message"]) == (True, "no arm or task regressed beyond noise (akm +0.04)")

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
+from pytest_akmbench.report import lift
 from pytest_akmbench.report.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample, traj, wilson
 
@@ -412,7 +413,10 @@ class TestVerdictClaims:
         )
         env = report.build(inp(tasks, [x for x in samples if x["arm"] != "synthetic"], seeds=5), timestamp=TS)
         paired = env["aggregate"]["delta"]["paired"]
-        assert paired["reliable"] is True and paired["artefact_bounds"] is not None
+        assert paired["reliable"] is True
+        # Every akm error a fail and noakm as run: 3/5 - 2/5 on each task; every akm error a pass:
+        # 4/5 - 2/5 on the 3 tasks with an error, 3/5 - 2/5 on the other 14.
+        assert paired["artefact_bounds"] == pytest.approx({"low": 0.2, "high": (3 * 0.4 + 14 * 0.2) / 17})
         assert env["verdict"].startswith("akm lifts pass rate by +0.23")
         assert "artefact risk: harness errors differ between arms (akm 3/85, noakm 0/85)" in env["verdict"]
 
@@ -445,3 +449,23 @@ class TestVerdictClaims:
         )
         assert "1 paired task (1 unpaired)" in env["verdict"]
         assert "| **delta** | 0.00        | [-1.00, +1.00]" in render_markdown(env)
+
+
+def test_artefact_bounds_count_both_arms_errors_on_shared_tasks_only() -> None:
+    """The bounds a difference in harness errors can reach: each arm's errors counted as fails on
+    one side and as passes on the other, over the tasks both arms ran (not one-sided tasks)."""
+
+    def row(passes: int, count: int, errors: int) -> dict[str, Any]:
+        return {"passes": passes, "count": count, "harness_error_count": errors}
+
+    rows_a = [row(2, 4, 1), row(3, 3, 0), row(0, 2, 2), None]
+    rows_b = [row(1, 4, 2), row(1, 3, 1), None, row(0, 3, 0)]
+    outcomes_a = [[True, True, False], [True, True, True], [], []]
+    outcomes_b = [[True, False], [True, False], [], [False, False, False]]
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b)
+    # low: 2/4 - 3/4 and 3/3 - 2/3; high: 3/4 - 1/4 and 3/3 - 1/3.
+    assert result["artefact_bounds"] == pytest.approx({"low": (-1 / 4 + 1 / 3) / 2, "high": (1 / 2 + 2 / 3) / 2})
+    assert result["harness_errors"] == {
+        "akm": {"runs": 9, "harness_errors": 3, "share": 3 / 9},
+        "noakm": {"runs": 10, "harness_errors": 3, "share": 3 / 10},
+    }

@@ -184,6 +184,7 @@ class TestReportInputFields:
     """Everything the session knows reaches the report unchanged; the selection is what it reports on."""
 
     def test_selection_and_session_facts(self, bench: Bench, tmp_path: Path) -> None:
+        bench.ctx = context(tmp_path, bench.agent, model="local/m")
         bench.run(1)
         extra = {**bench.run(2), "seed": 2}  # produced now, then "not stored" (say, the disk filled up)
         lines = (bench.store_dir / "samples.jsonl").read_text().splitlines()
@@ -207,7 +208,7 @@ class TestReportInputFields:
         )
         assert [t.id for t in inp.tasks] == [bench.task.id] and inp.arms == ("noakm",)
         assert (inp.seeds, inp.slice, inp.floor, inp.store_dir) == (2, "domain=alpha", 2, bench.store_dir)
-        assert (inp.model, inp.agent, inp.agent_version) == (None, "switchable", "1")
+        assert (inp.model, inp.agent, inp.agent_version) == ("local/m", "switchable", "1")
         assert inp.stashes_root == bench.ctx.stashes_root
         # The stored sample of seed 1 wins over an unstored one; seed 2 comes from the extra samples.
         assert sorted((s["seed"], s["outcome"], s["from_store"]) for s in inp.samples) == [

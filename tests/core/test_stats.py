@@ -293,3 +293,11 @@ class TestClusterRateInterval:
         low, high = cluster_rate_interval([0.0, 1.0] * 5, 100)
         pooled = wilson_interval(50, 100)
         assert low < pooled[0] and high > pooled[1]
+
+
+def test_impossible_counts_are_refused_with_the_numbers() -> None:
+    """More passes than runs, or k below 1, is a bug upstream: refused, naming the numbers."""
+    with pytest.raises(ValueError, match=r"^need 0 <= c <= n, got n=2, c=3$"):
+        pass_at_k(2, 3, 1)
+    with pytest.raises(ValueError, match=r"^k must be >= 1, got 0$"):
+        pass_hat_k(3, 1, 0)

@@ -266,3 +266,75 @@ class TestTranscripts:
         """Absolute, empty and '..' paths from a record are refused with a StoreError."""
         with pytest.raises(StoreError):
             SampleStore(tmp_path).transcript_path(rel)
+
+
+class TestWhatTheFilesLookLike:
+    """What a user finds on disk: lines as written, private directories and files, plain messages."""
+
+    def test_a_line_keeps_the_records_field_order_and_its_text_readable(self, tmp_path: Path) -> None:
+        store = SampleStore(tmp_path / "s")
+        store.append({"task_id": "b", "arm": "akm", "final": "café ✓"})
+        assert store.path.read_bytes() == '{"task_id":"b","arm":"akm","final":"café ✓"}\n'.encode()
+        assert repr(store) == f"SampleStore({str(tmp_path / 's')!r})"
+
+    def test_a_record_that_is_not_a_dict_is_named(self, tmp_path: Path) -> None:
+        with pytest.raises(TypeError, match=r"^sample record must be a dict, not list$"):
+            SampleStore(tmp_path).append([1])  # type: ignore[arg-type]
+
+    def test_a_failed_append_says_why_and_closes_only_its_own_files(self, tmp_path: Path) -> None:
+        store = SampleStore(tmp_path / "s")
+        store.path.mkdir(parents=True)  # samples.jsonl is a directory: the open fails
+        before = sorted(os.listdir("/proc/self/fd"))
+        with pytest.raises(StoreError) as err:
+            store.append({"x": 1})
+        assert str(err.value) == (
+            f"{store.path}: cannot append sample (Is a directory); "
+            "check that the results directory is writable and the disk is not full"
+        )
+        assert sorted(os.listdir("/proc/self/fd")) == before
+
+    def test_store_and_transcript_directories_are_private(self, tmp_path: Path) -> None:
+        old = os.umask(0o022)
+        try:
+            appended = SampleStore(tmp_path / "a" / "store")
+            appended.append({"x": 1})
+            written = SampleStore(tmp_path / "b" / "store")
+            first = written.transcript_path(written.new_transcript_rel("run1", "cell", "a1"), mkdir=True)
+            second = written.transcript_path(written.new_transcript_rel("run1", "cell", "a2"), mkdir=True)
+        finally:
+            os.umask(old)
+        assert stat.S_IMODE(appended.directory.stat().st_mode) == 0o700
+        for directory in (written.directory, written.directory / "transcripts", first.parent):
+            assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+        assert second.parent == first.parent
+        assert [stat.S_IMODE(p.stat().st_mode) for p in (first, second)] == [0o600, 0o600]
+        assert first.read_bytes() == b""
+
+    def test_transcript_path_errors_name_the_path(self, tmp_path: Path) -> None:
+        store = SampleStore(tmp_path / "s")
+        for rel in ("../x.jsonl", "transcripts\\x.jsonl"):
+            with pytest.raises(StoreError) as err:
+                store.transcript_path(rel)
+            assert str(err.value) == (
+                f"{store.path}: transcript path {rel!r} must be relative to {store.directory} without '..'"
+            )
+        store.directory.mkdir()
+        (store.directory / "transcripts").write_text("")  # a file where the directory belongs
+        with pytest.raises(StoreError) as err:
+            store.transcript_path("transcripts/run1/cell-a1.jsonl", mkdir=True)
+        assert str(err.value) == f"{store.directory / 'transcripts' / 'run1'}: cannot create transcript (File exists)"
+
+    def test_names_that_need_a_digest_get_one_and_only_those(self, tmp_path: Path) -> None:
+        store = SampleStore(tmp_path)
+
+        def digest(text: str) -> str:
+            return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+        assert (
+            store.new_transcript_rel("run", ".hidden", "a1") == f"transcripts/run/_hidden~{digest('.hidden')}-a1.jsonl"
+        )
+        assert store.new_transcript_rel("run", "k" * 120, "a") == f"transcripts/run/{'k' * 120}-a.jsonl"
+        assert (
+            store.new_transcript_rel("run", "k" * 121, "a")
+            == f"transcripts/run/{'k' * 120}~{digest('k' * 121)}-a.jsonl"
+        )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,34 @@ class TestPytest:
         task = case.task("a/notests", verifier="pytest")
         shutil.rmtree(task.task_dir / "tests")
         verdict = case.verify(task)
-        assert verdict.error is not None and "needs a tests/ directory" in verdict.error
+        error = f"pytest verifier needs a tests/ directory at {task.task_dir / 'tests'}"
+        assert verdict == Verdict(False, None, "", error=error)
+
+    def test_no_pytest_in_the_benchs_python_is_an_error(self, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+        task = case.task("a/nopytest", verifier="pytest")
+        monkeypatch.setitem(sys.modules, "pytest", None)  # what `import pytest` meets where it is not installed
+        verdict = case.verify(task, files={"out.txt": "hello\n"})
+        assert verdict == Verdict(False, None, "", error="pytest is not installed in the bench's Python")
+
+    def test_the_corpus_caches_are_not_copied(self, case: Case) -> None:
+        """Bytecode or a pytest cache left in the corpus's tests/ never reaches the run."""
+        task = case.task("a/cached", verifier="pytest")
+        for junk in ("__pycache__", ".pytest_cache"):
+            (task.task_dir / "tests" / junk).mkdir()
+            (task.task_dir / "tests" / junk / "stale").write_text("x")
+        scratch = case.base / "scratch-kept"
+        workspace = case.base / "ws-kept"
+        workspace.mkdir()
+        (workspace / "out.txt").write_text("hello\n")
+        procs = ProcessTracker(f"test-verifiers/{uuid.uuid4().hex}")
+        env = {"PATH": os.environ["PATH"]}
+        verdict = verify(
+            task, workspace=workspace, final_text="", scratch=scratch, env=env, procs=procs, timeout_s=30.0
+        )
+        assert verdict.passed is True
+        assert sorted(p.name for p in (scratch / "tests").iterdir()) == sorted(
+            p.name for p in (task.task_dir / "tests").iterdir() if p.name not in ("__pycache__", ".pytest_cache")
+        )
 
     def test_the_agent_cannot_change_the_tests(self, case: Case) -> None:
         """The tests run from a private copy: a tests/ the agent wrote into the workspace is not used."""
@@ -146,6 +174,25 @@ class TestRegex:
         missed = case.verify(task, final_text="the answer is 50")
         assert (missed.passed, missed.exit_code, missed.error) == (False, 1, None)
         assert missed.output == r"regex did not match: answer is 4\d"
+
+    def test_pattern_that_does_not_compile_is_an_error(self, case: Case) -> None:
+        """A pattern that slipped past the corpus check is the corpus's fault, not a failed attempt."""
+        task = case.task("a/r2", verifier="regex", extra={"expected_match": "x"})
+        odd = Task(**{**{f: getattr(task, f) for f in task.__dataclass_fields__}, "expected_match": "(unclosed"})
+        verdict = case.verify(odd, final_text="(unclosed")
+        assert (verdict.passed, verdict.exit_code) == (False, None)
+        assert verdict.error is not None
+        assert verdict.error.startswith("regex verifier crashed (exit 2): invalid pattern: missing ), unterminated")
+
+    def test_catastrophic_backtracking_times_out(self, case: Case) -> None:
+        """A pattern that backtracks for ever ends at the verifier's timeout instead of holding the cell."""
+        task = case.task("a/r3", verifier="regex", extra={"expected_match": "(a+)+$"})
+        verdict = case.verify(task, final_text="a" * 60 + "b", timeout_s=0.5)
+        assert (verdict.passed, verdict.timed_out, verdict.error) == (False, True, None)
+
+    def test_runs_without_path_in_the_environment(self, case: Case) -> None:
+        task = case.task("a/r4", verifier="regex", extra={"expected_match": "42"})
+        assert case.verify(task, final_text="42", env={}).passed is True
 
 
 class TestEnvironment:

@@ -62,7 +62,17 @@ class TestPrimitives:
             for c in range(n + 1):
                 assert stats.wilson_interval(c, n) == pytest.approx(sm_wilson(c, n), abs=1e-12)
 
+    def test_student_t_cdf_matches_scipy(self) -> None:
+        """The cdf itself (the quantile is cached, so a warm cache from another test would hide it)."""
+        for df in (1, 2, 3, 7.5, 30, 1000):
+            for t in (-40.0, -3.0, -0.5, 0.0, 0.25, 1.0, 2.5, 12.0):
+                assert stats.student_t_cdf(t, df) == pytest.approx(ss.t.cdf(t, df), rel=1e-10, abs=1e-15)
+
+    def test_student_t_cdf_at_the_infinities(self) -> None:
+        assert (stats.student_t_cdf(math.inf, 3), stats.student_t_cdf(-math.inf, 3)) == (1.0, 0.0)
+
     def test_student_t_matches_scipy(self) -> None:
+        stats.student_t_quantile.cache_clear()
         for df in (1, 2, 3, 4, 7, 16, 39, 120, 5000):
             for q in (0.6, 0.9, 0.975, 0.995):
                 assert stats.student_t_quantile(q, df) == pytest.approx(ss.t.ppf(q, df), rel=1e-10)
@@ -90,6 +100,7 @@ class TestPrimitives:
         assert (ci["low"], ci["high"]) == pytest.approx(expected, abs=1e-9)
 
     def test_student_t_matches_scipy_at_many_degrees_of_freedom(self) -> None:
+        stats.student_t_quantile.cache_clear()
         for df in (1, 2, 29, 30, 120, 999, 1000, 1001, 5000, 100_000):
             for q in (0.9, 0.975, 0.995):
                 assert stats.student_t_quantile(q, df) == pytest.approx(ss.t.ppf(q, df), rel=1e-9)

@@ -3,8 +3,8 @@
 The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in pyproject.toml;
 ``[tool.akmbench-mutation] functions`` narrows a file to some of its functions (runner.py: only
 the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
-module and every surviving mutant. ``--module stats`` (repeatable) runs one module; ``--report``
-only prints the score of the last run; ``--retry-survivors`` runs the survivors (and mutants no
+module and every surviving mutant. ``--module report/stats`` (or ``stats``; repeatable) runs one module; ``--report``
+only prints the score of the last run (``--markdown``: as the table of docs/testing.md); ``--retry-survivors`` runs the survivors (and mutants no
 test ran) again, after tests were added. mutmut keeps its results in ``mutants/``, so an
 interrupted run resumes where it stopped.
 """
@@ -34,14 +34,21 @@ def config() -> tuple[list[str], dict[str, list[str]]]:
 
 
 def module_of(path: str) -> str:
-    return Path(path).stem
+    """The name a module goes by in ``--module`` and the table: its path in the package, e.g. report/stats."""
+    return str(Path(path).relative_to("pytest_akmbench").with_suffix("")).replace("\\", "/")
+
+
+def chosen(path: str, modules: list[str]) -> bool:
+    """Whether ``--module`` picks this file: all when none is given; a name matches its path or its last part."""
+    name = module_of(path)
+    return not modules or any(m in (name, name.rsplit("/", 1)[-1]) for m in modules)
 
 
 def patterns(files: list[str], functions: dict[str, list[str]], modules: list[str]) -> list[str]:
     """mutmut's mutant-name globs for the chosen modules (all when none is chosen)."""
     out = []
     for path in files:
-        if modules and module_of(path) not in modules:
+        if not chosen(path, modules):
             continue
         dotted = path.removesuffix(".py").replace("/", ".")
         names = functions.get(path)
@@ -69,7 +76,7 @@ def forget_survivors(files: list[str], modules: list[str]) -> int:
     forgotten = 0
     for path in files:
         meta = ROOT / "mutants" / (path + ".meta")
-        if (modules and module_of(path) not in modules) or not meta.is_file():
+        if not chosen(path, modules) or not meta.is_file():
             continue
         data = json.loads(meta.read_text())
         codes = data["exit_code_by_key"]
@@ -81,11 +88,15 @@ def forget_survivors(files: list[str], modules: list[str]) -> int:
     return forgotten
 
 
-def report(files: list[str], functions: dict[str, list[str]]) -> int:
+def report(files: list[str], functions: dict[str, list[str]], markdown: bool = False) -> int:
     """The score per module: killed / (killed + survived + no tests); mutants not run yet are left out."""
     table = results(files, functions)
     total: Counter[str] = Counter()
-    print(f"{'module':<14}{'mutants':>8}{'killed':>8}{'survived':>10}{'no tests':>10}{'not run':>9}{'score':>8}")
+    _row = _markdown_row if markdown else _text_row
+    if markdown:
+        print("| module | mutants | killed | survived | no tests | not run | score |\n|---|--:|--:|--:|--:|--:|--:|")
+    else:
+        print(f"{'module':<22}{'mutants':>8}{'killed':>8}{'survived':>10}{'no tests':>10}{'not run':>9}{'score':>8}")
     survivors: list[str] = []
     for module, codes in table.items():
         killed = sum(1 for v in codes.values() if v in KILLED)
@@ -105,18 +116,30 @@ def report(files: list[str], functions: dict[str, list[str]]) -> int:
     return 0
 
 
-def _row(name: str, c: Counter[str]) -> str:
+def _score(c: Counter[str]) -> str:
     judged = c["killed"] + c["survived"] + c["untested"]
-    score = f"{c['killed'] / judged:.1%}" if judged else "-"
+    return f"{c['killed'] / judged:.1%}" if judged else "-"
+
+
+def _text_row(name: str, c: Counter[str]) -> str:
     return (
-        f"{name:<14}{c['mutants']:>8}{c['killed']:>8}{c['survived']:>10}{c['untested']:>10}{c['not_run']:>9}{score:>8}"
+        f"{name:<22}{c['mutants']:>8}{c['killed']:>8}{c['survived']:>10}{c['untested']:>10}{c['not_run']:>9}"
+        f"{_score(c):>8}"
     )
+
+
+def _markdown_row(name: str, c: Counter[str]) -> str:
+    cells = [name, *(str(c[k]) for k in ("mutants", "killed", "survived", "untested", "not_run")), _score(c)]
+    return "| " + " | ".join(cells) + " |"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.mutation", description=__doc__.split("\n")[0])
-    parser.add_argument("--module", action="append", default=[], help="a module stem, e.g. stats (repeatable)")
+    parser.add_argument(
+        "--module", action="append", default=[], help="a module, e.g. report/stats or stats (repeatable)"
+    )
     parser.add_argument("--report", action="store_true", help="only print the score of the last run")
+    parser.add_argument("--markdown", action="store_true", help="print the score table in markdown (docs/testing.md)")
     parser.add_argument("--retry-survivors", action="store_true", help="run the survivors again (after adding tests)")
     parser.add_argument("--max-children", type=int, default=2)
     args = parser.parse_args(argv)
@@ -132,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if run.returncode not in (0, 1):
             return run.returncode
-    return report(files, functions)
+    return report(files, functions, args.markdown)
 
 
 if __name__ == "__main__":
