@@ -88,8 +88,7 @@ def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = D
         "pass_rate_ci": _ci(stats.wilson_interval(c, n)) if n else None,
         "pass_at_k": at_k,
         "pass_hat_k": hat_k,
-        # stats.is_flaky's rule, reusing the stdev computed above
-        "flaky": 0 < c < n and sd > stats.FLAKY_STDEV,
+        "flaky": stats.is_flaky([r["outcome"] == "pass" for r in valid]),
         "floor_status": floor_status(n, floor),
     }
 

@@ -33,7 +33,6 @@ STORE_FILE = "samples.jsonl"
 LOCK_FILE = "samples.lock"
 TRANSCRIPTS_DIR = "transcripts"
 
-FingerprintKey = tuple[str, str, str]  # (task_id, arm, fingerprint_hash)
 TrialKey = tuple[str, str, str, int]  # (task_id, arm, fingerprint_hash, seed)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -92,22 +91,6 @@ def latest_valid(
     does. Records lacking ``task_id``/``arm``/an int ``seed`` >= 1/a fingerprint are ignored.
     """
     return dict(_valid_trials(records, fingerprint_of, valid))  # later keys overwrite earlier
-
-
-def done_trials(
-    records: Iterable[dict[str, Any]],
-    fingerprint_of: Callable[[dict[str, Any]], str | None] = record_fingerprint,
-    valid: Callable[[dict[str, Any]], bool] = is_valid,
-) -> dict[FingerprintKey, set[int]]:
-    """Map ``(task_id, arm, fingerprint_hash)`` to the set of seeds that have a valid sample.
-
-    A cell/seed absent from the result must be (re-)run; build this once per session and
-    look cells up in O(1).
-    """
-    done: dict[FingerprintKey, set[int]] = {}
-    for (task_id, arm, fp, seed), _ in _valid_trials(records, fingerprint_of, valid):
-        done.setdefault((task_id, arm, fp), set()).add(seed)
-    return done
 
 
 def _share_values(record: dict[str, Any], shared: dict[Any, Any]) -> None:

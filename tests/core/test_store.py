@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.errors import StoreError
-from pytest_akmbench.store.samples import SampleStore, done_trials, fingerprint_hash, latest_valid
+from pytest_akmbench.store.samples import SampleStore, fingerprint_hash, latest_valid
 
 FP_A = {"model": "m1", "arm_config": {"k": 1}}
 FP_B = {"model": "m2", "arm_config": {"k": 1}}
@@ -192,7 +192,7 @@ class TestIndexes:
         expected = hashlib.sha256(b'{"a":"x","b":[1,{"c":3,"d":2}]}').hexdigest()[:16]
         assert fingerprint_hash(fp) == expected == fingerprint_hash(dict(reversed(fp.items())))
 
-    def test_done_trials_counts_only_valid_samples_of_the_same_fingerprint(self) -> None:
+    def test_only_valid_samples_of_the_same_fingerprint_count(self) -> None:
         """harness_error samples and other fingerprints do not mark a seed done; pass, fail and budget_exceeded do."""
         records = [
             sample(seed=1, outcome="pass"),
@@ -202,9 +202,14 @@ class TestIndexes:
             sample(seed=5, fp=FP_B),
             sample(task="t2", seed=1, outcome="harness_error"),
         ]
-        done = done_trials(records, by_hash)
-        assert done == {("t1", "akm", fingerprint_hash(FP_A)): {1, 2, 3}, ("t1", "akm", fingerprint_hash(FP_B)): {5}}
-        assert done_trials(records, by_hash, valid=lambda r: True)[("t2", "akm", fingerprint_hash(FP_A))] == {1}
+        a, b = fingerprint_hash(FP_A), fingerprint_hash(FP_B)
+        assert set(latest_valid(records, by_hash)) == {
+            ("t1", "akm", a, 1),
+            ("t1", "akm", a, 2),
+            ("t1", "akm", a, 3),
+            ("t1", "akm", b, 5),
+        }
+        assert ("t2", "akm", a, 1) in latest_valid(records, by_hash, valid=lambda r: True)
 
     def test_records_without_a_usable_identity_are_ignored(self) -> None:
         """Records lacking task/arm, with a bool, zero or non-int seed, or without a fingerprint are skipped."""
@@ -215,21 +220,21 @@ class TestIndexes:
             {"arm": "akm", "seed": 1, "outcome": "pass"},
             {"task_id": "t", "arm": "akm", "seed": 1, "outcome": "pass"},
         ]
-        assert done_trials(records) == {} and latest_valid(records) == {}
+        assert latest_valid(records) == {}
 
     def test_default_fingerprint_of_falls_back_to_hashing_the_fingerprint(self) -> None:
         """Without fingerprint_hash, the default key hashes the record's fingerprint dict."""
         record = sample()
         del record["fingerprint_hash"]
-        assert done_trials([record]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
+        assert set(latest_valid([record])) == {("t1", "akm", fingerprint_hash(FP_A), 1)}
 
     def test_stored_hash_is_the_key_even_when_the_fingerprint_dict_differs(self) -> None:
         """The hash a sample was stored under identifies its fingerprint: a record whose dict was
         written by an older version (other keys, same stored hash) still resumes under that hash."""
         record = {**sample(), "fingerprint": {"model": "m1", "legacy": True}}
         assert latest_valid([record]) == {("t1", "akm", fingerprint_hash(FP_A), 1): record}
-        assert done_trials([{**sample(), "fingerprint": None}]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
-        assert done_trials([{**sample(), "fingerprint_hash": 7}]) == {("t1", "akm", fingerprint_hash(FP_A)): {1}}
+        assert set(latest_valid([{**sample(), "fingerprint": None}])) == {("t1", "akm", fingerprint_hash(FP_A), 1)}
+        assert set(latest_valid([{**sample(), "fingerprint_hash": 7}])) == {("t1", "akm", fingerprint_hash(FP_A), 1)}
 
     def test_latest_valid_keeps_the_last_valid_record(self) -> None:
         """A later valid sample supersedes an earlier one; a later harness_error does not."""
