@@ -92,6 +92,20 @@ class TestListingNeedsNothing:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert ": 0 errors" in proc.stdout
 
+    def test_validate_from_another_directory(self, tmp_path: Path) -> None:
+        """Without --corpus, validate checks a config against its own project's corpus, as a
+        run does; it used to say "corpus/tasks: tasks root is not a directory" outside the repo."""
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest_akmbench", "validate", str(ROOT / "configs" / "quick.json")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        tasks = len(list((ROOT / "corpus" / "tasks").glob("*/*/task.yaml")))
+        assert f"{tasks} tasks in" in proc.stdout and ": 0 errors" in proc.stdout
+
 
 class TestConfigFromAnywhere:
     """A run config finds its project's corpus and opencode wherever pytest starts."""
