@@ -78,6 +78,21 @@ class TestListingNeedsNothing:
         errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
         assert len(errors) == 1 and "npm install -g akm-cli" in errors[0] and "-k noakm runs without" in errors[0]
 
+    def test_marker_selecting_no_akm_cell_never_demands_akm(self, bare: pytest.Pytester) -> None:
+        """-m "cell(arm='noakm')" lists and runs the control arm without any akm installed, as
+        -k noakm does; it used to stop with "akm not found"."""
+        bare.makeconftest(CALLS_AKM)
+        args = ["corpus", "--bench-agent", "echo", "--bench-seeds", "1"]
+        result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm')", "--co", "-q")
+        assert result.ret == 0 and len(cells(result)) == 3, result.stdout.str()
+        result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm') or (slow and cell(domain='nowhere'))")
+        result.assert_outcomes(passed=3, deselected=3)
+        # An akm cell a marker may still select (a conftest can add `slow`) needs akm.
+        result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm') or slow")
+        assert result.ret == 4
+        errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
+        assert len(errors) == 1 and "npm install -g akm-cli" in errors[0]
+
     def test_validate(self, tmp_path: Path) -> None:
         """validate checks the shipped corpus and configs with no opencode or akm to be found."""
         path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
