@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cell.runner import RunContext
-from ..corpus.config import DEFAULT_FLOOR, Settings, load_run_config, resolve, run_caps
+from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, load_run_config, resolve, run_caps
 from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import envelope as report
@@ -131,7 +131,13 @@ def cmd_compare(argv: Sequence[str]) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from .validate import validate
 
-    return validate(inputs.tasks_root(args.corpus), Path(args.stashes), [Path(c) for c in args.configs])
+    configs = [Path(c) for c in args.configs]
+    # Without --corpus, a run config's own project: the nearest corpus/tasks at or above the
+    # first config, as a bench run finds it (docs/corpus.md, "Run configs").
+    near = corpus_near(configs[0]) if configs and args.corpus is None else None
+    tasks = args.corpus or str(near / "tasks" if near else "corpus/tasks")
+    stashes = args.stashes or str(near / "stashes" if near else "corpus/stashes")
+    return validate(inputs.tasks_root(tasks), Path(stashes), configs)
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
@@ -179,8 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("compare", help="compare two report.json files (see compare --help)", add_help=False)
 
     val = sub.add_parser("validate", help="check a corpus and run configs without running any agent")
-    val.add_argument("--corpus", default="corpus/tasks", help="tasks root (default: corpus/tasks)")
-    val.add_argument("--stashes", default="corpus/stashes", help="stash fixtures (default: corpus/stashes)")
+    val.add_argument(
+        "--corpus",
+        help="tasks root (default: the nearest corpus/tasks at or above the first config, else corpus/tasks)",
+    )
+    val.add_argument("--stashes", help="stash fixtures (default: the stashes beside that corpus/tasks)")
     val.add_argument("configs", nargs="*", help="run configs to check as well")
     val.set_defaults(func=cmd_validate)
 

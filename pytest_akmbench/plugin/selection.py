@@ -6,14 +6,22 @@ own arm; seed tokens (``s2``) and the cell name (``akm-s2``) match exactly; anyt
 matches as pytest's usual case-insensitive substring of the task id, domain, path parts and
 markers. Other items keep pytest's own matching. We evaluate the expression ourselves and
 then clear ``-k`` so pytest's pass does not undo the arm rule.
+
+Before collection, ``arm_ruled_out`` (``-k``) and ``marks_rule_out`` (``-m``) say whether an
+expression deselects every cell of an arm, so a selection of control-arm cells needs no akm.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 import pytest
-from _pytest.mark import KeywordMatcher  # pytest's own matcher, for items that are not cells
+
+# pytest's own matchers and expression parser, so -k and -m mean here what pytest's own passes
+# make of them (docs/architecture.md, step 4, Collection). pytest has no public API for them; they
+# live in _pytest.mark, unchanged since pytest 8.3 added -m keyword arguments.
+from _pytest.mark import KeywordMatcher, MarkMatcher
 from _pytest.mark.expression import Expression
 
 from ..records import ARMS
@@ -88,6 +96,24 @@ class _Assignment:
         return self.truth[ident]
 
 
+def _never_true(selects: Callable[[dict[str, bool], list[str]], bool], most: int) -> bool:
+    """Whether ``selects`` is false for every truth value of the free words it meets (at most
+    ``most`` of them; beyond that, assume it may be true). ``selects`` notes in its list each
+    word it met that has no truth value yet; such a word counts as false."""
+    words: list[str] = []
+    while len(words) <= most:
+        unseen: list[str] = []
+        for bits in range(2 ** len(words)):
+            if selects({word: bool(bits >> i & 1) for i, word in enumerate(words)}, unseen):
+                return False  # a legitimate truth value: the arm is selected
+            if unseen:
+                break
+        if not unseen:
+            return True
+        words.append(unseen[0])
+    return False
+
+
 def arm_ruled_out(text: str, arm: str) -> bool:
     """Whether ``-k text`` deselects every cell of ``arm``, whatever its task, domain or seed:
     true when no truth value of the expression's other words selects it. ``-k noakm`` then
@@ -96,17 +122,51 @@ def arm_ruled_out(text: str, arm: str) -> bool:
         expression = Expression.compile(text)
     except SyntaxError:
         return False
-    words: list[str] = []
-    while len(words) <= MAX_FREE_WORDS:
-        unseen: list[str] = []
-        for bits in range(2 ** len(words)):
-            assignment = _Assignment(arm, {word: bool(bits >> i & 1) for i, word in enumerate(words)})
-            if expression.evaluate(assignment):
-                return False
-            if assignment.unseen:
-                unseen = assignment.unseen
-                break
-        if not unseen:
-            return True
-        words.append(unseen[0])
-    return False
+
+    def selects(truth: dict[str, bool], unseen: list[str]) -> bool:
+        assignment = _Assignment(arm, truth)
+        result = expression.evaluate(assignment)
+        unseen.extend(assignment.unseen)
+        return result
+
+    return _never_true(selects, MAX_FREE_WORDS)
+
+
+MAX_FREE_MARKS = 4  # beyond this many other marker names in -m, assume any arm may be selected
+
+
+class _MarkAssignment:
+    """``-m`` matching for one cell before collection: ``cell(...)`` as pytest matches it against
+    the cell's own marker; any other marker (another plugin or a conftest may add it) takes the
+    truth value assigned to its name and arguments."""
+
+    def __init__(self, own: MarkMatcher, truth: dict[str, bool], unseen: list[str]) -> None:
+        self.own = own
+        self.truth = truth
+        self.unseen = unseen
+
+    def __call__(self, name: str, /, **kwargs: str | int | bool | None) -> bool:
+        if name == "cell":
+            return self.own(name, **kwargs)
+        key = f"{name}{sorted(kwargs.items())}"
+        if key not in self.truth:
+            self.unseen.append(key)
+            return False
+        return self.truth[key]
+
+
+def marks_rule_out(text: str, arm: str, cells: Sequence[dict[str, object]]) -> bool:
+    """Whether ``-m text`` deselects every cell of ``arm``: ``cells`` are the keyword arguments
+    of the ``cell`` markers the collection will give (``task, arm, seed, domain, slice``), and no
+    cell of ``arm`` matches whatever other markers it may carry. ``-m "cell(arm='noakm')"`` then
+    needs no akm."""
+    try:
+        expression = Expression.compile(text)
+    except SyntaxError:
+        return False  # pytest's own -m pass says what is wrong with it
+    own = [MarkMatcher.from_markers([pytest.mark.cell(**kw).mark]) for kw in cells if kw.get("arm") == arm]
+
+    def selects(truth: dict[str, bool], unseen: list[str]) -> bool:
+        return any(expression.evaluate(_MarkAssignment(matcher, truth, unseen)) for matcher in own)
+
+    return _never_true(selects, MAX_FREE_MARKS)

@@ -20,7 +20,7 @@ import pytest
 from ..agents.base import SessionInfo
 from ..cell import akm
 from ..cell.akm_check import check_index
-from .selection import arm_ruled_out
+from .selection import arm_ruled_out, marks_rule_out
 from .state import BenchState
 
 T = TypeVar("T")
@@ -43,9 +43,25 @@ def timed(config: pytest.Config, step: Callable[[], T], describe: Callable[[T], 
 
 
 def arms_needed(config: pytest.Config, state: BenchState) -> tuple[str, ...]:
-    """The run's arms less those ``-k`` rules out for every cell (``-k noakm`` needs no akm)."""
-    text = (config.option.keyword or "").strip()
-    return tuple(a for a in state.settings.arms if not (text and arm_ruled_out(text, a)))
+    """The run's arms less those ``-k`` or ``-m`` rules out for every cell (``-k noakm`` and
+    ``-m "cell(arm='noakm')"`` need no akm)."""
+    keyword = (config.option.keyword or "").strip()
+    markexpr = (config.option.markexpr or "").strip()
+    cells = (
+        [
+            {"task": t.id, "arm": arm, "seed": seed, "domain": t.domain, "slice": t.slice}
+            for t in state.tasks
+            for arm in state.settings.arms
+            for seed in range(1, state.settings.seeds + 1)
+        ]
+        if markexpr
+        else []
+    )
+    return tuple(
+        a
+        for a in state.settings.arms
+        if not (keyword and arm_ruled_out(keyword, a)) and not (markexpr and marks_rule_out(markexpr, a, cells))
+    )
 
 
 def start_agent(config: pytest.Config, state: BenchState, options: dict[str, object]) -> None:

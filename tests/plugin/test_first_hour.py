@@ -78,6 +78,21 @@ class TestListingNeedsNothing:
         errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
         assert len(errors) == 1 and "npm install -g akm-cli" in errors[0] and "-k noakm runs without" in errors[0]
 
+    def test_marker_selecting_no_akm_cell_never_demands_akm(self, bare: pytest.Pytester) -> None:
+        """-m "cell(arm='noakm')" lists and runs the control arm without any akm installed, as
+        -k noakm does; it used to stop with "akm not found"."""
+        bare.makeconftest(CALLS_AKM)
+        args = ["corpus", "--bench-agent", "echo", "--bench-seeds", "1"]
+        result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm')", "--co", "-q")
+        assert result.ret == 0 and len(cells(result)) == 3, result.stdout.str()
+        result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm') or (slow and cell(domain='nowhere'))")
+        result.assert_outcomes(passed=3, deselected=3)
+        # An akm cell a marker may still select (a conftest can add `slow`) needs akm.
+        result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm') or slow")
+        assert result.ret == 4
+        errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
+        assert len(errors) == 1 and "npm install -g akm-cli" in errors[0]
+
     def test_validate(self, tmp_path: Path) -> None:
         """validate checks the shipped corpus and configs with no opencode or akm to be found."""
         path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
@@ -91,6 +106,20 @@ class TestListingNeedsNothing:
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert ": 0 errors" in proc.stdout
+
+    def test_validate_from_another_directory(self, tmp_path: Path) -> None:
+        """Without --corpus, validate checks a config against its own project's corpus, as a
+        run does; it used to say "corpus/tasks: tasks root is not a directory" outside the repo."""
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest_akmbench", "validate", str(ROOT / "configs" / "quick.json")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        tasks = len(list((ROOT / "corpus" / "tasks").glob("*/*/task.yaml")))
+        assert f"{tasks} tasks in" in proc.stdout and ": 0 errors" in proc.stdout
 
 
 class TestConfigFromAnywhere:
