@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,31 @@ class TestHashes:
         fixtures, combined = fixtures_stamp(tasks, tmp_path)
         assert fixtures == {"fx": "deb2f97ec4e31dc41691f927f6ac2372c32c2b3bb1832d2f72309f092eab5b1f"}
         assert combined == "918f2ea161c68a6e03804acecec27506030436e0a8f8d8e81f863ede4dff1172"
+
+    def test_stashes_are_combined_in_utf16_order(self, tmp_path: Path) -> None:
+        """Stash names sort as JavaScript sorts them (UTF-16 code units), so the combined hash matches
+        the reference bench's: a name beyond U+FFFF sorts before U+FF61, unlike Python's default."""
+        high, astral = "\uff61", "\U0001f600"
+        tasks = []
+        for name in (high, astral):
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "f").write_text(name)
+            tasks.append(
+                Task(
+                    id=f"a/{len(tasks)}",
+                    title="t",
+                    domain="d",
+                    difficulty="easy",
+                    stash=name,
+                    verifier="script",
+                    task_dir=tmp_path,
+                    yaml_text="",
+                )
+            )
+        fixtures, combined = fixtures_stamp(tasks, tmp_path)
+        assert list(fixtures) == [astral, high]
+        feed = b"".join(n.encode() + b"\0" + fixtures[n].encode() + b"\0" for n in (astral, high))
+        assert combined == hashlib.sha256(feed).hexdigest()
 
 
 class TestDiscovery:
