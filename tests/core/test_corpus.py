@@ -91,6 +91,46 @@ class TestHashes:
         assert fixtures == {"fx": "deb2f97ec4e31dc41691f927f6ac2372c32c2b3bb1832d2f72309f092eab5b1f"}
         assert combined == "918f2ea161c68a6e03804acecec27506030436e0a8f8d8e81f863ede4dff1172"
 
+    def test_ids_and_paths_sort_by_utf16_code_units(self, tmp_path: Path) -> None:
+        """Task ids and fixture paths are fed in JavaScript's order (UTF-16 code units, compared
+        here as UTF-16-BE bytes), whatever the characters: shared prefixes, astral, high BMP."""
+        names = ["a/y", "a/x", "a/xy", "b", "\uff61", "\U0001f600", "a\U0001f600", "a\uff61", "Z", "\u00e9"]
+        tasks = [
+            Task(
+                id=n,
+                title="t",
+                domain="d",
+                difficulty="easy",
+                stash="s",
+                verifier="script",
+                task_dir=tmp_path,
+                yaml_text=n,
+            )
+            for n in names
+        ]
+        order = sorted(names, key=lambda n: n.encode("utf-16-be"))
+        feed = b"".join(n.encode() + b"\0" + n.encode() + b"\0" for n in order)
+        assert task_corpus_hash(tasks) == hashlib.sha256(feed).hexdigest()
+        fx = tmp_path / "fx"
+        fx.mkdir()
+        files = [n.replace("/", "-") for n in names]
+        for n in files:
+            (fx / n).write_text(n)
+        feed = b"".join(
+            n.encode() + b"\0" + n.encode() + b"\0" for n in sorted(files, key=lambda n: n.encode("utf-16-be"))
+        )
+        assert fixture_hash(fx) == hashlib.sha256(feed).hexdigest()
+
+    def test_symlinked_directory_in_a_stash_is_not_followed(self, tmp_path: Path) -> None:
+        fx = tmp_path / "fx"
+        fx.mkdir()
+        (fx / "MANIFEST.json").write_text("M")
+        before = fixture_hash(fx)
+        (tmp_path / "outside").mkdir()
+        (tmp_path / "outside" / "secret.md").write_text("not part of the stash")
+        (fx / "linked").symlink_to(tmp_path / "outside", target_is_directory=True)
+        assert fixture_hash(fx) == before
+
     def test_stashes_are_combined_in_utf16_order(self, tmp_path: Path) -> None:
         """Stash names sort as JavaScript sorts them (UTF-16 code units), so the combined hash matches
         the reference bench's: a name beyond U+FFFF sorts before U+FF61, unlike Python's default."""

@@ -20,6 +20,7 @@ from pytest_akmbench.cell import prompts
 from pytest_akmbench.cell.akm import AkmInfo
 from pytest_akmbench.cell.rundir import tree_hash
 from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint, fingerprint, limits_for
+from pytest_akmbench.corpus.hashes import fixture_hash
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.store.samples import fingerprint_hash
 from tests.support.corpus import standard_corpus, write_task
@@ -238,3 +239,18 @@ class TestStoredSamplesStayValid:
         (tmp_path / "b" / "c.txt").write_bytes(b"two")
         expected = hashlib.sha256(b"a.txt\0one\0b/c.txt\0two\0").hexdigest()
         assert tree_hash(tmp_path) == expected
+
+    def test_hash_of_a_task_with_layers_and_of_an_overlaid_stash(self, root: Root) -> None:
+        """The stored forms: a task with shared layers hashes its tree hashes joined by NUL; an
+        overlaid stash is ``stash hash:overlay hash``."""
+        (root.tasks_root / "base" / "workspace").mkdir(parents=True)
+        (root.tasks_root / "base" / "workspace" / "shared.txt").write_text("shared\n")
+        task = root.task()
+        assert task.layers
+        hashes = [tree_hash(task.task_dir), *map(tree_hash, task.layers)]
+        fp = cell_fingerprint(Cell(task, "noakm", 1), root.ctx())
+        assert fp["task_hash"] == hashlib.sha256("\0".join(hashes).encode()).hexdigest()
+        overlaid = root.task("alpha/overlay")
+        stash = cell_fingerprint(Cell(overlaid, "akm", 1), root.ctx())["stash_hash"]
+        overlay = tree_hash(overlaid.task_dir / "overlay")
+        assert stash == fixture_hash(root.stashes / "st") + ":" + overlay
