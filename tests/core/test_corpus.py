@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,71 @@ class TestHashes:
         assert fixtures == {"fx": "deb2f97ec4e31dc41691f927f6ac2372c32c2b3bb1832d2f72309f092eab5b1f"}
         assert combined == "918f2ea161c68a6e03804acecec27506030436e0a8f8d8e81f863ede4dff1172"
 
+    def test_ids_and_paths_sort_by_utf16_code_units(self, tmp_path: Path) -> None:
+        """Task ids and fixture paths are fed in JavaScript's order (UTF-16 code units, compared
+        here as UTF-16-BE bytes), whatever the characters: shared prefixes, astral, high BMP."""
+        names = ["a/y", "a/x", "a/xy", "b", "\uff61", "\U0001f600", "a\U0001f600", "a\uff61", "Z", "\u00e9"]
+        tasks = [
+            Task(
+                id=n,
+                title="t",
+                domain="d",
+                difficulty="easy",
+                stash="s",
+                verifier="script",
+                task_dir=tmp_path,
+                yaml_text=n,
+            )
+            for n in names
+        ]
+        order = sorted(names, key=lambda n: n.encode("utf-16-be"))
+        feed = b"".join(n.encode() + b"\0" + n.encode() + b"\0" for n in order)
+        assert task_corpus_hash(tasks) == hashlib.sha256(feed).hexdigest()
+        fx = tmp_path / "fx"
+        fx.mkdir()
+        files = [n.replace("/", "-") for n in names]
+        for n in files:
+            (fx / n).write_text(n)
+        feed = b"".join(
+            n.encode() + b"\0" + n.encode() + b"\0" for n in sorted(files, key=lambda n: n.encode("utf-16-be"))
+        )
+        assert fixture_hash(fx) == hashlib.sha256(feed).hexdigest()
+
+    def test_symlinked_directory_in_a_stash_is_not_followed(self, tmp_path: Path) -> None:
+        fx = tmp_path / "fx"
+        fx.mkdir()
+        (fx / "MANIFEST.json").write_text("M")
+        before = fixture_hash(fx)
+        (tmp_path / "outside").mkdir()
+        (tmp_path / "outside" / "secret.md").write_text("not part of the stash")
+        (fx / "linked").symlink_to(tmp_path / "outside", target_is_directory=True)
+        assert fixture_hash(fx) == before
+
+    def test_stashes_are_combined_in_utf16_order(self, tmp_path: Path) -> None:
+        """Stash names sort as JavaScript sorts them (UTF-16 code units), so the combined hash matches
+        the reference bench's: a name beyond U+FFFF sorts before U+FF61, unlike Python's default."""
+        high, astral = "\uff61", "\U0001f600"
+        tasks = []
+        for name in (high, astral):
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "f").write_text(name)
+            tasks.append(
+                Task(
+                    id=f"a/{len(tasks)}",
+                    title="t",
+                    domain="d",
+                    difficulty="easy",
+                    stash=name,
+                    verifier="script",
+                    task_dir=tmp_path,
+                    yaml_text="",
+                )
+            )
+        fixtures, combined = fixtures_stamp(tasks, tmp_path)
+        assert list(fixtures) == [astral, high]
+        feed = b"".join(n.encode() + b"\0" + fixtures[n].encode() + b"\0" for n in (astral, high))
+        assert combined == hashlib.sha256(feed).hexdigest()
+
 
 class TestDiscovery:
     """Tasks are found by walking the tasks root."""
@@ -124,6 +190,12 @@ class TestValidation:
             ({"colour": "red"}, "colour", "unknown field"),
             ({"budget": {"tokens": -5, "wallMs": 100}}, "budget.tokens", "positive number"),
             ({"budget": {"tokens": "lots"}}, "budget.tokens", "not a number"),
+            ({"budget": 5}, "budget", "must be a mapping with tokens and wallMs"),
+            ({"budget": {"tokens": 10, "turns": 3}}, "budget.turns", "unknown field; use tokens and wallMs"),
+            ({"budget": {"wallMs": 0}}, "budget.wallMs", "must be a positive number, got 0"),
+            ({"budget": {"tokens": True}}, "budget.tokens", "must be a positive number, got True"),
+            ({"gold_ref": 3}, "gold_ref", "must be a string, got int"),
+            ({"expected_transfer_from": "a/two"}, "expected_transfer_from", "must be a list of asset refs"),
             ({"title": ""}, "title", "required non-empty string"),
             ({"abstention_case": "yes"}, "abstention_case", "true or false"),
             ({"verifier": "regex"}, "expected_match", "required for verifier: regex"),

@@ -9,6 +9,7 @@ new run: its hash must differ exactly when the stored sample no longer measures 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ import pytest
 from pytest_akmbench.agents import NopAgent
 from pytest_akmbench.cell import prompts
 from pytest_akmbench.cell.akm import AkmInfo
+from pytest_akmbench.cell.rundir import tree_hash
 from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint, fingerprint, limits_for
+from pytest_akmbench.corpus.hashes import fixture_hash
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.store.samples import fingerprint_hash
 from tests.support.corpus import standard_corpus, write_task
@@ -192,3 +195,62 @@ class TestLimits:
         fp = cell_fingerprint(Cell(root.task(), "noakm", 1), root.ctx(budget_turns=9, cap_tokens=700))
         assert fp["budget"] == {"tokens": 700, "wall_ms": 20000, "turns": 9}
         assert "akm" not in fp and "sandbox" not in fp and fp["stash_hash"] is None
+
+
+class TestStoredSamplesStayValid:
+    """The fingerprint is compared with those of samples stored by earlier runs: its keys and the
+    hashes in it must not change form, and each task keeps its own hash."""
+
+    def test_keys_a_stored_sample_carries(self, root: Root) -> None:
+        fp = cell_fingerprint(Cell(root.task(), "akm", 1), root.ctx(akm=AKM, sandbox="bwrap"))
+        assert set(fp) == {
+            "model",
+            "agent",
+            "agent_version",
+            "prompt_version",
+            "task_hash",
+            "stash_hash",
+            "budget",
+            "akm",
+            "sandbox",
+        }
+        assert fp["prompt_version"] == prompts.prompt_version("akm")
+
+    def test_each_task_has_its_own_hash_within_a_run(self, root: Root) -> None:
+        ctx = root.ctx()
+        first = cell_fingerprint(Cell(root.task(), "noakm", 1), ctx)["task_hash"]
+        other = cell_fingerprint(Cell(root.task("alpha/bare"), "noakm", 1), ctx)["task_hash"]
+        assert first != other
+
+    def test_caches_and_symlinks_in_a_task_do_not_invalidate(self, root: Root) -> None:
+        """Running a task's tests leaves __pycache__ / .pytest_cache behind; a symlink is never copied."""
+        before = root.hash("noakm")
+        task_dir = root.task().task_dir
+        for cache in ("__pycache__", ".pytest_cache"):
+            (task_dir / cache).mkdir()
+            (task_dir / cache / "x.pyc").write_bytes(b"\x00cache")
+        (task_dir / "link.md").symlink_to(root.stashes / "st" / "skills" / "howto" / "SKILL.md")
+        assert root.hash("noakm") == before
+
+    def test_tree_hash_is_path_nul_bytes_nul(self, tmp_path: Path) -> None:
+        """The task hash of stored samples: SHA-256 over sorted relative paths, each ``path NUL bytes NUL``."""
+        (tmp_path / "b").mkdir()
+        (tmp_path / "a.txt").write_bytes(b"one")
+        (tmp_path / "b" / "c.txt").write_bytes(b"two")
+        expected = hashlib.sha256(b"a.txt\0one\0b/c.txt\0two\0").hexdigest()
+        assert tree_hash(tmp_path) == expected
+
+    def test_hash_of_a_task_with_layers_and_of_an_overlaid_stash(self, root: Root) -> None:
+        """The stored forms: a task with shared layers hashes its tree hashes joined by NUL; an
+        overlaid stash is ``stash hash:overlay hash``."""
+        (root.tasks_root / "base" / "workspace").mkdir(parents=True)
+        (root.tasks_root / "base" / "workspace" / "shared.txt").write_text("shared\n")
+        task = root.task()
+        assert task.layers
+        hashes = [tree_hash(task.task_dir), *map(tree_hash, task.layers)]
+        fp = cell_fingerprint(Cell(task, "noakm", 1), root.ctx())
+        assert fp["task_hash"] == hashlib.sha256("\0".join(hashes).encode()).hexdigest()
+        overlaid = root.task("alpha/overlay")
+        stash = cell_fingerprint(Cell(overlaid, "akm", 1), root.ctx())["stash_hash"]
+        overlay = tree_hash(overlaid.task_dir / "overlay")
+        assert stash == fixture_hash(root.stashes / "st") + ":" + overlay
