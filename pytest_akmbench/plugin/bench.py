@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,7 +202,9 @@ def pytest_configure(config: pytest.Config) -> None:
     state.run_id = (
         workerinput["akmbench_run_id"]
         if workerinput
-        else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+        # The random part keeps two sessions of one process in one second apart (pytest.main
+        # twice, pytester): a shared id would report the first run's samples as this run's own.
+        else time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}-{secrets.token_hex(3)}"
     )
     procs.become_subreaper()
     if controller:

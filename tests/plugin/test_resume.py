@@ -79,6 +79,22 @@ class TestResume:
         assert sum(r["from_store"] for r in report["runs"]) == 12
         assert report["aggregate"]["akm"]["runs"] == 12
 
+    def test_two_sessions_of_one_process_in_one_second_are_two_runs(
+        self, bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """pytest.main twice in one process within a second (frozen clock here): the second run
+        is a run of its own, so the first run's samples are reported as from the store."""
+        import pytest_akmbench.plugin.bench as bench_mod
+
+        monkeypatch.setattr(bench_mod.time, "strftime", lambda fmt, t=None: "20260101T000000Z")
+        bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
+        bench.runpytest(*ARGS, "--bench-seeds", "2").assert_outcomes(passed=12)
+        first, second = (
+            {s["run_id"] for s in part} for part in (store_lines(bench.path)[:6], store_lines(bench.path)[6:])
+        )
+        assert len(first) == len(second) == 1 and first != second
+        assert sum(r["from_store"] for r in read_report(bench.path)["runs"]) == 6
+
     def test_fresh_reruns_and_appends(self, bench: pytest.Pytester) -> None:
         """--bench-fresh runs everything again and appends; the latest samples are reported."""
         bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
