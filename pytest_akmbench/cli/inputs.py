@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BenchError, ConfigError
+from ..errors import ConfigError
 
 
 def tasks_root(typed: str) -> Path:
@@ -20,9 +20,3 @@ def tasks_root(typed: str) -> Path:
             f"{typed}: no task.yaml under this tasks root; pass --corpus DIR (default corpus/tasks)", usage=True
         )
     return path.resolve()
-
-
-def in_file(config: str | Path | None, err: BenchError) -> str:
-    """``err`` naming the run config it came from (a selection error names only its field)."""
-    text = str(err)
-    return text if config is None or text.startswith(str(config)) else f"{config}: {text}"

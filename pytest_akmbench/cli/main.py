@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cell.runner import RunContext
-from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, load_run_config, resolve, run_caps
+from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, in_file, load_run_config, resolve, run_caps
 from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import envelope as report
@@ -49,9 +49,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
     except BenchError as err:
-        raise ConfigError(
-            inputs.in_file(args.config if settings.tasks_override is None else None, err), usage=True
-        ) from None
+        raise ConfigError(in_file(args.config if settings.tasks_override is None else None, err), usage=True) from None
     store_dir = Path(args.store).resolve()
     cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
     inp = report_input(

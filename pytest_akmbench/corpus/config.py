@@ -130,6 +130,12 @@ def corpus_near(config_path: Path) -> Path | None:
     return None
 
 
+def in_file(config: str | Path | None, err: Exception) -> str:
+    """``err`` naming the run config it came from (a selection error names only its field)."""
+    text = str(err)
+    return text if config is None or text.startswith(str(config)) else f"{config}: {text}"
+
+
 def expand_path(raw: str | Path, base: Path, environ: Mapping[str, str] | None = None) -> Path:
     """Path expansion (docs/corpus.md, "Run configs"): ``${NAME}``, ``$NAME`` (unset: empty),
     ``~``, then relative to ``base``. Every path the harness reads from a config, an option or a

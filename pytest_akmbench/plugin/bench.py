@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ..agents.base import Agent, OracleAgent
-from ..corpus.config import Settings, config_options, corpus_near, load_run_config, resolve
+from ..corpus.config import Settings, config_options, corpus_near, in_file, load_run_config, resolve
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
 from ..corpus.values import check_matrix, clamp_parallel, load_baseline
 from ..errors import BenchError, ConfigError, CorpusError, StoreError
@@ -104,7 +104,7 @@ def _load(settings: Settings, explicit: bool) -> BenchState:
         # A selection from a run config names the config, as validate does.
         if settings.config is None or settings.tasks_override is not None:
             raise
-        raise CorpusError(f"{settings.config.path}: {err}") from None
+        raise CorpusError(in_file(settings.config.path, err)) from None
     if not chosen and not errors:
         if not corpus.tasks:
             raise CorpusError(
