@@ -111,9 +111,10 @@ RANKS = {
     "cell": 4,
     "agents.opencode": 5,
     "report": 5,
-    "plugin": 6,
-    "cli": 6,
-    "__main__": 6,
+    "tracks": 6,
+    "plugin": 7,
+    "cli": 7,
+    "__main__": 7,
 }
 PACKAGE = Path(pytest_akmbench.__file__).parent
 

@@ -1,0 +1,1 @@
+"""The tracks beyond utility: attribute and evolve (docs/tracks.md)."""
