@@ -27,7 +27,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import options, startup
+from . import evolve, options, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -140,6 +140,8 @@ def activate(config: pytest.Config) -> bool:
     if not hasattr(config, "workerinput"):
         _refuse_conflicts(config, state)
         _apply_parallel(config, state)
+    if evolve.track_of(config, state) == "evolve":
+        evolve.install(config, state)
     return True
 
 
@@ -224,7 +226,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
     if controller:
-        config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
+        session = state.track.session(config) if state.track is not None else BenchSession(state, config)
+        config.pluginmanager.register(session, "akmbench-session")
         config.pluginmanager.register(Progress(config), "akmbench-progress")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(state), "akmbench-xdist")
@@ -290,7 +293,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         # early would otherwise kill the cells its siblings are still running.
         procs.sweep(state.run_id + "/", orphans=False)
     lifecycle.release_run(state.tmp_root / state.run_id)
-    for name in ("akmbench-session", "akmbench-progress", "akmbench-xdist", "akmbench-interrupts"):
+    for name in ("akmbench-session", "akmbench-progress", "akmbench-xdist", "akmbench-interrupts", "akmbench-evolve"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)

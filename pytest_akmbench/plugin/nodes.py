@@ -74,6 +74,9 @@ class TaskFile(pytest.File):
         task = state.selected.get(self.path)
         if task is None:
             return
+        if state.track is not None:
+            yield from state.track.collect(self, task)
+            return
         marks = guard_marks(self.config)
         if state.settings.soundness:
             item = pytest.Function.from_parent(self, name="soundness", callobj=check_soundness)

@@ -108,6 +108,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="Run cells in N processes (pytest-xdist -n, clamped to 1..8)",
     )
     parser.addini("bench_parallel", "Default for --parallel", default=None)
+    track_help = "Track: utility (the default), attribute or evolve (docs/tracks.md)"
+    group.addoption(
+        "--bench-track", dest="bench_track", choices=("utility", "attribute", "evolve"), default=None, help=track_help
+    )
+    parser.addini("bench_track", track_help, default=None)
+    llm_help = "evolve track: akm's own LLM, scripted/lesson, scripted/garbage or a chat-completions URL"
+    group.addoption("--bench-evolve-llm", dest="bench_evolve_llm", metavar="LLM", default=None, help=llm_help)
+    parser.addini("bench_evolve_llm", llm_help, default=None)
 
 
 # Every setting read as (command line, ini) pair; the gates are read on their own.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,7 @@ class BenchState:
     akm: AkmInfo | None = None
     interrupts: Interrupts | None = None
     scrub: Scrubber = field(default_factory=Scrubber)
+    track: Any = None  # a track beyond utility (plugin/evolve.py), or None
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
 

@@ -3,6 +3,7 @@ policies are listed in :mod:`scripted`)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,10 +14,15 @@ from ...cell.prompts import keywords
 from ...corpus.tasks import Task
 from . import snoop
 
-POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop")
+POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop", "learner", "lesson", "garbage")
+# The policies that stand in for akm's own LLM (``akm distill``), not for the agent.
+AKM_LLM_POLICIES = ("lesson", "garbage")
 IDLE_TEXT = "I have looked at the task and will not change anything."
 HEREDOC = "AKMBENCH_SOLVE_EOF"
+APPLY = "Apply the solution"
 SHOW = "Show the matching asset"
+GIVE_UP = "No lesson on this asset yet; I could not work out the task."
+GARBAGE_TEXT = "Looks fine to me, nothing to learn here."
 
 
 @dataclass
@@ -75,7 +81,7 @@ def plan_of(cell: ScriptedCell) -> list[Action]:
     script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
     if not script.endswith("\n"):
         script += "\n"
-    actions.append(Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description="Apply the solution"))
+    actions.append(Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description=APPLY))
     if on_akm and task.gold_ref:
         actions.append(Action("tool", command="akm feedback {ref} --positive", description="Record feedback"))
     return actions
@@ -90,7 +96,11 @@ def next_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn: int) -
         return Action("error")
     if cell.policy == "loop":
         return Action("tool", command=f"echo 'still working, step {turn}'", description=f"Check step {turn}")
-    plan = plan_of(cell)
+    if cell.policy in AKM_LLM_POLICIES or (cell.policy == "learner" and cell.task is None):
+        return Action("text", text=IDLE_TEXT)
+    plan = learner_plan(cell, messages) if cell.policy == "learner" else plan_of(cell)
+    if cell.policy == "learner" and turn >= len(plan) and not any(a.description == APPLY for a in plan):
+        return Action("text", text=GIVE_UP)
     if turn < len(plan):
         action = plan[turn]
         if "{ref}" in action.command:
@@ -118,7 +128,7 @@ def _final_answer(messages: list[dict[str, Any]], plan: list[Action]) -> str:
     """The output of the solution's tool call (the last tool message for a commands plan)."""
     target = None
     for i, action in enumerate(plan):
-        if action.description == "Apply the solution":
+        if action.description == APPLY:
             target = f"call_{i}"
     outputs = {m.get("tool_call_id"): content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
     if target is None:
@@ -138,3 +148,68 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
+
+
+# ---------------------------------------------------------------- the evolve track's policies
+
+
+def lesson_ref(gold: str, line: str) -> str:
+    """The ref akm's ``distill`` gives the lesson it draws from ``gold`` (``skill:x`` becomes
+    ``lesson:skill-x-lesson``), in the syntax of akm ``line``."""
+    key = akm.ref_key(gold)
+    slug = "-".join(key) if key else gold
+    slug = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]+", "-", slug.lower())).strip("-")
+    return akm.format_ref(f"lesson:{slug}-lesson", line)
+
+
+def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Action]:
+    """``learner``: an agent that solves a task only once the stash holds a lesson on its gold
+    asset. On the akm arm it searches, shows the gold asset and then the lesson akm's distill
+    would have made of it; with the lesson it runs the solution and gives positive feedback,
+    without it negative feedback and gives up. Other arms, and tasks without a gold asset, give
+    up. The evolve track's tests use it: train cells fail until a proposal is accepted."""
+    task = cell.task
+    assert task is not None
+    if cell.arm != "akm" or not task.gold_ref:
+        return []
+    line = cell.akm_line or "0.7"
+    lesson = _quote(lesson_ref(task.gold_ref, line))
+    plan = [
+        Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash"),
+        Action("tool", command="akm show {ref}", description=SHOW),
+        Action("tool", command=f"akm show {lesson}", description="Look for a lesson on it"),
+    ]
+    outputs = {m.get("tool_call_id"): content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
+    if "call_2" not in outputs:
+        return plan
+    if '"content"' in outputs["call_2"]:
+        script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "exit 1\n"
+        script += "" if script.endswith("\n") else "\n"
+        plan.append(Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description=APPLY))
+        plan.append(Action("tool", command="akm feedback {ref} --positive", description="Record feedback"))
+    else:
+        reason = _quote("no lesson for this asset")
+        plan.append(
+            Action("tool", command=f"akm feedback {{ref}} --negative --reason {reason}", description="Record feedback")
+        )
+    return plan
+
+
+def akm_llm_reply(policy: str, messages: list[dict[str, Any]]) -> str:
+    """What the scripted model answers to akm's own LLM call (``akm distill``): ``lesson``
+    writes a lesson file akm's lint accepts (front matter with ``description`` and
+    ``when_to_use``), naming the asset the prompt is about; ``garbage`` answers with prose that
+    no lint accepts, so nothing can be proposed."""
+    if policy == "garbage":
+        return GARBAGE_TEXT
+    prompt = "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "user")
+    match = re.search(r"^Asset ref: (\S+)", prompt, re.MULTILINE)
+    ref = match.group(1) if match else "the asset"
+    negatives = prompt.count('"negative"')
+    return (
+        "---\n"
+        f"description: Lesson on {ref}, drawn from {negatives} failed attempts\n"
+        f"when_to_use: Before working on a task that needs {ref}\n"
+        "---\n"
+        f"Read {ref} in full and follow its procedure step by step; the failed attempts skipped it.\n"
+    )

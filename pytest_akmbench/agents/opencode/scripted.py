@@ -24,6 +24,9 @@ Policies (the model name is ``scripted/<policy>``):
 ``hang``   accepts the request and never answers until the server stops.
 ``error``  HTTP 500 with ``retry-after-ms: 50`` so opencode's retries are fast, then it gives up.
 ``loop``   calls a harmless, always different bash command forever.
+``learner`` fails a task until the stash holds a lesson on its gold asset (the evolve track).
+``lesson``, ``garbage``  stand in for akm's own LLM (``akm distill``): a valid lesson, or prose
+           akm's lint refuses.
 ``snoop``  tries to read what a cell must never see (the solution, the verifier, the stash
            fixture, other cells, the store, the user's home) and answers with what it read;
            see :mod:`snoop`. It shows whether the cell's sandbox holds.
@@ -45,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ...corpus.tasks import Task
-from .policies import IDLE_TEXT, POLICIES, Action, ScriptedCell, next_action
+from .policies import AKM_LLM_POLICIES, IDLE_TEXT, POLICIES, Action, ScriptedCell, akm_llm_reply, next_action
 from .replies import completion, stream_frames
 
 # Names the tests and the docs reach through the server module.
@@ -194,6 +197,13 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         model = str(body.get("model", "scripted"))
         stream = bool(body.get("stream"))
+        if cell.policy in AKM_LLM_POLICIES:  # akm's own LLM call (distill): one text answer
+            with self.scripted._lock:
+                cell.totals["requests"] += 1
+            self._answer(
+                stream, model, Action("text", text=akm_llm_reply(cell.policy, messages)), usage_for_turn(0), ""
+            )
+            return
         if not body.get("tools"):
             usage = usage_for_turn(0)
             with self.scripted._lock:

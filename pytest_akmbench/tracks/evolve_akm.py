@@ -1,0 +1,157 @@
+"""The akm side of the evolve track's proposal step: feedback, proposal generation, the lint
+verdict, accept or reject, and the re-index, each one akm command (docs/tracks.md, "evolve").
+
+Which verbs generate proposals is read from the installed akm's own ``--help``: akm 0.7 has
+``distill`` (a lesson from an asset and its feedback) and ``proposal``; akm 0.9 folded them
+into ``improve``, which this step does not drive yet, so it says so instead of guessing.
+A proposal passes lint when akm's own validation says so: 0.7's ``proposal show --json``
+prints ``{"proposal", "validation": {"ok", "findings"}}`` (the reference read other keys and
+so rejected every proposal). Pure: no pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..cell import akm
+from ..system.procs import ProcessTracker
+
+TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class AkmRunner:
+    """akm commands against one evolving stash: its executable, environment and cwd."""
+
+    info: akm.AkmInfo
+    env: dict[str, str]
+    llm_env: dict[str, str]  # the same, with the akm config that names the LLM endpoint
+    cwd: Path
+    procs: ProcessTracker
+
+    def run(self, *args: str, llm: bool = False) -> tuple[int, str]:
+        code, output, timed_out = self.procs.run(
+            [str(self.info.path), *args], cwd=self.cwd, env=self.llm_env if llm else self.env, timeout_s=TIMEOUT_S
+        )
+        return (-1 if timed_out or code is None else code), output
+
+
+def verbs(runner: AkmRunner) -> dict[str, bool]:
+    """Which proposal verbs the installed akm lists in its help."""
+    _, out = runner.run("--help")
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    words = set(re.findall(r"\b[a-z]+\b", plain))
+    return {v: v in words for v in ("distill", "reflect", "improve", "proposal")}
+
+
+def feedback(runner: AkmRunner, ref: str, signal: str) -> tuple[bool, str]:
+    """``akm feedback <ref> --positive|--negative`` (0.9 wants a reason for a negative)."""
+    args = ["feedback", akm.format_ref(ref, runner.info.line), f"--{signal}"]
+    if signal == "negative":
+        args += ["--reason", "the harness's verifier rejected a train-slice run"]
+    code, out = runner.run(*args)
+    return code == 0, out.strip()[-300:]
+
+
+def distill(runner: AkmRunner, ref: str) -> dict[str, Any]:
+    """``akm distill <ref>``: one lesson proposal from the asset and its feedback, or why not."""
+    code, out = runner.run("distill", akm.format_ref(ref, runner.info.line), llm=True)
+    data = _json(out)
+    return {
+        "ref": ref,
+        "verb": "distill",
+        "exit": code,
+        "outcome": data.get("outcome") if code == 0 else "failed",
+        "proposal_id": data.get("proposalId"),
+        "message": None if code == 0 else _error_text(out),
+    }
+
+
+def list_proposals(runner: AkmRunner) -> list[dict[str, Any]]:
+    """The pending proposals: ``{id, target_ref, kind}``, read tolerantly (array or object)."""
+    _, out = runner.run("proposal", "list", "--json")
+    data = _json(out, want=(dict, list))
+    raw = data.get("proposals", []) if isinstance(data, dict) else data
+    rows = []
+    for p in raw if isinstance(raw, list) else []:
+        if not isinstance(p, dict):
+            continue
+        ref = p.get("target_ref") or p.get("targetRef") or p.get("ref")
+        if not isinstance(p.get("id"), str) or not isinstance(ref, str):
+            continue
+        source = str(p.get("kind") or p.get("source") or "")
+        kind = (
+            "lesson"
+            if source in ("lesson", "distill")
+            else "revision"
+            if source in ("revision", "reflect")
+            else "unknown"
+        )
+        rows.append({"id": p["id"], "target_ref": ref, "kind": kind})
+    return rows
+
+
+def lint(runner: AkmRunner, proposal_id: str) -> tuple[bool, str]:
+    """Whether akm's own validation of the proposal passes, and its findings."""
+    _, out = runner.run("proposal", "show", proposal_id, "--json")
+    data = _json(out)
+    validation = data.get("validation") if isinstance(data.get("validation"), dict) else {}
+    lint_block = data.get("lint") if isinstance(data.get("lint"), dict) else {}
+    passed = (
+        validation.get("ok") is True
+        or data.get("lint_pass") is True
+        or data.get("lintPass") is True
+        or lint_block.get("pass") is True
+    )
+    findings = validation.get("findings") or lint_block.get("issues") or []
+    text = "; ".join(str(f.get("message", f)) if isinstance(f, dict) else str(f) for f in findings)
+    return passed, text
+
+
+def decide(runner: AkmRunner, proposal: dict[str, Any]) -> dict[str, Any]:
+    """Accept a lint-clean proposal, reject any other; the proposal log's row."""
+    passed, findings = lint(runner, proposal["id"])
+    row = {**proposal, "lint_pass": passed, "findings": findings}
+    if passed:
+        code, out = runner.run("proposal", "accept", proposal["id"])
+        row.update(
+            decision="accept" if code == 0 else "reject",
+            reason=None if code == 0 else f"accept failed: {_error_text(out)}",
+        )
+    else:
+        reason = f"lint failed: {findings or 'lint failed'}"
+        code, out = runner.run("proposal", "reject", proposal["id"], "--reason", reason)
+        row.update(decision="reject", reason=reason if code == 0 else f"{reason}; reject failed: {_error_text(out)}")
+    return row
+
+
+def feedback_events(runner: AkmRunner) -> list[dict[str, Any]] | None:
+    """Every feedback event the evolving stash's akm logged (None when its log is unreadable)."""
+    argv = akm.log_argv(runner.info)
+    if argv is None:
+        events: list[dict[str, Any]] | None = akm.parse_events_file(akm.events_file(runner.env))
+    else:
+        code, out = runner.run(*argv[1:])
+        events = akm.parse_log(out) if code == 0 else None
+    return None if events is None else [e for e in events if e["kind"] == "feedback"]
+
+
+def _json(output: str, want: tuple[type, ...] = (dict,)) -> Any:
+    starts = [i for i in (output.find("{"), output.find("[")) if i >= 0]
+    if not starts:
+        return {}
+    try:
+        data = json.loads(output[min(starts) :])
+    except ValueError:
+        return {}
+    return data if isinstance(data, want) else {}
+
+
+def _error_text(output: str) -> str:
+    data = _json(output)
+    text = data.get("error") or data.get("message") or output
+    return " ".join(str(text).split())[-300:]

@@ -1,0 +1,151 @@
+"""The evolve envelope as a markdown summary (docs/report.md, "The evolve envelope")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def _signed(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.2f}"
+
+
+def _interval(block: dict[str, Any] | None) -> str:
+    if block is None:
+        return "—"
+    return f"{block['delta']:+.2f} [{block['low']:+.2f}, {block['high']:+.2f}] (p={block['p_value']:.3g}, {block['tasks']} tasks)"
+
+
+def render(env: dict[str, Any]) -> str:
+    """The summary: verdict, improvement, per-task table, proposals, lessons, feedback, leakage."""
+    lines = [f"# akm-bench evolve — {env['agent'].get('model') or env['agent'].get('harness')}", ""]
+    corpus = env["corpus"]
+    akm = env.get("akm") or {}
+    lines += [
+        f"corpus: domain=`{corpus['domain']}`, seedsPerArm={corpus['seedsPerArm']}, "
+        f"train tasks {len(corpus['train_tasks'])}, eval tasks {len(corpus['eval_tasks'])}; "
+        f"akm {akm.get('version', '—')}; akm's LLM `{env['evolve_llm']}`",
+        "",
+        f"**{env['verdict']}**",
+        "",
+    ]
+    lines += _improvement(env)
+    lines += _per_task(env)
+    lines += _proposals(env)
+    lines += _lessons(env)
+    lines += _feedback(env)
+    leak = env["leakage"]
+    lines += ["## Leakage", ""]
+    for part in leak["per_fixture"]:
+        lines.append(
+            f"- eval gold refs {', '.join(part['eval_gold_refs']) or '—'}: feedback events in the evolving stash "
+            f"{part['feedback_events']}, dispatched from train runs {part['dispatched_from_train']}, "
+            f"from eval runs {part['eval_runs_feeding'] if part['eval_runs_feeding'] is not None else 'unknown'}"
+        )
+    lines += ["", f"leakage check: {'passed' if leak['ok'] else 'FAILED' if leak['ok'] is False else 'not run'}", ""]
+    lines += ["## Learning curve", "", "_One episode per run: no learning curve (docs/tracks.md)._", ""]
+    if env["warnings"]:
+        lines += ["## Warnings", "", *[f"- {w}" for w in env["warnings"]], ""]
+    return "\n".join(lines)
+
+
+def _improvement(env: dict[str, Any]) -> list[str]:
+    imp, lon = env["improvement"], env["longitudinal"]
+    guard = imp["seed_spread_guard"]
+    return [
+        "## Improvement",
+        "",
+        "| comparison | delta [95% CI] |",
+        "|---|---|",
+        f"| post − pre | {_interval(imp['post_minus_pre'])} |",
+        f"| control − pre (no evolve: drift) | {_interval(imp['control_minus_pre'])} |",
+        f"| post − control | {_interval(imp['post_minus_control'])} |",
+        "",
+        f"improvement claimed: **{'yes' if imp['claimed'] else 'no'}** (a claim needs the post − pre interval to "
+        f"exclude 0 and the paired test to be significant); 2× seed-spread guard: "
+        + (
+            "n/a (fewer than 2 seeds)"
+            if guard is None
+            else f"{'passed' if guard else 'not passed'} (spread {imp['seed_spread']:.2f})"
+        ),
+        "",
+        "| pre | post | control | synthetic | post − pre | post − synthetic | degradations |",
+        "|---|---|---|---|---|---|---|",
+        f"| {_pct(lon['pre_pass_rate'])} | {_pct(lon['post_pass_rate'])} | {_pct(lon['control_pass_rate'])} | "
+        f"{_pct(lon['synthetic_pass_rate'])} | {_signed(lon['improvement_slope'])} | "
+        f"{_signed(lon['over_synthetic_lift'])} | {lon['degradation_count']} |",
+        "",
+    ]
+
+
+def _per_task(env: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Per-task pre → post (control, synthetic)",
+        "",
+        "| task | pre | post | control | synthetic | post − pre |",
+    ]
+    lines.append("|---|---|---|---|---|---|")
+    for row in env["per_task"]:
+        d = None if row["pre"] is None or row["post"] is None else row["post"] - row["pre"]
+        lines.append(
+            f"| {row['task_id']} | {_pct(row['pre'])} | {_pct(row['post'])} | {_pct(row['control'])} | "
+            f"{_pct(row['synthetic'])} | {_signed(d)} |"
+        )
+    return [*lines, ""]
+
+
+def _proposals(env: dict[str, Any]) -> list[str]:
+    p = env["proposals"]
+    lines = ["## Proposals", ""]
+    lines.append(
+        f"acceptance_rate={p['acceptance_rate']:.2f}, lint_pass_rate={p['lint_pass_rate']:.2f}, "
+        f"total={p['total_proposals']}, accepted={p['total_accepted']}"
+    )
+    lines.append("")
+    failed = [g for g in p["generation"] if g["outcome"] != "queued"]
+    if not p["log"]:
+        lines.append("_No proposal was accepted: none was generated._")
+    else:
+        lines += ["| asset_ref | decision | lint | reason |", "|---|---|---|---|"]
+        lines += [
+            f"| {x['target_ref']} | {x['decision']} | {'pass' if x['lint_pass'] else 'fail'} | {x.get('reason') or ''} |"
+            for x in p["log"]
+        ]
+    for g in failed:
+        lines.append(f"- {g['verb']} {g['ref']}: {g['outcome']}: {g.get('message') or ''}")
+    return [*lines, ""]
+
+
+def _lessons(env: dict[str, Any]) -> list[str]:
+    les = env["lessons"]
+    lines = ["## Lessons", ""]
+    lines.append(
+        f"created {les['lessons_created_count']}, accepted {les['lessons_accepted_count']}, "
+        f"reuse rate {les['lesson_reuse_rate']:.2f}, reuse success {les['lesson_reuse_success_rate']:.2f}"
+    )
+    if les["lessons"]:
+        lines += ["", "| ref | accepted | lint | reuse | reuse_pass | first_reused_on |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"| {x['ref']} | {x['accepted']} | {x['lint_pass']} | {x['reuse_count']} | {x['reuse_pass_rate']:.2f} | "
+            f"{x['first_reused_on'] or '—'} |"
+            for x in les["lessons"]
+        ]
+    return [*lines, ""]
+
+
+def _feedback(env: dict[str, Any]) -> list[str]:
+    agg = env["feedback_integrity"]["aggregate"]
+    return [
+        "## Feedback-signal integrity (the agent's own feedback against the verifier)",
+        "",
+        "| | verifier pass | verifier fail |",
+        "|---|---|---|",
+        f"| agent positive | {agg['truePositive']} | {agg['falsePositive']} |",
+        f"| agent negative | {agg['falseNegative']} | {agg['trueNegative']} |",
+        "",
+        f"feedback_agreement={_pct(agg['feedback_agreement'])}, coverage={_pct(agg['feedback_coverage'])}",
+        "",
+    ]
