@@ -11,6 +11,7 @@ from ..cell.checks import static_problems
 from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, in_file, read_run_config, run_config_problems
 from ..corpus.tasks import Corpus, select
 from ..errors import BenchError
+from ..tracks.evolve import plan as evolve_plan
 
 
 def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
@@ -25,8 +26,6 @@ def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
         return errors, []
     cfg = RunConfig(path=path, data=data)
     warnings = cfg.warnings()
-    if data.get("track", "utility") != "utility":
-        warnings.append(f"{path}: track: the {data['track']} track cannot run here yet; only utility runs")
     if any(key in data for key in PROVIDER_FIELDS):
         try:  # only the config's own source: no environment, no user file
             discover_providers(env={}, **config_options(cfg))
@@ -36,6 +35,8 @@ def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
         chosen, _ = select(corpus, cfg.get("tasks"))
         if not chosen:
             errors.append(f"{path}: tasks: the selection matched no task")
+        elif data.get("track") == "evolve":
+            evolve_plan(chosen)  # every domain needs train and eval tasks
     except BenchError as err:
         errors.append(in_file(path, err))
     return errors, warnings

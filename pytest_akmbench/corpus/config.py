@@ -161,12 +161,6 @@ def load_run_config(path: Path) -> RunConfig:
         more = len(problems) - 1
         tail = f" (and {more} more: python -m pytest_akmbench validate {path} lists them)" if more else ""
         raise ConfigError(problems[0] + tail)
-    if data.get("track", "utility") not in TRACKS:
-        raise ConfigError(
-            f"{path}: track: the {data['track']} track cannot run here yet; this plugin runs the "
-            'utility and evolve tracks (remove the field or set it to "utility" or "evolve")',
-            usage=True,
-        )
     return RunConfig(path=path, data=data)
 
 

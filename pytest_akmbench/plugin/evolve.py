@@ -87,6 +87,15 @@ class EvolveTrack:
 
         items.sort(key=rank)
 
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
+        stored = any(tuple(p) == ("from_store", "true") for p in report.user_properties)
+        if stored and report.when == "call":
+            if report.passed:
+                return "passed", "p", ("PASSED (from store)", {"green": True})
+            if report.failed:
+                return "failed", "f", ("FAILED (from store)", {"red": True})
+        return None
+
     # ------------------------------------------------------------ contexts and samples
 
     def context(self, cond: str, domain: str) -> tuple[RunContext, dict[str, Any] | None]:

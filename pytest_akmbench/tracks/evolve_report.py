@@ -201,15 +201,7 @@ def build(
     integrity = _feedback_integrity(log)
     leak = [part["leakage"] for step in steps.values() for part in step["fixtures"].values()]
     imp = improvement(cond, eval_tasks)
-    warnings = [w for step in steps.values() for part in step["fixtures"].values() for w in part["warnings"]]
-    warnings += [
-        f"evolve: the proposal step of domain {d} has not run: its post cells could not run" for d in missing_steps
-    ]
-    agreement = integrity["aggregate"]["feedback_agreement"]
-    if agreement is not None and agreement < AGREEMENT_THRESHOLD:
-        warnings.append(f"feedback_agreement_below_threshold: {agreement:.2f} < {AGREEMENT_THRESHOLD:.2f}")
-    if leak and not all(x["ok"] for x in leak):
-        warnings.append("leakage: the evolving stash logged feedback the harness did not dispatch from a train run")
+    warnings = _warnings(steps, missing_steps, integrity, leak)
     envelope: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "track": "evolve",
@@ -236,8 +228,7 @@ def build(
             },
         },
         "per_task": [
-            {"task_id": t, **{c: (rows[c][t] or {}).get("pass_rate") for c in EVAL_CONDITIONS}}
-            for t in eval_tasks
+            {"task_id": t, **{c: (rows[c][t] or {}).get("pass_rate") for c in EVAL_CONDITIONS}} for t in eval_tasks
         ],
         "feedback_integrity": integrity,
         "leakage": {"ok": all(x["ok"] for x in leak) if leak else None, "per_fixture": leak},
@@ -245,6 +236,19 @@ def build(
     }
     envelope["verdict"] = verdict(envelope)
     return envelope
+
+
+def _warnings(
+    steps: dict[str, dict[str, Any]], missing: list[str], integrity: dict[str, Any], leak: list[dict[str, Any]]
+) -> list[str]:
+    warnings = [w for step in steps.values() for part in step["fixtures"].values() for w in part["warnings"]]
+    warnings += [f"evolve: the proposal step of domain {d} has not run: its post cells could not run" for d in missing]
+    agreement = integrity["aggregate"]["feedback_agreement"]
+    if agreement is not None and agreement < AGREEMENT_THRESHOLD:
+        warnings.append(f"feedback_agreement_below_threshold: {agreement:.2f} < {AGREEMENT_THRESHOLD:.2f}")
+    if leak and not all(x["ok"] for x in leak):
+        warnings.append("leakage: the evolving stash logged feedback the harness did not dispatch from a train run")
+    return warnings
 
 
 def _longitudinal(rates: dict[str, float | None], rows: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -93,12 +93,10 @@ class TestStandaloneRunConfig:
         choice = choose_model(None, config_options(cfg), env={"LOCAL_KEY": "k", "HOME": str(tmp_path)})
         assert choice.provider_key == "local" and choice.providers.source == f"{tmp_path / 'run.json'}: opencodeConfig"
 
-    def test_evolve_track_is_refused_when_run(self, tmp_path: Path) -> None:
+    def test_an_evolve_config_of_the_standalone_bench_loads(self, tmp_path: Path) -> None:
         path = write(tmp_path / "run.json", {**STANDALONE, "track": "evolve"})
         assert run_config_problems(json.loads(path.read_text()), path) == []
-        with pytest.raises(ConfigError, match=r"track: the evolve track cannot run here yet") as err:
-            load_run_config(path)
-        assert err.value.usage
+        assert load_run_config(path).get("track") == "evolve"
 
     @pytest.mark.parametrize(
         "fields, fragment",

@@ -197,18 +197,11 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         model = str(body.get("model", "scripted"))
         stream = bool(body.get("stream"))
-        if cell.policy in AKM_LLM_POLICIES:  # akm's own LLM call (distill): one text answer
-            with self.scripted._lock:
-                cell.totals["requests"] += 1
-            self._answer(
-                stream, model, Action("text", text=akm_llm_reply(cell.policy, messages)), usage_for_turn(0), ""
-            )
-            return
-        if not body.get("tools"):
-            usage = usage_for_turn(0)
+        if not body.get("tools") or cell.policy in AKM_LLM_POLICIES:  # a title, or akm's own LLM call
+            text = akm_llm_reply(cell.policy, messages) if cell.policy in AKM_LLM_POLICIES else TITLE_TEXT
             with self.scripted._lock:
                 cell.totals["title_requests"] += 1
-            self._answer(stream, model, Action("text", text=TITLE_TEXT), usage, call_id="")
+            self._answer(stream, model, Action("text", text=text), usage_for_turn(0), call_id="")
             return
         turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
         action = next_action(cell, messages, turn)

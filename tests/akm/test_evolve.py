@@ -1,0 +1,133 @@
+"""The evolve track with real akm, through pytest, the real opencode binary and the scripted model.
+
+The scripted ``learner`` agent fails a task until the stash holds a lesson on its gold asset, so
+the train cells fail, their negative feedback crosses the threshold, akm 0.7's ``distill`` asks
+the scripted ``lesson`` model for a lesson, the step accepts it, and the post cells pass while
+the pre and control cells (the untouched stash) keep failing. With the ``garbage`` model akm's
+lint refuses every lesson: nothing is accepted and the report says so. A run cut short by ``-x``
+resumes without rerunning a finished cell or the proposal step.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_akmbench.cell import akm
+from tests.support import opencode as oc
+from tests.support import real_akm
+
+ROOT = real_akm.ROOT
+# Two train tasks on skill:shipyard-manifest (two negatives cross the threshold) and one eval
+# task on the same asset: 6 cells and one proposal step.
+TASKS = "shipyard/lint-command,shipyard/new-manifest,shipyard/fix-manifest"
+
+
+def bench(out: Path, info: akm.AkmInfo, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "corpus"]
+    argv += ["--bench-track", "evolve", "--bench-tasks", TASKS, "--bench-seeds", "1"]
+    argv += ["--bench-model", "scripted/learner", "--bench-akm", str(info.path), "--bench-opencode", str(oc.binary())]
+    argv += [
+        "--bench-store",
+        str(out / "store"),
+        "--bench-report",
+        str(out / "report"),
+        "--bench-tmp",
+        str(out / "cells"),
+    ]
+    return subprocess.run([*argv, *args], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+
+
+def samples(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "store" / "samples.jsonl").read_text().splitlines()]
+
+
+def report(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "report" / "report.json").read_text())
+    return data
+
+
+@pytest.fixture(scope="module")
+def info() -> akm.AkmInfo:
+    found = real_akm.get("0.7.0")  # distill + proposal; 0.9 folded them into improve
+    return found
+
+
+@pytest.fixture(scope="module")
+def learned(info: akm.AkmInfo, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A run stopped by -x at its first failing cell, then resumed to the end, then run again."""
+    out = tmp_path_factory.mktemp("evolve")
+    outputs = [bench(out, info, "-x").stdout]
+    first = samples(out)
+    outputs.append(bench(out, info).stdout)
+    outputs.append(bench(out, info).stdout)
+    assert len(first) == 1, outputs[0][-2000:]
+    return out, outputs
+
+
+def test_post_beats_pre_with_the_control_flat(learned: tuple[Path, list[str]]) -> None:
+    out, outputs = learned
+    env = report(out)
+    assert env["track"] == "evolve", outputs[1][-3000:]
+    lon = env["longitudinal"]
+    assert lon["pre_pass_rate"] == 0.0 and lon["post_pass_rate"] == 1.0, outputs[1][-3000:]
+    assert lon["control_delta"] == 0.0 and lon["control_pass_rate"] == 0.0
+    assert env["phases"]["train"]["pass_rate"] == 0.0
+    assert env["proposals"]["total_accepted"] == 1
+    assert env["proposals"]["rows"][0]["asset_ref"] == "lesson:skill-shipyard-manifest-lesson"
+    lesson = env["lessons"]["lessons"][0]
+    assert lesson["accepted"] and lesson["reuse_count"] == 1 and lesson["reuse_pass_rate"] == 1.0
+    # One eval task cannot make an interval exclude 0: no improvement is claimed, and it says why.
+    assert env["improvement"]["claimed"] is False
+    assert env["verdict"].startswith("evolve: no improvement claimed (interval includes 0): post - pre +1.00")
+    assert env["leakage"]["ok"] is True
+    fixture = env["leakage"]["per_fixture"][0]
+    assert fixture["feedback_events"] == fixture["dispatched_from_train"] == 2
+    agg = env["feedback_integrity"]["aggregate"]
+    assert agg["trueNegative"] == 2 and agg["feedback_agreement"] == 1.0
+    summary = (out / "report" / "summary.md").read_text()
+    assert "| shipyard/fix-manifest | 0.00 | 1.00 | 0.00 | 0.00 | +1.00 |" in summary
+    assert env["verdict"] in outputs[1]
+
+
+def test_resume_reruns_no_finished_cell_nor_the_step(learned: tuple[Path, list[str]]) -> None:
+    out, outputs = learned
+    got = samples(out)
+    keys = [(s["task_id"], s["arm"], s["seed"]) for s in got]
+    assert len(keys) == len(set(keys)) == 6, keys  # the -x run's cell was not run again
+    arms = sorted(s["arm"] for s in got)
+    assert arms == ["evolve-control", "evolve-post", "evolve-pre", "evolve-synthetic", "evolve-train", "evolve-train"]
+    post = next(s for s in got if s["arm"] == "evolve-post")
+    pre = next(s for s in got if s["arm"] == "evolve-pre")
+    assert post["fingerprint"]["condition"] == "post" and pre["fingerprint"]["condition"] == "pre"
+    assert post["fingerprint"]["stash_hash"] != pre["fingerprint"]["stash_hash"]  # the evolved stash
+    assert "PASSED (from store) corpus/tasks/shipyard/lint-command/task.yaml::proposals" in outputs[2]
+    assert outputs[2].count("(from store)") == 7 and "5 failed, 2 passed" in outputs[2]
+    assert len(list((out / "store" / "evolve" / "shipyard").iterdir())) == 1  # one step, run once
+    assert report(out)["verdict"] in outputs[2]
+
+
+def test_garbage_proposals_accept_nothing_and_say_so(
+    learned: tuple[Path, list[str]], info: akm.AkmInfo, tmp_path: Path
+) -> None:
+    """The same store with akm's LLM answering garbage, under xdist: only the step and the post
+    cell run (the rest is stored), nothing is accepted, post stays at pre."""
+    out, _ = learned
+    shutil.copytree(out / "store", tmp_path / "store")
+    before = len(samples(tmp_path))
+    proc = bench(tmp_path, info, "--bench-evolve-llm", "scripted/garbage", "-n", "2")
+    env = report(tmp_path)
+    assert env["proposals"]["total_accepted"] == 0 and env["proposals"]["total_proposals"] == 0, proc.stdout[-3000:]
+    assert [g["outcome"] for g in env["proposals"]["generation"]] == ["failed"]
+    assert env["lessons"]["lessons_accepted_count"] == 0
+    assert env["longitudinal"]["post_pass_rate"] == 0.0
+    assert env["verdict"].endswith("0 of 0 proposals accepted")
+    assert "_No proposal was accepted: none was generated._" in (tmp_path / "report" / "summary.md").read_text()
+    assert "Distilled lesson failed validation" in json.dumps(env["proposals"]["generation"])
+    assert len(samples(tmp_path)) == before + 1  # only the post cell ran again
