@@ -293,7 +293,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         # early would otherwise kill the cells its siblings are still running.
         procs.sweep(state.run_id + "/", orphans=False)
     lifecycle.release_run(state.tmp_root / state.run_id)
-    for name in ("akmbench-session", "akmbench-progress", "akmbench-xdist", "akmbench-interrupts", "akmbench-evolve"):
+    for name in (
+        "akmbench-session",
+        "akmbench-progress",
+        "akmbench-xdist",
+        "akmbench-interrupts",
+        "akmbench-evolve",
+        "akmbench-evolve-xdist",
+    ):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)

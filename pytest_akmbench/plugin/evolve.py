@@ -3,10 +3,10 @@ proposal step, and the evolve report at the end (docs/tracks.md, "evolve").
 
 Every cell and every proposal step is one pytest item, so ``-k``, ``-m``, ``--co``, ``-x``,
 xdist and resume behave as for utility cells. Order: collection sorts pre and train first,
-then each domain's proposal step, then post, control and synthetic. Under xdist a domain's
-train cells, its proposal step and its post cells carry one ``xdist_group`` and the run uses
-``--dist loadgroup``, so they run on one worker in that order; pre, control and synthetic cells
-depend on nothing and spread over the workers.
+then each domain's proposal step, then post, control and synthetic. Under xdist the run's
+scheduler makes a domain's train cells, its proposal step and its post cells one work unit, so
+one worker runs them in that order; pre, control and synthetic cells depend on nothing and
+spread over the workers.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def track_of(config: pytest.Config, state: BenchState) -> str:
 
 
 def install(config: pytest.Config, state: BenchState) -> None:
-    """Make this run an evolve run: the track object, its marker, loadgroup under xdist."""
+    """Make this run an evolve run: the track object, its marker, its xdist scheduler."""
     llm_value = config.getoption("bench_evolve_llm", None) or config.getini("bench_evolve_llm") or None
     try:
         plans = core.plan(state.tasks)
@@ -53,9 +53,33 @@ def install(config: pytest.Config, state: BenchState) -> None:
     state.track = track
     config.pluginmanager.register(track, "akmbench-evolve")
     config.addinivalue_line("markers", "evolve(task, condition, seed, domain): a cell or step of the evolve track")
-    parallel = not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)
-    if parallel and getattr(config.option, "dist", "no") in ("no", "load", "worksteal"):
-        config.option.dist = "loadgroup"
+    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_Scheduling(), "akmbench-evolve-xdist")
+
+
+class _Scheduling:
+    """Under xdist, a domain's train cells, its proposal step and its post cells are one work
+    unit: one worker runs them in collection order. (``xdist_group`` cannot do it with pytest 9,
+    whose node ids ignore the suffix xdist writes.)"""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+        class EvolveScheduling(LoadScopeScheduling):  # type: ignore[misc]
+            def _split_scope(self, nodeid: str) -> str:
+                return scope(nodeid)
+
+        return EvolveScheduling(config, log)
+
+
+def scope(nodeid: str) -> str:
+    """The work unit of an item: ``evolve-<domain>`` for the chain that depends on the proposal
+    step (``<domain>/<task>/task.yaml::train-s1``, ``::proposals``, ``::post-s2``), else itself."""
+    path, _, name = nodeid.partition("::")
+    if name == "proposals" or name.rsplit("-s", 1)[0] in ("train", "post"):
+        return "evolve-" + Path(path).parent.parent.name
+    return nodeid
 
 
 class EvolveTrack:
@@ -191,8 +215,6 @@ class EvolveItem(pytest.Item):
         item.stash[COND_KEY] = cond
         item.add_marker(pytest.mark.evolve(task=task.id, condition=cond, seed=seed, domain=task.domain))
         item.extra_keyword_matches.update({task.id, task.domain, cond})
-        if cond in ("train", "proposals", "post"):
-            item.add_marker(pytest.mark.xdist_group(f"evolve-{task.domain}"))
         return item
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -269,6 +291,9 @@ class EvolveSession:
         self.config = config
         self.verdict: str | None = None
         self.paths: tuple[Path, Path] | None = None
+
+    def add_node_ids(self, ids: list[str]) -> None:
+        """Under xdist (plugin/xdist_hooks.py): the report covers the plan, not the node ids."""
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.config.option.collectonly:

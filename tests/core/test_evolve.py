@@ -228,3 +228,15 @@ class TestCollection:
         )
         proc = run("--bench-tasks", "shipyard/lint-command", "--co")
         assert proc.returncode == 4 and "evolve: domain 'shipyard' has no eval-slice task" in proc.stderr
+
+
+def test_xdist_work_units_chain_train_step_and_post_per_domain() -> None:
+    from pytest_akmbench.plugin.evolve import scope
+
+    chained = ["train-s1", "train-s12", "proposals", "post-s3"]
+    for name in chained:
+        assert scope(f"corpus/tasks/shipyard/lint-command/task.yaml::{name}") == "evolve-shipyard"
+    assert scope("../x/tasks/logline/a/task.yaml::post-s1") == "evolve-logline"
+    for name in ("pre-s1", "control-s2", "synthetic-s1"):
+        nodeid = f"corpus/tasks/shipyard/fix-manifest/task.yaml::{name}"
+        assert scope(nodeid) == nodeid  # depends on nothing: its own unit
