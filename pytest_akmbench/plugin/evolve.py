@@ -269,6 +269,8 @@ class EvolveItem(pytest.Item):
             sample = track.stored(self.task, self.cond, self.seed, ctx)
             if sample is None:
                 sample = run_cell(cell, ctx, tracker)
+                if state.interrupts is not None:
+                    state.interrupts.hold()  # a Ctrl-C now waits until the sample is stored and reported
                 sample.update(arm=core.arm_label(self.cond), fingerprint=fp, fingerprint_hash=fingerprint_hash(fp))
                 sample = state.scrub.obj(sample)
                 SampleStore(state.store_dir).append(sample)

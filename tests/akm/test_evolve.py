@@ -5,15 +5,17 @@ the train cells fail, their negative feedback crosses the threshold, akm 0.7's `
 the scripted ``lesson`` model for a lesson, the step accepts it, and the post cells pass while
 the pre and control cells (the untouched stash) keep failing. With the ``garbage`` model akm's
 lint refuses every lesson: nothing is accepted and the report says so. A run cut short by ``-x``
-resumes without rerunning a finished cell or the proposal step.
+or Ctrl-C resumes without rerunning a finished cell or the proposal step.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +31,11 @@ ROOT = real_akm.ROOT
 TASKS = "shipyard/lint-command,shipyard/new-manifest,shipyard/fix-manifest"
 
 
-def bench(out: Path, info: akm.AkmInfo, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "corpus"]
-    argv += ["--bench-track", "evolve", "--bench-tasks", TASKS, "--bench-seeds", "1"]
-    argv += ["--bench-model", "scripted/learner", "--bench-akm", str(info.path), "--bench-opencode", str(oc.binary())]
-    argv += [
+def argv(out: Path, info: akm.AkmInfo, *args: str) -> list[str]:
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "corpus"]
+    cmd += ["--bench-track", "evolve", "--bench-tasks", TASKS, "--bench-seeds", "1"]
+    cmd += ["--bench-model", "scripted/learner", "--bench-akm", str(info.path), "--bench-opencode", str(oc.binary())]
+    cmd += [
         "--bench-store",
         str(out / "store"),
         "--bench-report",
@@ -41,11 +43,34 @@ def bench(out: Path, info: akm.AkmInfo, *args: str) -> subprocess.CompletedProce
         "--bench-tmp",
         str(out / "cells"),
     ]
-    return subprocess.run([*argv, *args], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    return [*cmd, *args]
+
+
+def bench(out: Path, info: akm.AkmInfo, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv(out, info, *args), cwd=ROOT, capture_output=True, text=True, timeout=1200)
+
+
+def interrupted(out: Path, info: akm.AkmInfo, after: int) -> int:
+    """Run, and press Ctrl-C once the store holds ``after`` samples; the run's exit status."""
+    proc = subprocess.Popen(argv(out, info), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 900
+        store = out / "store" / "samples.jsonl"
+        while time.monotonic() < deadline and proc.poll() is None:
+            if store.is_file() and store.read_bytes().count(b"\n") >= after:
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        return proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def samples(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "store" / "samples.jsonl").read_text().splitlines()]
+    path = out / "store" / "samples.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
 def report(out: Path) -> dict[str, Any]:
@@ -61,13 +86,15 @@ def info() -> akm.AkmInfo:
 
 @pytest.fixture(scope="module")
 def learned(info: akm.AkmInfo, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """A run stopped by -x at its first failing cell, then resumed to the end, then run again."""
+    """A run stopped by -x at its first failing cell, one interrupted by Ctrl-C after the next
+    cell, then one resumed to the end, then one more that finds everything stored."""
     out = tmp_path_factory.mktemp("evolve")
     outputs = [bench(out, info, "-x").stdout]
-    first = samples(out)
+    assert len(samples(out)) == 1, outputs[0][-2000:]
+    assert interrupted(out, info, after=2) == pytest.ExitCode.INTERRUPTED
+    assert 2 <= len(samples(out)) < 6
     outputs.append(bench(out, info).stdout)
     outputs.append(bench(out, info).stdout)
-    assert len(first) == 1, outputs[0][-2000:]
     return out, outputs
 
 
@@ -100,7 +127,7 @@ def test_resume_reruns_no_finished_cell_nor_the_step(learned: tuple[Path, list[s
     out, outputs = learned
     got = samples(out)
     keys = [(s["task_id"], s["arm"], s["seed"]) for s in got]
-    assert len(keys) == len(set(keys)) == 6, keys  # the -x run's cell was not run again
+    assert len(keys) == len(set(keys)) == 6, keys  # no cell of the -x or the interrupted run ran again
     arms = sorted(s["arm"] for s in got)
     assert arms == ["evolve-control", "evolve-post", "evolve-pre", "evolve-synthetic", "evolve-train", "evolve-train"]
     post = next(s for s in got if s["arm"] == "evolve-post")
