@@ -174,9 +174,11 @@ def evaluate(spec: WorkflowSpec, trace: dict[str, Any], run: RunFacts) -> dict[s
     }
     violations: list[dict[str, Any]] = []
     passed = total = matched = 0
+    wants_gold = spec.gold_ref is not None  # or a counted step that must name it
     for step in spec.required:
         if step.required_if is not None and not flags[step.required_if]:
             continue
+        wants_gold = wants_gold or step.ref_must_equal is not None
         total += 1
         found, n = _required(step, events, gold)
         matched += n
@@ -190,7 +192,6 @@ def evaluate(spec: WorkflowSpec, trace: dict[str, Any], run: RunFacts) -> dict[s
     gold_loaded = (
         None if gold is None else any(e["event"] == "akm_show" and same_asset(e.get("ref"), gold) for e in events)
     )
-    wants_gold = spec.gold_ref is not None or any(s.ref_must_equal for s in spec.required)
     if gold_loaded is False and wants_gold and not any(v["code"] == "irrelevant_asset_loaded" for v in violations):
         violations.append(_violation("irrelevant_asset_loaded", "the gold asset was never shown", expected=gold))
     evidence = [float(polarity_ok), float(any(e["event"] == "verifier_run" for e in events))]
@@ -206,7 +207,7 @@ def evaluate(spec: WorkflowSpec, trace: dict[str, Any], run: RunFacts) -> dict[s
     return {
         "workflow_id": spec.id,
         "status": _status(passed, total, bool(violations)),
-        "score": round(min(1.0, max(0.0, score)), 6),
+        "score": min(1.0, max(0.0, score)),
         "required_passed": passed,
         "required_total": total,
         "violations": violations[:MAX_VIOLATIONS],
