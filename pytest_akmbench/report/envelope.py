@@ -126,6 +126,8 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     wf = workflow.block(inp.tasks, runs)
     if wf is not None:  # only when a selected task has a workflow spec (docs/report.md)
         envelope["workflow"] = wf
+        if wf["traces_truncated"]:
+            warnings.append(f"workflow traces truncated: {wf['traces_truncated']} cell(s) checked on a prefix")
     if inp.baseline is not None:
         envelope["baseline_by_task_id"] = dict(inp.baseline)
     envelope["perAsset"] = akm_usage.per_asset(akm_runs)

@@ -17,6 +17,7 @@ from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.corpus.workflows import WorkflowSpec, load_spec, load_specs
 from pytest_akmbench.errors import CorpusError
 from pytest_akmbench.report import envelope
+from pytest_akmbench.report import gates as report_gates
 from pytest_akmbench.report import workflow as wf_report
 from pytest_akmbench.report.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample
@@ -378,3 +379,7 @@ class TestAggregate:
         md = render_markdown(env)
         assert "## Workflow compliance" in md and "| lookup        | 1            | 1       |" in md
         assert "missing_required_event" in md
+        gates = report_gates.evaluate(env, ["workflow_compliance>=0.5", "workflow_strict_pass_rate<=0"], tmp_path)
+        assert [g["ok"] for g in gates] == [False, True]
+        del env["workflow"]  # a run without workflow specs: the gate fails, it never passes unseen
+        assert not report_gates.evaluate(env, ["workflow_compliance>=0"], tmp_path)[0]["ok"]
