@@ -16,7 +16,7 @@ from pytest_akmbench.cell.workflow_trace import build_trace, runs_tests
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.corpus.workflows import WorkflowSpec, load_spec, load_specs
 from pytest_akmbench.errors import CorpusError
-from pytest_akmbench.report import envelope
+from pytest_akmbench.report import envelope, html
 from pytest_akmbench.report import gates as report_gates
 from pytest_akmbench.report import workflow as wf_report
 from pytest_akmbench.report.markdown import render_markdown
@@ -24,6 +24,7 @@ from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 from tests.core.test_trajectory import bash, tool, write_stream
 from tests.support.corpus import write_stash, write_task
+from tests.support.dom import parse
 from tests.support.schemas import problems
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
@@ -379,6 +380,10 @@ class TestAggregate:
         md = render_markdown(env)
         assert "## Workflow compliance" in md and "| lookup        | 1            | 1       |" in md
         assert "missing_required_event" in md
+        page = parse(html.render(env))
+        row = page.one("table", id="workflow-table").one("tr", **{"data-workflow": "lookup"})
+        assert [c.text for c in row.select("td")][:3] == ["lookup", "1", "1"]
+        assert "missing_required_event" in page.one("table", id="workflow-violations").text
         gates = report_gates.evaluate(env, ["workflow_compliance>=0.5", "workflow_strict_pass_rate<=0"], tmp_path)
         assert [g["ok"] for g in gates] == [False, True]
         del env["workflow"]  # a run without workflow specs: the gate fails, it never passes unseen

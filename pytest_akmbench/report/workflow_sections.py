@@ -1,11 +1,14 @@
-"""The summary's ``## Workflow compliance`` section, from the envelope's ``workflow`` block
-(docs/report.md, "Workflow compliance")."""
+"""The workflow compliance sections of the summary (markdown) and of report.html, from the
+envelope's ``workflow`` block (docs/report.md, "Workflow compliance")."""
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from .fmt import fmt_ci, fmt_pct, md_table, num
+from .html_parts import interval_text, table, td
+from .html_parts import section as heading
 
 OBSERVED_CHARS = 80
 
@@ -102,3 +105,55 @@ def _reliability(rel: dict[str, Any]) -> list[str]:
     if shaky:
         lines += ["", f"**Inconsistent workflows** (followed on some seeds only): {', '.join(shaky)}"]
     return lines
+
+
+def html_lines(envelope: dict[str, Any]) -> list[str]:
+    """The page's section: a row per workflow, the top violations with evidence, the cross-tab."""
+    wf = envelope.get("workflow")
+    if not wf:
+        return []
+    out = [heading("workflow", "Workflow compliance")]
+    if not wf["applicable_checks"]:
+        return out + [
+            f'<p class="empty">No workflow spec applied to this run\'s cells ({escape(", ".join(wf["specs"]))}).</p>'
+        ]
+    out.append(
+        f"<p>overall compliance {num(wf['overall_compliance'])} {interval_text(wf['overall_compliance_ci'])}, "
+        f"strict pass rate {num(wf['strict_pass_rate'])} {interval_text(wf['strict_pass_rate_ci'])}, "
+        f"{wf['violation_count']} violations over {wf['applicable_checks']} applicable checks.</p>"
+    )
+    rows = [
+        f'<tr data-workflow="{escape(w["workflow_id"], quote=True)}">'
+        + td(w["workflow_id"])
+        + td(w["count"], "count", True)
+        + td(w["tasks"], "tasks", True)
+        + td(f"{num(w['score'])} {interval_text(w['score_ci'])}", "score")
+        + td(f"{num(w['pass_rate'])} {interval_text(w['pass_rate_ci'])}", "pass_rate")
+        + td(fmt_pct(w["partial_rate"]), "partial_rate", True)
+        + td(fmt_pct(w["fail_rate"]), "fail_rate", True)
+        + td(w["violation_count"], "violations", True)
+        + "</tr>"
+        for w in wf["by_workflow"].values()
+    ]
+    head = ["workflow", "applicable", "tasks", "score [95%]", "pass [95%]", "partial", "fail", "violations"]
+    out.append(table(head, rows, "workflow-table"))
+    evidence = [
+        "<tr>"
+        + "".join(td(x) for x in (v["code"], e["task_id"], e["arm"], e["seed"], e["workflow_id"]))
+        + td(e.get("message") or "")
+        + td(e.get("observed") or "")
+        + "</tr>"
+        for v in wf["top_violations"]
+        for e in v["evidence"]
+    ]
+    if evidence:
+        head = ["violation", "task", "arm", "seed", "workflow", "what", "observed"]
+        out.append(table(head, evidence, "workflow-violations"))
+    cross = [
+        "<tr>"
+        + "".join(td(r[k], k, k != "task_outcome") for k in ("task_outcome", "pass", "partial", "fail", "total"))
+        + "</tr>"
+        for r in wf["cross_tab"]
+    ]
+    out.append(table(["task outcome", "workflow pass", "partial", "fail", "runs"], cross, "workflow-cross-tab"))
+    return out
