@@ -18,8 +18,8 @@ from tests.support import real_akm
 ROOT = real_akm.ROOT
 
 
-def run_policy(policy: str, tmp_path: Path) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
-    info = real_akm.get()
+def run_policy(policy: str, version: str, tmp_path: Path) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
+    info = real_akm.get(version)
     proc = bench(
         ROOT,
         "corpus",
@@ -52,9 +52,11 @@ def run_policy(policy: str, tmp_path: Path) -> tuple[dict[str, Any], str, list[d
     return report, (tmp_path / "report" / "summary.md").read_text(), samples
 
 
+@pytest.mark.parametrize("version", real_akm.versions())
 @pytest.mark.parametrize("policy", ["oracle", "shortcut"])
-def test_compliance_follows_what_the_agent_did(policy: str, tmp_path: Path) -> None:
-    report, summary, samples = run_policy(policy, tmp_path)
+def test_compliance_follows_what_the_agent_did(policy: str, version: str, tmp_path: Path) -> None:
+    """Both akm ref syntaxes (0.7's skill:x, 0.9's skills/x) name the gold asset."""
+    report, summary, samples = run_policy(policy, version, tmp_path)
     wf = report["workflow"]
     assert wf["specs"] == ["akm-feedback-after-use", "akm-lookup-before-edit"]
     assert (wf["total_checks"], wf["applicable_checks"]) == (4, 4)
