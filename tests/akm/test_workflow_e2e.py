@@ -69,6 +69,9 @@ def test_compliance_follows_what_the_agent_did(policy: str, version: str, tmp_pa
         assert wf["strict_pass_rate"] == 1.0 and wf["overall_compliance"] == 1.0 and wf["violation_count"] == 0
         assert pass_row == {"task_outcome": "pass", "pass": 2, "partial": 0, "fail": 0, "total": 2}
         assert wf["top_violations"] == [] and "violations=0 (4 applicable checks of 4)" in section
+        again, _, stored = run_policy(policy, version, tmp_path)  # resumed: every cell from the store
+        assert len(stored) == 2 and all(r["from_store"] for r in again["runs"])
+        assert again["workflow"] == wf
     else:
         assert wf["fail_rate"] == 1.0 and wf["strict_pass_rate"] == 0.0 and wf["violation_count"] == 12
         assert pass_row == {"task_outcome": "pass", "pass": 0, "partial": 0, "fail": 2, "total": 2}

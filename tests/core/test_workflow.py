@@ -388,3 +388,24 @@ class TestAggregate:
         assert [g["ok"] for g in gates] == [False, True]
         del env["workflow"]  # a run without workflow specs: the gate fails, it never passes unseen
         assert not report_gates.evaluate(env, ["workflow_compliance>=0"], tmp_path)[0]["ok"]
+
+
+class TestFingerprint:
+    def test_a_spec_edit_reruns_the_cells_it_checks_only(self, tmp_path: Path) -> None:
+        """Editing a spec changes the fingerprint of the akm cells it checks (their stored checks
+        were made against the old spec); the noakm cells and tasks without specs keep theirs."""
+        from tests.core.test_fingerprint import Root
+
+        root = Root(tmp_path)
+        workflows = root.tasks_root.parent / "workflows"
+        workflows.mkdir()
+        spec(workflows, {**LOOKUP, "applies_to": {"task_domains": ["alpha"]}}, "lookup.yaml")
+        before = {
+            (arm, t): root.hash(arm, t) for arm in ("akm", "noakm") for t in ("alpha/script-task", "beta/regex-task")
+        }
+        spec(workflows, {**LOOKUP, "applies_to": {"task_domains": ["alpha"]}, "title": "Edited"}, "lookup.yaml")
+        after = {
+            (arm, t): root.hash(arm, t) for arm in ("akm", "noakm") for t in ("alpha/script-task", "beta/regex-task")
+        }
+        changed = {k for k in before if before[k] != after[k]}
+        assert changed == {("akm", "alpha/script-task")}
