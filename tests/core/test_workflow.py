@@ -206,7 +206,7 @@ class TestEvaluator:
             ("fail", "negative", False),
             ("fail", "positive", True),
             ("fail", None, True),  # feedback without a signal says nothing about the outcome
-            ("budget_exceeded", "positive", False),  # no verifier decided this run
+            ("budget_exceeded", "negative", False),  # no verifier decided this run: any signal is fine
         ],
     )
     def test_feedback_polarity_against_the_outcome(
