@@ -68,6 +68,7 @@ class Sample(TypedDict):
     akm: dict[str, Any] | None
     akm_setup: dict[str, Any] | None
     trajectory: dict[str, Any] | None
+    workflow: dict[str, Any] | None  # the workflow checks of the cell (docs/report.md)
     transcript: str | None
     agent: AgentPart
     model: str | None

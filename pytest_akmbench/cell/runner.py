@@ -48,6 +48,7 @@ from .rundir import (
 )
 from .trajectory import analyse_cell
 from .verifiers import Verdict, verifier_env, verify
+from .workflow import check_cell
 
 SAMPLE_SCHEMA = 1
 _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
@@ -128,6 +129,9 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
         "stash_hash": stash,
         "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
     }
+    specs = {s.id: s.digest[:16] for s in task.workflows if arm in s.applies_to.arms}
+    if specs:  # only then, so samples of cells no workflow spec checks keep their hash
+        fp["workflows"] = specs
     if tool is not None:
         fp["akm"] = tool  # only when present, so samples of akm-less arms keep their hash
     if ctx.sandbox != "none":  # absent means unsandboxed, as every sample before the sandbox was
@@ -192,6 +196,7 @@ class _Run:
     reason: str | None = None
     transcript_rel: str | None = None
     trajectory: dict[str, Any] | None = None
+    workflow: dict[str, Any] | None = None
     akm_setup: dict[str, Any] | None = None
     setup_warnings: list[str] = field(default_factory=list)
     t_agent: float = 0.0
@@ -211,6 +216,8 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
         if cell.arm == "akm":
             run.trajectory = _trajectory(cell, ctx, procs, run, request, env, agent_started_ms)
         run.outcome, run.reason = _judge(cell, ctx, procs, run, request, env)
+        code = None if run.verdict is None else -1 if run.verdict.exit_code is None else run.verdict.exit_code
+        run.workflow = check_cell(cell.task, cell.arm, run.outcome, request.transcript, code)
     except TreatmentDown as err:
         run.outcome, run.reason = "harness_error", str(err)
     except Exception as err:
@@ -354,6 +361,7 @@ def _sample(cell: Cell, ctx: RunContext, run: _Run) -> Sample:
         "akm": result.akm,
         "akm_setup": run.akm_setup,
         "trajectory": run.trajectory,
+        "workflow": run.workflow,
         "transcript": run.transcript_rel,
         "agent": {"name": ctx.agent.name, "version": ctx.agent.version},
         "model": ctx.model,

@@ -54,6 +54,7 @@ class Transcript:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []  # every akm call attempted, with ok True/False/None
         self.writes: list[dict[str, Any]] = []
+        self.tools: list[dict[str, Any]] = []  # every tool call: tool, t_ms, ok, command (bash)
         self.first_ts: int | None = None
         self.context_bytes = 0  # output of the tool calls that ran akm
 
@@ -79,6 +80,8 @@ class Transcript:
         raw_output = state.get("output")
         output = raw_output if isinstance(raw_output, str) else ""
         tool, command = part.get("tool"), inputs.get("command")
+        tool_ok = completed and exit_code in (None, 0)
+        self.tools.append({"tool": tool, "t_ms": start, "ok": tool_ok, "command": command if tool == "bash" else None})
         if tool in WRITE_TOOLS:
             if completed:
                 self._write(tool, inputs.get("filePath"), end)
@@ -107,6 +110,8 @@ class Transcript:
                 entry["polarity"] = call.polarity
                 if len(found) == 1:
                     entry["bytes"] = len(output.encode("utf-8", "replace"))
+            else:
+                entry["args"] = list(call.args[:2])  # `akm workflow start X`: the subcommand
             self.calls.append(entry)
         if completed and not failed and writes_files(command):
             self._write("bash", None, end)

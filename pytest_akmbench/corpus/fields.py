@@ -53,6 +53,17 @@ class TaskFields:
             raise self.bad(key, "must be a list of asset refs")
         return tuple(x for x in (value or ()) if x)
 
+    def names(self, key: str) -> tuple[str, ...]:
+        """A list of non-empty names, each once; absent is empty."""
+        value = self.data.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(x, str) and x for x in value)):
+            raise self.bad(key, "must be a list of non-empty names")
+        names = tuple(value or ())
+        dupes = sorted({x for x in names if names.count(x) > 1})
+        if dupes:
+            raise self.bad(key, f"{dupes[0]!r} is listed twice")
+        return names
+
     def pattern(self, key: str) -> str | None:
         """An optional regular expression, checked to compile."""
         value = self.optional_str(key)

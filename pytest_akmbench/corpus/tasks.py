@@ -25,6 +25,7 @@ from .fields import TaskFields
 from .hashes import fixture_hash as fixture_hash
 from .hashes import fixtures_stamp as fixtures_stamp
 from .hashes import task_corpus_hash as task_corpus_hash
+from .workflows import WorkflowSpec, for_task, load_specs, workflows_dir
 
 DIFFICULTIES = ("easy", "medium", "hard")
 VERIFIERS = ("script", "pytest", "regex")
@@ -38,7 +39,7 @@ MEMORY_ABILITIES = (
     "noisy_retrieval",
 )
 # Keys akm 0.7.0 parses but never reads; accepted so its corpora load unchanged.
-_IGNORED_KEYS = ("metadata", "workflow_failure_category", "expected_workflows", "repeated_failure_group")
+_IGNORED_KEYS = ("metadata", "repeated_failure_group")
 _KNOWN_KEYS = frozenset(
     (
         "id",
@@ -55,6 +56,8 @@ _KNOWN_KEYS = frozenset(
         "memory_ability",
         "task_family",
         "workflow_focus",
+        "expected_workflows",
+        "workflow_failure_category",
         "expected_transfer_from",
         "abstention_case",
         "conflict_case",
@@ -97,6 +100,9 @@ class Task:
     memory_ability: str | None = None
     task_family: str | None = None
     workflow_focus: str | None = None
+    expected_workflows: tuple[str, ...] = ()
+    workflow_failure_category: str | None = None
+    workflows: tuple[WorkflowSpec, ...] = ()  # the specs that can apply to it (docs/corpus.md)
     expected_transfer_from: tuple[str, ...] = ()
     abstention_case: bool | None = None
     conflict_case: bool | None = None
@@ -129,6 +135,7 @@ class Corpus:
     tasks_root: Path
     stashes_root: Path
     tasks: tuple[Task, ...] = field(default=())
+    workflows: tuple[WorkflowSpec, ...] = ()
 
     def by_id(self) -> dict[str, Task]:
         return {t.id: t for t in self.tasks}
@@ -179,6 +186,7 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
     """
     if not tasks_root.is_dir():
         raise CorpusError(f"{tasks_root}: tasks root is not a directory; pass --bench-corpus DIR")
+    specs = load_specs(workflows_dir(tasks_root))
     tasks: list[Task] = []
     errors: dict[Path, str] = {}
     seen: dict[str, Path] = {}
@@ -188,6 +196,7 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
             layers = workspace_layers(tasks_root, task.domain)
             if layers:
                 task = dataclasses.replace(task, layers=layers)
+            task = with_workflows(task, specs, workflows_dir(tasks_root))
             if task.id in seen:
                 raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
             check_stash(task, stashes_root)
@@ -198,7 +207,18 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
         seen[task.id] = path
         tasks.append(task)
     tasks.sort(key=lambda t: t.id)
-    return Corpus(tasks_root=tasks_root, stashes_root=stashes_root, tasks=tuple(tasks)), errors
+    return Corpus(tasks_root=tasks_root, stashes_root=stashes_root, tasks=tuple(tasks), workflows=specs), errors
+
+
+def with_workflows(task: Task, specs: tuple[WorkflowSpec, ...], where: Path) -> Task:
+    """``task`` with the specs that can apply to it; naming a spec that does not exist is an error."""
+    known = {s.id for s in specs}
+    for name in task.expected_workflows:
+        if name not in known:
+            have = ", ".join(sorted(known)) or f"none (no specs in {where})"
+            raise CorpusError(f"{task.yaml_path}: expected_workflows: no workflow spec {name!r}; specs: {have}")
+    chosen = for_task(specs, task.domain, task.expected_workflows)
+    return dataclasses.replace(task, workflows=chosen) if chosen else task
 
 
 def check_stash(task: Task, stashes_root: Path) -> None:
@@ -293,6 +313,8 @@ def _task_from_mapping(path: Path, data: dict[str, Any], text: str) -> Task:
         memory_ability=fields.one_of("memory_ability", MEMORY_ABILITIES, fields.optional_str("memory_ability")),
         task_family=fields.optional_str("task_family"),
         workflow_focus=fields.optional_str("workflow_focus"),
+        expected_workflows=fields.names("expected_workflows"),
+        workflow_failure_category=fields.optional_str("workflow_failure_category"),
         expected_transfer_from=transfer,
         abstention_case=fields.optional_bool("abstention_case"),
         conflict_case=fields.optional_bool("conflict_case"),

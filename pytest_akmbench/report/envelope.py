@@ -20,7 +20,7 @@ from typing import Any
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
-from . import akm_usage, corpus_diff, lift, metrics, soundness, transfer
+from . import akm_usage, corpus_diff, lift, metrics, soundness, transfer, workflow
 from . import gates as gates_mod
 from .verdict import verdict
 
@@ -118,11 +118,16 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         "top_regressed_tasks": regressed,
         "domain_level_deltas": transfer.domain_level_deltas(tasks_out, domain_of, regressed_ids),
         "asset_regression_candidates": transfer.asset_regression_candidates(akm_runs, regressed_ids),
-        "corpus_coverage": transfer.corpus_coverage(inp.tasks, tasks_out),
+        "corpus_coverage": transfer.corpus_coverage(inp.tasks, tasks_out, workflow.per_task_compliance(runs)),
         "warnings": warnings,
         "searchBridge": akm_usage.search_bridge(akm_runs, gold_of),
         "runs": [_run_row(s, labels.get(id(s))) for s in runs],
     }
+    wf = workflow.block(inp.tasks, runs)
+    if wf is not None:  # only when a selected task has a workflow spec (docs/report.md)
+        envelope["workflow"] = wf
+        if wf["traces_truncated"]:
+            warnings.append(f"workflow traces truncated: {wf['traces_truncated']} cell(s) checked on a prefix")
     if inp.baseline is not None:
         envelope["baseline_by_task_id"] = dict(inp.baseline)
     envelope["perAsset"] = akm_usage.per_asset(akm_runs)

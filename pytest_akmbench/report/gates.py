@@ -11,7 +11,8 @@ Grammar (one expression per gate):
   ``.low/.high/.p`` (akm − synthetic); ``harness_errors``, ``budget_exceeded`` (all runs);
   ``negative_transfer_count``; ``flaky_tasks``; ``cells_partial``, ``cells_missing``
   (reporting floor); ``token_coverage``; ``correct_asset_loaded``, ``feedback_recorded``,
-  ``searched_before_acting`` (akm trajectory rates).
+  ``searched_before_acting`` (akm trajectory rates); ``workflow_compliance``, its ``.low``,
+  ``workflow_strict_pass_rate`` (the workflow block; absent without workflow specs).
 * ``lift.significant`` / ``synthetic_lift.significant``: the report's verdict is that akm is
   better, beyond noise (Holm-adjusted permutation p < 0.05, positive delta).
 * ``no-regression:PATH``: no arm's pass rate is lower than in the report at PATH beyond noise
@@ -104,6 +105,9 @@ def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
         "correct_asset_loaded": lambda envelope: _dig(envelope, "trajectory", "akm", "correct_asset_loaded"),
         "feedback_recorded": lambda envelope: _dig(envelope, "trajectory", "akm", "feedback_recorded"),
         "searched_before_acting": lambda envelope: _dig(envelope, "trajectory", "akm", "searched_before_acting"),
+        "workflow_compliance": _digger("workflow", "overall_compliance"),
+        "workflow_compliance.low": _digger("workflow", "overall_compliance_ci", "low"),
+        "workflow_strict_pass_rate": _digger("workflow", "strict_pass_rate"),
     }
     return simple.get(metric)
 

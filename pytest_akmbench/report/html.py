@@ -13,7 +13,7 @@ from html import escape
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import soundness
+from . import soundness, workflow_sections
 from .fmt import num, signed
 from .html_parts import interval_text, money, section, table, td
 from .html_plots import (
@@ -68,6 +68,7 @@ def render(envelope: dict[str, Any]) -> str:
         + tokens_section(envelope)
     )
     parts += trajectory_section(envelope)
+    parts += workflow_sections.html_lines(envelope)
     parts += _tasks(envelope) + _runs(envelope) + _provenance(envelope) + _warnings(envelope)
     parts.append("</body></html>\n")
     return "\n".join(parts)

@@ -159,6 +159,7 @@ def coverage_section(envelope: dict[str, Any]) -> list[str]:
     if counts.get("untagged"):
         rows.append(["untagged", counts["untagged"]])
     lines = ["", "## Corpus coverage", "", md_table(rows, ["memory_ability", "tasks"]), "", "### By memory_ability", ""]
+    wf_col = any(r.get("workflow_compliance") is not None for r in cc["by_memory_ability"])
     lines.append(
         md_table(
             [
@@ -169,10 +170,11 @@ def coverage_section(envelope: dict[str, Any]) -> list[str]:
                     num(r["pass_rate_akm"]),
                     signed(r["pass_rate_delta"]),
                     r["negative_transfer_count"],
+                    *([num(r.get("workflow_compliance"))] if wf_col else []),
                 ]
                 for r in cc["by_memory_ability"]
             ],
-            ["memory_ability", "tasks", "noakm", "akm", "delta", "neg.transfer"],
+            ["memory_ability", "tasks", "noakm", "akm", "delta", "neg.transfer", *(["workflow"] if wf_col else [])],
         )
     )
     if len(cc["by_task_family"]) >= 2:

@@ -95,8 +95,18 @@ def asset_regression_candidates(akm_runs: Sequence[Sample], regressed: set[str])
     return rows
 
 
-def corpus_coverage(tasks: Sequence[Task], tasks_out: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """``corpus_coverage`` (docs/report.md); the inner ``coverage`` keys stay camelCase."""
+def _compliance(ids: list[str], compliance: dict[str, float]) -> float | None:
+    """The mean workflow compliance of the tasks that have one; None if none has."""
+    have = [compliance[i] for i in ids if i in compliance]
+    return sum(have) / len(have) if have else None
+
+
+def corpus_coverage(
+    tasks: Sequence[Task], tasks_out: Sequence[dict[str, Any]], compliance: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """``corpus_coverage`` (docs/report.md); the inner ``coverage`` keys stay camelCase.
+    ``compliance`` is each task's workflow compliance (report/workflow.py)."""
+    compliance = compliance or {}
     abilities = dict.fromkeys(("untagged", *MEMORY_ABILITIES), 0)
     families: dict[str, int] = {}
     untagged_family = 0
@@ -134,7 +144,7 @@ def corpus_coverage(tasks: Sequence[Task], tasks_out: Sequence[dict[str, Any]]) 
                         and (t.get("noakm") or {}).get("pass_rate") is not None
                         and t["akm"]["pass_rate"] < t["noakm"]["pass_rate"]
                     ),
-                    "workflow_compliance": None,  # workflow specs are not implemented (docs/report.md)
+                    "workflow_compliance": _compliance([t["id"] for t in g], compliance),
                 }
             )
         return out

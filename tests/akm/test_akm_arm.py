@@ -63,7 +63,7 @@ class TestShippedCorpus:
             str(tmp_path / "report"),
         )
         assert proc.returncode == 0, proc.stdout[-3000:]
-        assert "24 passed" in proc.stdout
+        assert "26 passed" in proc.stdout
 
     def test_oracle_on_every_akm_cell(self, info: akm.AkmInfo, tmp_path: Path) -> None:
         """scripted/oracle on the akm arm of the whole shipped corpus: every cell passes, and akm's
@@ -95,7 +95,7 @@ class TestShippedCorpus:
         assert proc.returncode == 0, proc.stdout[-3000:]
         tasks = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes").by_id()
         got = samples(tmp_path / "store")
-        assert len(got) == len(tasks) == 24
+        assert len(got) == len(tasks) == 26
         for s in got:
             t, gold = s["trajectory"], tasks[s["task_id"]].gold_ref
             assert s["outcome"] == "pass", s["task_id"]

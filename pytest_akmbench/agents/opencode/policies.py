@@ -14,7 +14,7 @@ from ...cell.prompts import keywords
 from ...corpus.tasks import Task
 from . import snoop
 
-POLICIES = ("oracle", "idle", "hang", "error", "loop", "snoop", "learner", "lesson", "garbage")
+POLICIES = ("oracle", "shortcut", "idle", "hang", "error", "loop", "snoop", "learner", "lesson", "garbage")
 # The policies that stand in for akm's own LLM (``akm distill``), not for the agent.
 AKM_LLM_POLICIES = ("lesson", "garbage")
 IDLE_TEXT = "I have looked at the task and will not change anything."
@@ -71,7 +71,7 @@ def plan_of(cell: ScriptedCell) -> list[Action]:
     if cell.policy == "snoop":
         return [Action("tool", command=snoop.command(task, cell.run_dir), description="Look around")]
     actions: list[Action] = []
-    on_akm = cell.arm == "akm"
+    on_akm = cell.arm == "akm" and cell.policy != "shortcut"  # shortcut: the solution, never akm
     if on_akm:
         actions.append(
             Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")

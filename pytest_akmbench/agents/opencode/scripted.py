@@ -20,6 +20,8 @@ Policies (the model name is ``scripted/<policy>``):
     answer. Other arms: the solution and the final answer only. The final answer is the output
     of the solution's tool call, as opencode returned it, so regex tasks see what solve.sh
     printed.
+``shortcut`` the oracle without akm on every arm: the solution and the final answer, so its
+           akm cells pass while skipping the lookup a workflow spec asks for.
 ``idle``   answers with text at once, no tools.
 ``hang``   accepts the request and never answers until the server stops.
 ``error``  HTTP 500 with ``retry-after-ms: 50`` so opencode's retries are fast, then it gives up.
@@ -144,7 +146,7 @@ class ScriptedModel:
         with those bash commands followed by a final answer echoing the last output."""
         if policy not in POLICIES:
             raise ValueError(f"unknown scripted policy {policy!r}; use one of {', '.join(POLICIES)}")
-        if policy in ("oracle", "snoop") and task is None and commands is None:
+        if policy in ("oracle", "shortcut", "snoop") and task is None and commands is None:
             raise ValueError(f"the {policy} policy needs the task")
         with self._lock:
             self._cells[token] = ScriptedCell(

@@ -1,0 +1,191 @@
+"""The envelope's ``workflow`` block: the cells' workflow checks (:mod:`..cell.workflow`)
+aggregated per workflow with intervals, the top violations with evidence, the cross-tab with
+the task outcome and pass@k reliability (docs/report.md, "Workflow compliance").
+
+Checks of harness-error runs never count, like the runs themselves. Rates over no applicable
+check are ``null``, not 0. Intervals treat tasks as clusters (the seeds of one task are
+correlated): :func:`stats.cluster_rate_interval` over the per-task means.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from ..corpus.tasks import Task
+from .stats import cluster_rate_interval
+
+BUCKETS = ("pass", "partial", "fail")
+TOP_CODES = 10
+EVIDENCE_PER_CODE = 10
+
+
+def spec_ids(tasks: Sequence[Task]) -> list[str]:
+    """The workflow specs that can apply to the selected tasks, in spec file order."""
+    seen: dict[str, tuple[str, str]] = {}
+    for t in tasks:
+        for s in t.workflows:
+            seen.setdefault(s.id, (str(s.path), s.id))
+    return [sid for sid in sorted(seen, key=lambda k: seen[k])]
+
+
+def _checks(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(run, check) pairs of the runs that count."""
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for run in runs:
+        wf = run.get("workflow")
+        if run.get("outcome") == "harness_error" or not isinstance(wf, dict):
+            continue
+        out.extend((run, c) for c in wf.get("checks") or [])
+    return out
+
+
+def _ci(values_by_task: dict[str, list[float]]) -> dict[str, float] | None:
+    rates = [sum(v) / len(v) for v in values_by_task.values() if v]
+    ci = cluster_rate_interval(rates, sum(len(v) for v in values_by_task.values()))
+    return None if ci is None else {"low": ci[0], "high": ci[1]}
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _rates(checks: list[dict[str, Any]]) -> dict[str, float | None]:
+    n = len(checks)
+    return {b: (sum(c["status"] == b for c in checks) / n if n else None) for b in BUCKETS}
+
+
+def _by_workflow(ids: list[str], pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for wid in ids:
+        mine = [(r, c) for r, c in pairs if c["workflow_id"] == wid]
+        applicable = [(r, c) for r, c in mine if c["status"] != "not_applicable"]
+        scores: dict[str, list[float]] = defaultdict(list)
+        passes: dict[str, list[float]] = defaultdict(list)
+        for r, c in applicable:
+            scores[r["task_id"]].append(float(c["score"]))
+            passes[r["task_id"]].append(float(c["status"] == "pass"))
+        rates = _rates([c for _, c in applicable])
+        out[wid] = {
+            "workflow_id": wid,
+            "count": len(applicable),
+            "total_checks": len(mine),
+            "tasks": len(scores),
+            "score": _mean([float(c["score"]) for _, c in applicable]),
+            "score_ci": _ci(scores),
+            "pass_rate": rates["pass"],
+            "pass_rate_ci": _ci(passes),
+            "partial_rate": rates["partial"],
+            "fail_rate": rates["fail"],
+            "violation_count": sum(len(c.get("violations") or []) for _, c in applicable),
+        }
+    return out
+
+
+def _top_violations(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+    counts: dict[str, int] = defaultdict(int)
+    evidence: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run, check in pairs:
+        for v in check.get("violations") or []:
+            counts[v["code"]] += 1
+            if len(evidence[v["code"]]) < EVIDENCE_PER_CODE:
+                row = {
+                    "task_id": run["task_id"],
+                    "arm": run["arm"],
+                    "seed": run["seed"],
+                    "workflow_id": check["workflow_id"],
+                }
+                row.update({k: v[k] for k in ("message", "expected", "observed") if k in v})
+                evidence[v["code"]].append(row)
+    order = sorted(counts, key=lambda code: (-counts[code], code))[:TOP_CODES]
+    return [{"code": code, "count": counts[code], "evidence": evidence[code]} for code in order]
+
+
+def _cross_tab(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's worst workflow bucket (fail > partial > pass), by its task outcome."""
+    rows: dict[str, dict[str, Any]] = {}
+    for o in ("pass", "fail"):
+        rows[o] = {"task_outcome": o, "pass": 0, "partial": 0, "fail": 0, "total": 0}
+    for run in runs:
+        wf = run.get("workflow")
+        if run.get("outcome") == "harness_error" or not isinstance(wf, dict):
+            continue
+        statuses = {c["status"] for c in wf.get("checks") or []} - {"not_applicable"}
+        if not statuses:
+            continue
+        worst = next(b for b in ("fail", "partial", "pass") if b in statuses)
+        outcome = str(run.get("outcome") or "unknown")
+        row = rows.setdefault(outcome, {"task_outcome": outcome, "pass": 0, "partial": 0, "fail": 0, "total": 0})
+        row[worst] += 1
+        row["total"] += 1
+    return list(rows.values())
+
+
+def _reliability(pairs: list[tuple[dict[str, Any], dict[str, Any]]], ids: list[str]) -> dict[str, Any]:
+    groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for run, check in pairs:
+        if check["status"] != "not_applicable":
+            groups[(check["workflow_id"], run["task_id"])].append(check["status"] == "pass")
+    by_workflow: dict[str, Any] = {}
+    for wid in ids:
+        mine = [v for (w, _), v in groups.items() if w == wid]
+        if mine:
+            by_workflow[wid] = {
+                "workflow_id": wid,
+                "pass_at_k": _mean([float(any(v)) for v in mine]),
+                "pass_all_k": _mean([float(all(v)) for v in mine]),
+                "tasks": len(mine),
+                "k": max(len(v) for v in mine),
+            }
+    every = list(groups.values())
+    corpus = {
+        "pass_at_k": _mean([float(any(v)) for v in every]),
+        "pass_all_k": _mean([float(all(v)) for v in every]),
+        "groups": len(every),
+        "tasks": len({t for _, t in groups}),
+    }
+    return {"by_workflow": by_workflow, "corpus": corpus}
+
+
+def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ``workflow`` block, or None when no selected task has a workflow spec."""
+    ids = spec_ids(tasks)
+    if not ids:
+        return None
+    pairs = _checks(runs)
+    applicable = [(r, c) for r, c in pairs if c["status"] != "not_applicable"]
+    scores: dict[str, list[float]] = defaultdict(list)
+    passes: dict[str, list[float]] = defaultdict(list)
+    for r, c in applicable:
+        scores[r["task_id"]].append(float(c["score"]))
+        passes[r["task_id"]].append(float(c["status"] == "pass"))
+    rates = _rates([c for _, c in applicable])
+    return {
+        "specs": ids,
+        "total_checks": len(pairs),
+        "applicable_checks": len(applicable),
+        "overall_compliance": _mean([float(c["score"]) for _, c in applicable]),
+        "overall_compliance_ci": _ci(scores),
+        "strict_pass_rate": rates["pass"],
+        "strict_pass_rate_ci": _ci(passes),
+        "partial_pass_rate": rates["partial"],
+        "fail_rate": rates["fail"],
+        "violation_count": sum(len(c.get("violations") or []) for _, c in applicable),
+        "traces_truncated": sum(
+            1 for r in runs if isinstance(r.get("workflow"), dict) and r["workflow"].get("trace_truncated")
+        ),
+        "by_workflow": _by_workflow(ids, pairs),
+        "top_violations": _top_violations(applicable),
+        "cross_tab": _cross_tab(runs),
+        "reliability": _reliability(pairs, ids),
+    }
+
+
+def per_task_compliance(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Each task's mean score over its applicable checks (tasks without one are absent)."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    for run, check in _checks(runs):
+        if check["status"] != "not_applicable":
+            scores[run["task_id"]].append(float(check["score"]))
+    return {t: sum(v) / len(v) for t, v in scores.items()}
