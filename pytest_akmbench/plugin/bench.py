@@ -27,7 +27,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import options, startup
+from . import options, remote, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -139,7 +139,8 @@ def activate(config: pytest.Config) -> bool:
         config.args = [str(state.settings.tasks_root)]
     if not hasattr(config, "workerinput"):
         _refuse_conflicts(config, state)
-        _apply_parallel(config, state)
+        if not remote.placed_by_tx(config):
+            _apply_parallel(config, state)
     return True
 
 
@@ -223,6 +224,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
+    remote.setup(config, state, controller)
     if controller:
         config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
         config.pluginmanager.register(Progress(config), "akmbench-progress")
@@ -289,8 +291,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         # it. Only the controller may do this, once every worker is gone: a worker finishing
         # early would otherwise kill the cells its siblings are still running.
         procs.sweep(state.run_id + "/", orphans=False)
+    elif state.remote is not None:
+        state.remote.finish()
     lifecycle.release_run(state.tmp_root / state.run_id)
-    for name in ("akmbench-session", "akmbench-progress", "akmbench-xdist", "akmbench-interrupts"):
+    for name in ("akmbench-session", "akmbench-progress", "akmbench-xdist", "akmbench-interrupts", "akmbench-remote"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -341,8 +345,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     result = yield
     state = session.config.stash.get(STATE_KEY, None)
-    if state is not None and not session.config.option.collectonly:
-        # Resume: a trial the store already holds under this fingerprint is not run again.
+    if state is not None and not session.config.option.collectonly and state.remote is None:
+        # Resume (a remote worker hears of stored trials from the controller, cell by cell): a trial the store already holds under this fingerprint is not run again.
         try:
             stored = state.stored()
         except StoreError as err:
