@@ -9,6 +9,8 @@ really have run there (the agent logs where it ran).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -204,3 +206,42 @@ def test_kill_on_the_controller_stops_a_socket_workers_cell(server_dir: tuple[Pa
     assert time.monotonic() - started < 30  # not the 120 s the cell would have slept
     no_leftovers(far)
     assert len(ran_in(far)) == 1 and records(ctl) == []  # no further cell started
+
+
+def test_a_lost_remote_worker_costs_only_its_cell(tmp_path: Path) -> None:
+    """A remote worker killed mid-cell: the others finish the rest, its trial's claim is freed,
+    nothing is stored twice, and the same command again runs exactly the lost cell."""
+    ctl = make_project(tmp_path / "ctl", delays={"alpha/script-task|akm|1": 120, "*": 0.3})
+    far = copy_project(ctl, tmp_path / "far")
+    proc = subprocess.Popen(
+        bench_argv("--tx", f"2*popen//chdir={far}"),
+        cwd=ctl,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in agent_log(far) if p[1:4] == ["alpha/script-task", "akm", "1"]]:
+            assert time.monotonic() < deadline and proc.poll() is None, "the slow cell never started"
+            time.sleep(0.1)
+        worker = int(next(p for p in agent_log(far) if p[1:4] == ["alpha/script-task", "akm", "1"])[5])
+        os.kill(worker, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "crashed while running" in out, out
+    lost = ("alpha/script-task", "akm", 1)
+    stored = [(r["task_id"], r["arm"], r["seed"]) for r in records(ctl)]
+    assert sorted(stored) == sorted(CELLS - {lost})  # every other cell once, on the surviving worker
+    assert not list((ctl / "store" / "claims").glob("*.lock"))  # the lost cell's claim was freed
+    no_leftovers(ctl, far)
+    (far / "delays.json").write_text(json.dumps({"*": 0}))
+    before = len(ran_in(far))
+    code, out = run(ctl, "--tx", f"2*popen//chdir={far}")
+    assert code == 0, out
+    assert ran_in(far)[before:] == [lost]
+    assert sorted((r["task_id"], r["arm"], r["seed"]) for r in records(ctl)) == sorted(CELLS)
+    assert report(ctl)["complete"] is True
