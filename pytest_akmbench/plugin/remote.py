@@ -58,7 +58,21 @@ def expectations(state: BenchState) -> dict[str, Any]:
         "fixtureContentHash": fixtures_stamp(state.tasks, state.settings.stashes_root)[1],
         "agent": f"{state.agent.name} {state.agent.version}",
         "akm": state.akm.version if state.akm is not None else None,
+        # What else a sample's fingerprint holds: a worker with another run config's budgets
+        # or model would store samples the controller's report never counts.
+        "settings": _settings(state),
     }
+
+
+def _settings(state: BenchState) -> str:
+    s = state.settings
+    parts = [
+        f"model {state.model}",
+        f"budgets {s.budget_tokens} tokens/{s.budget_wall_ms} ms/{s.budget_turns} turns",
+        f"verify timeout {s.verify_timeout:g} s",
+        f"sandbox {s.sandbox}",
+    ]
+    return ", ".join(parts)
 
 
 def mismatch(expected: dict[str, Any], found: dict[str, Any], where: str) -> str | None:
@@ -68,6 +82,7 @@ def mismatch(expected: dict[str, Any], found: dict[str, Any], where: str) -> str
         "fixtureContentHash": "its fixture stashes differ from the controller's; copy the same stashes there",
         "agent": "its agent version differs from the controller's; install the same one there",
         "akm": "its akm version differs from the controller's; install the same one there",
+        "settings": "its run settings differ from the controller's; give it the same run config and options",
     }
     for key, fix in fixes.items():
         there, here = found.get(key), expected.get(key)

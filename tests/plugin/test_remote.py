@@ -151,6 +151,18 @@ def test_a_worker_with_other_stashes_is_refused(tmp_path: Path) -> None:
     assert ran_in(far) == [] and records(ctl) == []
 
 
+def test_a_worker_with_other_budgets_is_refused(tmp_path: Path) -> None:
+    """Its samples would carry another fingerprint, which the controller's report never counts."""
+    ctl = make_project(tmp_path / "ctl")
+    far = copy_project(ctl, tmp_path / "far")
+    (far / "pytest.ini").write_text((far / "pytest.ini").read_text() + "bench_budget_wall_ms = 5000\n")
+    code, out = run(ctl, "--tx", f"popen//chdir={far}")
+    assert code == pytest.ExitCode.USAGE_ERROR, out
+    refusal = next(line for line in out.splitlines() if "its run settings differ" in line)
+    assert "5000 ms" in refusal and "Traceback" not in out, out
+    assert ran_in(far) == [] and records(ctl) == []
+
+
 def test_two_benches_with_remote_workers_share_a_store(tmp_path: Path) -> None:
     """Claims hold through the controller: two benches on one store run each trial once."""
     ctl = make_project(tmp_path / "ctl", delays={"*": 0.5})
