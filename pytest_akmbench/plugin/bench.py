@@ -139,7 +139,7 @@ def activate(config: pytest.Config) -> bool:
         config.args = [str(state.settings.tasks_root)]
     if not hasattr(config, "workerinput"):
         _refuse_conflicts(config, state)
-        if not remote.placed_by_tx(config):
+        if not remote.placed_by_tx(config, state):
             _apply_parallel(config, state)
     return True
 

@@ -260,7 +260,6 @@ class RemoteWorker:
         self.expect = expect
         self.replies: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.refused: str | None = None
-        self.ran: list[str] = []
         channel.setcallback(self._receive)
 
     @property
@@ -287,7 +286,6 @@ class RemoteWorker:
             pytest.exit(self.refused, returncode=pytest.ExitCode.USAGE_ERROR)
         body = {"task": cell.task.id, "arm": cell.arm, "seed": cell.seed, "fp": fp, "nodeid": nodeid}
         self.channel.send(("claim", body))
-        self.ran.append(nodeid)
         return self.replies.get()
 
     def outbox(self) -> dict[str, str]:
@@ -320,12 +318,18 @@ def setup(config: pytest.Config, state: BenchState, controller: bool) -> None:
         state.remote.hello()
 
 
-def placed_by_tx(config: pytest.Config) -> bool:
+def placed_by_tx(config: pytest.Config, state: BenchState) -> bool:
     """Whether ``--tx`` (without ``-n``) placed the workers. Then a run config's ``parallel`` does
     not replace them, and a run without ``--dist`` steals, as ``--parallel`` does: cells take
     uneven time (xdist would otherwise run everything in the controller)."""
-    if not getattr(config.option, "tx", None) or getattr(config.option, "numprocesses", None):
+    txs = getattr(config.option, "tx", None) or []
+    if not txs or getattr(config.option, "numprocesses", None):
         return False
+    specs = {t: t.split("*", 1)[1] if "*" in t else t for t in txs}  # "4*ssh=…" is four of "ssh=…"
+    remote = [t for t, spec in specs.items() if "chdir=" in spec or not spec.startswith("popen")]
+    if remote and state.settings.soundness:
+        # Soundness results go to the store of the process that checked the task.
+        raise pytest.UsageError(f"--bench-soundness runs on this machine: drop --tx {remote[0]}")
     if config.option.dist == "no" and not getattr(config.option, "distload", False):
         config.option.dist = "worksteal"
     return True

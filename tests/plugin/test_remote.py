@@ -257,3 +257,11 @@ def test_a_lost_remote_worker_costs_only_its_cell(tmp_path: Path) -> None:
     assert ran_in(far)[before:] == [lost]
     assert sorted((r["task_id"], r["arm"], r["seed"]) for r in records(ctl)) == sorted(CELLS)
     assert report(ctl)["complete"] is True
+
+
+def test_soundness_with_remote_workers_is_refused(tmp_path: Path) -> None:
+    ctl = make_project(tmp_path / "ctl")
+    code, out = run(ctl, "--bench-soundness", "--tx", f"2*popen//chdir={tmp_path}")
+    assert code == pytest.ExitCode.USAGE_ERROR
+    assert f"--bench-soundness runs on this machine: drop --tx 2*popen//chdir={tmp_path}" in out
+    assert "Traceback" not in out
