@@ -265,3 +265,29 @@ def test_soundness_with_remote_workers_is_refused(tmp_path: Path) -> None:
     assert code == pytest.ExitCode.USAGE_ERROR
     assert f"--bench-soundness runs on this machine: drop --tx 2*popen//chdir={tmp_path}" in out
     assert "Traceback" not in out
+
+
+def test_which_gateways_are_remote() -> None:
+    import execnet
+
+    from pytest_akmbench.plugin.remote import is_remote
+
+    assert not is_remote(execnet.XSpec("popen"))
+    assert not is_remote(execnet.XSpec("popen//python=python3"))
+    assert is_remote(execnet.XSpec("popen//chdir=/srv/bench"))
+    assert is_remote(execnet.XSpec("ssh=user@hostA//python=python3//chdir=/srv/bench"))
+    assert is_remote(execnet.XSpec("socket=127.0.0.1:8888"))
+
+
+def test_a_mismatch_names_the_first_difference_and_its_fix() -> None:
+    from pytest_akmbench.plugin.remote import mismatch
+
+    here = {"taskCorpusHash": "a" * 64, "fixtureContentHash": "b" * 64, "agent": "opencode 1.18.33", "akm": "0.9.0"}
+    assert mismatch(here, dict(here), "gw0") is None
+    line = mismatch(here, {**here, "akm": "0.7.0", "agent": "opencode 1.0"}, "gw3 (ssh=h) on h:/srv")
+    assert line == (
+        "akmbench: worker gw3 (ssh=h) on h:/srv: its agent version differs from the controller's; "
+        "install the same one there (agent opencode 1.0 there, opencode 1.18.33 here)"
+    )
+    line = mismatch(here, {**here, "fixtureContentHash": "c" * 64}, "gw0")
+    assert line is not None and f"(fixtureContentHash {'c' * 12} there, {'b' * 12} here)" in line
