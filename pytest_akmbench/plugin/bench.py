@@ -27,7 +27,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import evolve, options, startup
+from . import evolve, options, remote, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -139,7 +139,8 @@ def activate(config: pytest.Config) -> bool:
         config.args = [str(state.settings.tasks_root)]
     if not hasattr(config, "workerinput"):
         _refuse_conflicts(config, state)
-        _apply_parallel(config, state)
+        if not remote.placed_by_tx(config, state):
+            _apply_parallel(config, state)
     if evolve.track_of(config, state) == "evolve":
         evolve.install(config, state)
     return True
@@ -225,6 +226,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
+    remote.setup(config, state, controller)
     if controller:
         session = state.track.session(config) if state.track is not None else BenchSession(state, config)
         config.pluginmanager.register(session, "akmbench-session")
@@ -292,6 +294,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         # it. Only the controller may do this, once every worker is gone: a worker finishing
         # early would otherwise kill the cells its siblings are still running.
         procs.sweep(state.run_id + "/", orphans=False)
+    elif state.remote is not None:
+        state.remote.finish()
     lifecycle.release_run(state.tmp_root / state.run_id)
     for name in (
         "akmbench-session",
@@ -300,6 +304,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         "akmbench-interrupts",
         "akmbench-evolve",
         "akmbench-evolve-xdist",
+        "akmbench-remote",
     ):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
@@ -351,8 +356,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     result = yield
     state = session.config.stash.get(STATE_KEY, None)
-    if state is not None and not session.config.option.collectonly:
-        # Resume: a trial the store already holds under this fingerprint is not run again.
+    if state is not None and not session.config.option.collectonly and state.remote is None:
+        # Resume: a trial the store already holds under this fingerprint is not run again (a
+        # remote worker hears of stored trials from the controller, cell by cell).
         try:
             stored = state.stored()
         except StoreError as err:

@@ -18,6 +18,7 @@ from ..store.samples import SampleStore
 from ..system import lifecycle, procs
 from ..system.interrupts import Interrupts
 from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY
+from .remote import FILES_KEY
 from .state import STATE_KEY, BenchState
 
 
@@ -61,6 +62,8 @@ def _run_claimed(
         pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
     item = request.node
     fp = state.fingerprint_hash(cell)
+    if state.remote is not None:
+        return _run_remote(request, state, cell, tracker, fp)
     claim = Claim(
         state.store_dir,
         f"{cell.task.id}\0{cell.arm}\0{cell.seed}\0{fp}",
@@ -94,6 +97,32 @@ def _run_claimed(
         return sample, None
     finally:
         claim.release()
+
+
+def _run_remote(
+    request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker, fp: str
+) -> tuple[dict[str, Any], str | None]:
+    """A remote worker's cell: the controller claims the trial and appends the sample
+    (plugin/remote.py); the transcripts travel with the first report."""
+    assert state.remote is not None
+    item = request.node
+    kind, body = state.remote.claim(cell, fp, item.nodeid)
+    if kind == "stop":
+        pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
+    if kind == "error":
+        request.session.shouldstop = body
+        pytest.fail(f"harness_error: {body}", pytrace=False)
+    if kind in ("stored", "claimed"):
+        record = body if kind == "stored" else body["record"]
+        item.stash[STORED_KEY] = record
+        if kind == "claimed":
+            item.stash[CLAIMED_KEY] = body["by"]
+        return {**record, "from_store": True}, None
+    sample = state.scrub.obj(run_cell(cell, state.context(), tracker))
+    if state.interrupts is not None:
+        state.interrupts.hold()  # until the report carrying the sample is sent: see InterruptHooks
+    item.stash[FILES_KEY] = state.remote.outbox()
+    return sample, None
 
 
 class InterruptHooks:
@@ -130,6 +159,10 @@ def pytest_runtest_makereport(
         report.akmbench_sample = item.stash[SAMPLE_KEY]  # type: ignore[attr-defined]
         if CLAIMED_KEY in item.stash:
             report.akmbench_claimed = item.stash[CLAIMED_KEY]  # type: ignore[attr-defined]
+        if FILES_KEY in item.stash:
+            # A remote cell's transcripts, for the controller to store: once, with the first report.
+            report.akmbench_files = item.stash[FILES_KEY]  # type: ignore[attr-defined]
+            del item.stash[FILES_KEY]
     return report
 
 

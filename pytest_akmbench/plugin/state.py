@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,6 +18,9 @@ from ..store.samples import fingerprint_hash
 from ..store.scrub import Scrubber
 from ..system import lifecycle
 from ..system.interrupts import Interrupts
+
+if TYPE_CHECKING:
+    from .remote import RemoteWorker
 
 STATE_KEY = pytest.StashKey["BenchState"]()
 
@@ -44,6 +47,7 @@ class BenchState:
     interrupts: Interrupts | None = None
     scrub: Scrubber = field(default_factory=Scrubber)
     track: Any = None  # a track beyond utility (plugin/evolve.py), or None
+    remote: RemoteWorker | None = None  # on a worker the controller's store is out of reach of
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
 
@@ -89,7 +93,8 @@ class BenchState:
                 verify_timeout_s=s.verify_timeout,
                 keep_runs=s.keep_runs,
                 akm=self.akm,
-                transcripts_dir=self.store_dir,
+                # A remote worker stages its transcripts for the controller, never in a store here.
+                transcripts_dir=self.remote.staging if self.remote is not None else self.store_dir,
                 sandbox=s.sandbox,
                 sandbox_ro=s.sandbox_ro,
                 **run_caps(s),

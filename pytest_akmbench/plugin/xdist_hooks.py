@@ -70,6 +70,7 @@ class XdistHooks:
             except queue.Empty:
                 continue
             if name == "testreport":
+                kwargs["rep"].node = kwargs["node"]  # as xdist sets it: a remote cell's sample is stored by it
                 session.config.hook.pytest_runtest_logreport(report=kwargs["rep"])
             elif name in ("workerfinished", "errordown"):
                 waiting.discard(kwargs.get("node"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ class Interrupts:
         self._held = False
         self._pending: int | None = None
         self._previous: dict[int, Any] = {}
+        self.also: list[Callable[[], None]] = []  # the controller's other ways to reach workers (remote ones)
 
     def install(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -76,6 +78,8 @@ class Interrupts:
         if self.controller:
             lifecycle.mark_interrupted(self.run_dir)
             lifecycle.signal_workers(self.run_dir, signal.SIGINT)
+            for tell in self.also:
+                tell()
         if self._held:
             self._pending = signum
             return

@@ -1,0 +1,340 @@
+"""Remote xdist workers (``--tx ssh=…``, ``--tx socket=…``, ``--tx popen//chdir=…``).
+
+A worker in another directory or on another host cannot reach the controller's store, so for
+such a worker the controller does what a local ``-n`` worker does itself (README, "Beyond one
+machine"): it takes the trial's claim before the cell runs, and appends the sample (with the
+transcript files the worker sends along) when the first report carrying it arrives, one
+fsync'd record per cell. Local ``-n`` workers keep claiming and appending themselves: they hold
+the claim from the store check to the append in one process, and a controller crash then loses
+nothing a worker finished.
+
+The two sides talk over one execnet channel per remote worker, made by the controller and sent
+in ``workerinput``: the worker's hello (its corpus and fixture hashes, agent and akm versions,
+refused with one line naming the gateway on a mismatch), a claim before each cell, and from the
+controller an interrupt (``kill`` and Ctrl-C reach remote cells through it).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import os
+import queue
+import shutil
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..corpus.hashes import fixtures_stamp, task_corpus_hash
+from ..errors import StoreError
+from ..report.resume import StoredSamples
+from ..store.claims import Claim
+from ..store.samples import SampleStore
+from ..system import lifecycle, procs
+from . import evolve
+
+if TYPE_CHECKING:
+    from ..cell.runner import Cell
+    from .state import BenchState
+
+CHANNEL = "akmbench_channel"
+EXPECT = "akmbench_expect"
+FILES_KEY = pytest.StashKey[dict[str, str]]()
+STAGING = "outbox"  # a remote worker's transcripts, under its own run dir, until sent
+
+
+def is_remote(spec: Any) -> bool:
+    """A worker xdist starts elsewhere: not a plain local popen (execnet's own distinction)."""
+    return not getattr(spec, "popen", False) or bool(getattr(spec, "chdir", None))
+
+
+def expectations(state: BenchState) -> dict[str, Any]:
+    """What every worker's corpus and tools must match: the values a report stamps."""
+    return {
+        "taskCorpusHash": task_corpus_hash(state.tasks),
+        "fixtureContentHash": fixtures_stamp(state.tasks, state.settings.stashes_root)[1],
+        "agent": f"{state.agent.name} {state.agent.version}",
+        "akm": state.akm.version if state.akm is not None else None,
+        # What else a sample's fingerprint holds: a worker with another run config's budgets
+        # or model would store samples the controller's report never counts.
+        "settings": _settings(state),
+    }
+
+
+def _settings(state: BenchState) -> str:
+    s = state.settings
+    parts = [
+        f"model {state.model}",
+        f"budgets {s.budget_tokens} tokens/{s.budget_wall_ms} ms/{s.budget_turns} turns",
+        f"verify timeout {s.verify_timeout:g} s",
+        f"sandbox {s.sandbox}",
+    ]
+    return ", ".join(parts)
+
+
+def mismatch(expected: dict[str, Any], found: dict[str, Any], where: str) -> str | None:
+    """The one line refusing a worker whose corpus, fixtures or tools differ, else None."""
+    fixes = {
+        "taskCorpusHash": "its corpus tasks differ from the controller's; copy the same corpus there",
+        "fixtureContentHash": "its fixture stashes differ from the controller's; copy the same stashes there",
+        "agent": "its agent version differs from the controller's; install the same one there",
+        "akm": "its akm version differs from the controller's; install the same one there",
+        "settings": "its run settings differ from the controller's; give it the same run config and options",
+    }
+    for key, fix in fixes.items():
+        there, here = found.get(key), expected.get(key)
+        if there != here:
+            if key.endswith("Hash"):
+                there, here = str(there)[:12], str(here)[:12]
+            return f"akmbench: worker {where}: {fix} ({key} {there} there, {here} here)"
+    return None
+
+
+class RemoteHub:
+    """The controller's side: hello, claims and appends for every remote worker."""
+
+    def __init__(self, state: BenchState) -> None:
+        self.state = state
+        self.expect: dict[str, Any] | None = None
+        self.channels: dict[str, Any] = {}
+        self.refused: dict[str, str] = {}
+        self.claims: dict[str, tuple[str, Claim]] = {}  # node id -> (worker, claim)
+        self.appended: set[str] = set()
+        self.lock = threading.Lock()
+        self.error: str | None = None
+        self._initial: Any = None
+        self.session: pytest.Session | None = None
+        self._original: Any = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
+        if not any(is_remote(s) for s in specs):
+            return
+        workermanage = importlib.import_module("xdist.workermanage")
+        # xdist rewrites a path argument for a remote worker against an rsync root (a copy it
+        # would make itself), and refuses one outside every root. A bench's project is copied to
+        # each host beforehand, so a relative path means the same there: pass the args as given.
+        self._original = getattr(workermanage, "make_reltoroot")  # noqa: B009 - xdist ships no types
+        setattr(workermanage, "make_reltoroot", _args_as_given)  # noqa: B010
+
+    def pytest_configure_node(self, node: Any) -> None:
+        spec = node.gateway.spec
+        if not is_remote(spec):
+            return
+        if self.expect is None:
+            self.expect = expectations(self.state)
+            # The store as the run found it: a trial done there is reported, never claimed.
+            load = StoredSamples.after_now if self.state.settings.fresh else StoredSamples.load
+            self._initial = load(self.state.store_dir)
+        wid = node.workerinput["workerid"]
+        channel = node.gateway.newchannel()
+        self.channels[wid] = channel
+        # xdist prefixes every spec with its execution model; the user typed what follows it.
+        where = f"{wid} ({str(spec).removeprefix('execmodel=main_thread_only//')})"
+        channel.setcallback(lambda msg: self._receive(wid, where, channel, msg))
+        node.workerinput[CHANNEL] = channel
+        node.workerinput[EXPECT] = self.expect
+
+    def _receive(self, wid: str, where: str, channel: Any, msg: Any) -> None:
+        kind, body = msg
+        if kind == "hello":
+            assert self.expect is not None
+            host = f"{where} on {body['host']}:{body['cwd']}"
+            line = mismatch(self.expect, body["found"], host)
+            if line is not None:
+                self.refused[wid] = line
+            channel.send(("refuse", line) if line else ("ok", None))
+        elif kind == "claim":
+            # A claim may wait minutes for another bench: never in execnet's receiver thread.
+            threading.Thread(target=self._claim, args=(wid, channel, body), daemon=True).start()
+
+    def _claim(self, wid: str, channel: Any, body: dict[str, Any]) -> None:
+        state = self.state
+        trial = (body["task"], body["arm"], body["seed"])
+        try:
+            if lifecycle.is_interrupted(state.run_dir):
+                channel.send(("stop", None))
+                return
+            record = self._initial.done(trial, body["fp"])
+            if record is not None:
+                channel.send(("stored", record))
+                return
+            claim = Claim(
+                state.store_dir,
+                f"{trial[0]}\0{trial[1]}\0{trial[2]}\0{body['fp']}",
+                owner=f"run {state.run_id} (pid {os.getpid()}, worker {wid})",
+            )
+            waited = claim.acquire()
+            with self.lock:
+                index = state.stored()
+                index.refresh()
+                record = index.done(trial, body["fp"])
+            if record is not None:
+                claim.release()
+                channel.send(("claimed", {"record": record, "by": waited or "another run"}))
+                return
+            with self.lock:
+                self.claims[body["nodeid"]] = (wid, claim)
+            channel.send(("go", None))
+        except (OSError, StoreError) as err:
+            channel.send(("error", f"akmbench: {state.store_dir}: cannot claim a cell ({err})"))
+
+    def pytest_testnodeready(self, node: Any) -> None:
+        line = self.refused.get(node.workerinput["workerid"])
+        if line is not None:
+            pytest.exit(line, returncode=pytest.ExitCode.USAGE_ERROR)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Store a remote cell's fresh sample: before the session counts it, once per cell."""
+        sample = getattr(report, "akmbench_sample", None)
+        node = getattr(report, "node", None)
+        if sample is None or sample.get("from_store") or node is None or not is_remote(node.gateway.spec):
+            return
+        if report.nodeid in self.appended:
+            return
+        self.appended.add(report.nodeid)
+        state = self.state
+        if state.interrupts is not None:
+            state.interrupts.hold()  # released once the cell has reported: see InterruptHooks
+        try:
+            store = SampleStore(state.store_dir)
+            for rel, data in (getattr(report, "akmbench_files", None) or {}).items():
+                store.transcript_path(rel, mkdir=True).write_bytes(base64.b64decode(data))
+            store.append(sample)
+        except (OSError, StoreError) as err:
+            self.error = f"akmbench: {err}"
+            if self.session is not None:
+                self.session.shouldstop = self.error
+        finally:
+            self._release(report.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self._release(nodeid)  # a cell that ended without a sample (interrupted) frees its trial
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        wid = node.workerinput["workerid"]
+        with self.lock:
+            lost = [n for n, (w, _) in self.claims.items() if w == wid]
+        for nodeid in lost:
+            self._release(nodeid)
+        self.channels.pop(wid, None)
+
+    def _release(self, nodeid: str) -> None:
+        with self.lock:
+            held = self.claims.pop(nodeid, None)
+        if held is not None:
+            held[1].release()
+
+    def interrupt(self) -> None:
+        """Pass an interrupt of the controller on to every remote worker."""
+        for channel in list(self.channels.values()):
+            try:
+                channel.send(("interrupt", None))
+            except Exception:  # a worker already gone needs no interrupt
+                pass
+
+    def pytest_sessionfinish(self) -> None:
+        if self._original is not None:
+            workermanage = importlib.import_module("xdist.workermanage")
+            setattr(workermanage, "make_reltoroot", self._original)  # noqa: B010
+            self._original = None
+
+
+def _args_as_given(roots: Any, args: list[str]) -> list[str]:
+    return list(args)
+
+
+class RemoteWorker:
+    """A remote worker's side: its hello, a claim through the controller before each cell,
+    and the transcript files of each cell staged in its own run dir until they are sent."""
+
+    def __init__(self, state: BenchState, channel: Any, expect: dict[str, Any]) -> None:
+        self.state = state
+        self.channel = channel
+        self.expect = expect
+        self.replies: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.refused: str | None = None
+        channel.setcallback(self._receive)
+
+    @property
+    def staging(self) -> Path:
+        return self.state.run_dir / f"{STAGING}-{os.getpid()}"
+
+    def _receive(self, msg: tuple[str, Any]) -> None:
+        if msg[0] == "interrupt":
+            lifecycle.mark_interrupted(self.state.run_dir)
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            self.replies.put(msg)
+
+    def hello(self) -> None:
+        """Before the first cell: the controller compares this host's corpus and tools with its own."""
+        found = expectations(self.state)
+        self.channel.send(("hello", {"found": found, "host": socket.gethostname(), "cwd": os.getcwd()}))
+        kind, line = self.replies.get()
+        if kind == "refuse":
+            self.refused = line
+
+    def claim(self, cell: Cell, fp: str, nodeid: str) -> tuple[str, Any]:
+        if self.refused is not None:
+            pytest.exit(self.refused, returncode=pytest.ExitCode.USAGE_ERROR)
+        body = {"task": cell.task.id, "arm": cell.arm, "seed": cell.seed, "fp": fp, "nodeid": nodeid}
+        self.channel.send(("claim", body))
+        return self.replies.get()
+
+    def outbox(self) -> dict[str, str]:
+        """The files the cell left in the staging dir (store-relative paths), removed from it."""
+        root = self.staging
+        files = {}
+        for path in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else ():
+            files[path.relative_to(root).as_posix()] = base64.b64encode(path.read_bytes()).decode("ascii")
+        shutil.rmtree(root, ignore_errors=True)
+        return files
+
+    def finish(self) -> None:
+        """This worker's own sweep: the staging dir, and any orphan of its cells on this host."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        procs.reap_orphans()
+
+
+def setup(config: pytest.Config, state: BenchState, controller: bool) -> None:
+    """The controller's hub (with xdist), or a remote worker's side and its hello."""
+    if controller:
+        if config.pluginmanager.hasplugin("xdist"):
+            hub = RemoteHub(state)
+            config.pluginmanager.register(hub, "akmbench-remote")
+            if state.interrupts is not None:
+                state.interrupts.also.append(hub.interrupt)
+        return
+    workerinput = getattr(config, "workerinput", {})
+    if CHANNEL in workerinput:
+        state.remote = RemoteWorker(state, workerinput[CHANNEL], workerinput[EXPECT])
+        state.remote.hello()
+
+
+def placed_by_tx(config: pytest.Config, state: BenchState) -> bool:
+    """Whether ``--tx`` (without ``-n``) placed the workers. Then a run config's ``parallel`` does
+    not replace them, and a run without ``--dist`` steals, as ``--parallel`` does: cells take
+    uneven time (xdist would otherwise run everything in the controller)."""
+    txs = getattr(config.option, "tx", None) or []
+    if not txs or getattr(config.option, "numprocesses", None):
+        return False
+    specs = {t: t.split("*", 1)[1] if "*" in t else t for t in txs}  # "4*ssh=…" is four of "ssh=…"
+    remote = [t for t, spec in specs.items() if "chdir=" in spec or not spec.startswith("popen")]
+    if remote and state.settings.soundness:
+        # Soundness results go to the store of the process that checked the task.
+        raise pytest.UsageError(f"--bench-soundness runs on this machine: drop --tx {remote[0]}")
+    track = evolve.track_of(config, state)
+    if remote and track != "utility":
+        # The evolve steps and cells write their own store entries where they run (docs/tracks.md).
+        raise pytest.UsageError(f"the {track} track runs on this machine's workers: drop --tx {remote[0]} (use -n)")
+    if config.option.dist == "no" and not getattr(config.option, "distload", False):
+        config.option.dist = "worksteal"
+    return True
