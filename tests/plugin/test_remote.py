@@ -274,7 +274,9 @@ def test_evolve_with_remote_workers_is_refused(tmp_path: Path) -> None:
     assert code == pytest.ExitCode.USAGE_ERROR
     assert f"the evolve track runs on this machine's workers: drop --tx 2*popen//chdir={tmp_path} (use -n)" in out
     assert "Traceback" not in out
-    assert not (tmp_path / "ctl" / ".akmbench").exists() or not any((tmp_path / "ctl" / ".akmbench").rglob("samples.jsonl"))
+    assert not (tmp_path / "ctl" / ".akmbench").exists() or not any(
+        (tmp_path / "ctl" / ".akmbench").rglob("samples.jsonl")
+    )
 
 
 def test_which_gateways_are_remote() -> None:
