@@ -8,7 +8,15 @@ from pathlib import Path
 
 from ..agents.opencode.discovery import discover_providers
 from ..cell.checks import static_problems
-from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, in_file, read_run_config, run_config_problems
+from ..corpus.config import (
+    PROVIDER_FIELDS,
+    RUNNABLE_TRACKS,
+    RunConfig,
+    config_options,
+    in_file,
+    read_run_config,
+    run_config_problems,
+)
 from ..corpus.tasks import Corpus, select
 from ..errors import BenchError
 
@@ -25,8 +33,8 @@ def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
         return errors, []
     cfg = RunConfig(path=path, data=data)
     warnings = cfg.warnings()
-    if data.get("track", "utility") != "utility":
-        warnings.append(f"{path}: track: the {data['track']} track cannot run here yet; only utility runs")
+    if data.get("track", "utility") not in RUNNABLE_TRACKS:
+        warnings.append(f"{path}: track: the {data['track']} track cannot run here yet; utility and attribute run")
     if any(key in data for key in PROVIDER_FIELDS):
         try:  # only the config's own source: no environment, no user file
             discover_providers(env={}, **config_options(cfg))

@@ -53,6 +53,9 @@ OPTIONS: list[tuple[str, str, str]] = [
         "Sandbox of each cell's agent: auto (bwrap when it works, else none with a warning; "
         "the default), bwrap, or none",
     ),
+    ("track", "NAME", "Track: utility (the default), attribute (needs --bench-base) or evolve (not yet)"),
+    ("base", "FILE", "Attribute track: the utility report.json whose akm runs are masked asset by asset"),
+    ("top", "N", "Attribute track: mask the N most loaded assets of the base (default: 5)"),
 ]
 FLAGS = [
     ("force-parallel", "Allow --parallel above 4 without a warning"),

@@ -214,9 +214,35 @@ class TestMessages:
             load_run_config(path)
         assert err.value.usage is True
         assert str(err.value) == (
-            f"{path}: track: the evolve track cannot run here yet; this plugin runs the utility track "
-            '(remove the field or set it to "utility")'
+            f"{path}: track: the evolve track cannot run here yet; this plugin runs the utility and attribute "
+            'tracks (remove the field or set it to "utility")'
         )
+
+    def test_attribute_track_and_its_base_load(self, tmp_path: Path) -> None:
+        path = write_config(tmp_path, track="attribute", base="report/report.json")
+        cfg = load_run_config(path)
+        settings = resolve(
+            rootdir=tmp_path, cli={}, ini={}, config=cfg, tasks_root=tmp_path, stashes_root=tmp_path, cwd=tmp_path
+        )
+        assert settings.track == "attribute" and settings.base == path.parent / "report" / "report.json"
+        assert settings.top == 5
+
+    @pytest.mark.parametrize(
+        ("value", "words"),
+        [("evolve", "the evolve track cannot run here yet"), ("speed", "must be one of utility, attribute, evolve")],
+    )
+    def test_track_option_refuses_what_cannot_run(self, tmp_path: Path, value: str, words: str) -> None:
+        with pytest.raises(ConfigError) as err:
+            resolve(
+                rootdir=tmp_path,
+                cli={"track": value},
+                ini={},
+                config=None,
+                tasks_root=tmp_path,
+                stashes_root=tmp_path,
+                cwd=tmp_path,
+            )
+        assert str(err.value).startswith("--bench-track: ") and words in str(err.value)
 
     def test_a_field_of_two_types_names_both(self, tmp_path: Path) -> None:
         path = write_config(tmp_path, tasks=3)
@@ -369,9 +395,11 @@ class TestMoreMessages:
 
     def test_schema_version_track_and_unknown_field(self, tmp_path: Path) -> None:
         assert self.load_error(tmp_path, schemaVersion=2) == "schemaVersion: must be 1, got 2"
-        assert self.load_error(tmp_path, track="speed") == 'track: must be one of utility, evolve, got "speed"'
+        assert (
+            self.load_error(tmp_path, track="speed") == 'track: must be one of utility, attribute, evolve, got "speed"'
+        )
         assert self.load_error(tmp_path, seedz=1).startswith(
-            "unknown field 'seedz'; known fields: $schema, agent, akm, arms, baseline, budgetTokens, "
+            "unknown field 'seedz'; known fields: $schema, agent, akm, arms, base, baseline, budgetTokens, "
         )
 
     def test_limits_are_inclusive(self, tmp_path: Path) -> None:
