@@ -32,7 +32,7 @@ from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
 from ..system.sandbox import Sandbox
 from ..system.sandbox import for_cell as cell_sandbox
-from . import akm
+from . import akm, masks
 from .prompts import build_prompt
 from .prompts import prompt_version as arm_prompt_version
 from .rundir import (
@@ -60,10 +60,11 @@ class Cell:
     task: Task
     arm: str
     seed: int
+    mask: str | None = None  # attribute track: the asset (``kind:name``) left out of the stash
 
     @property
     def name(self) -> str:
-        return f"{self.arm}-s{self.seed}"
+        return f"{self.arm}-s{self.seed}" if self.mask is None else f"{self.arm}-mask[{self.mask}]-s{self.seed}"
 
     @property
     def key(self) -> str:
@@ -136,7 +137,10 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
 
 
 def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
-    return fingerprint(cell.task, cell.arm, ctx, arm_prompt_version(cell.arm))
+    fp = fingerprint(cell.task, cell.arm, ctx, arm_prompt_version(cell.arm))
+    if cell.mask is not None:  # only then, so unmasked samples keep their hash
+        fp["mask"] = cell.mask
+    return fp
 
 
 def _now() -> str:
@@ -162,6 +166,8 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     if cell.arm == "akm":
         stash = run_dir / "stash"
         copy_stash(cell.task, ctx.stashes_root, stash)
+        if cell.mask is not None and not masks.mask(stash, cell.mask):
+            raise TreatmentDown(f"mask: {cell.mask} is not an asset of the stash {cell.task.stash}")
         if ctx.akm is not None:
             (bin_dir / "akm").symlink_to(ctx.akm.path)
             env = akm.cell_env(ctx.akm, stash, env)

@@ -27,7 +27,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import options, startup
+from . import attribute, options, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -81,6 +81,8 @@ def _setup(config: pytest.Config) -> BenchState | None:
         except ValueError as err:
             raise ConfigError(str(err), usage=True) from None
     state = _load(dataclasses.replace(settings, gates=gate_list), explicit)
+    if settings.track == "attribute":
+        attribute.setup(state)
     if settings.baseline is not None:
         state.baseline = load_baseline(settings.baseline)
     return state
@@ -214,6 +216,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _start(config, state, controller)
         if controller and not state.settings.soundness:
             startup.preflight(config, state)
+        if controller and state.attribute is not None:
+            attribute.check_base(state)
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     if controller:
@@ -224,7 +228,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
     if controller:
-        config.pluginmanager.register(BenchSession(state, config), "akmbench-session")
+        session = BenchSession if state.attribute is None else attribute.AttributeSession
+        config.pluginmanager.register(session(state, config), "akmbench-session")
         config.pluginmanager.register(Progress(config), "akmbench-progress")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(state), "akmbench-xdist")
