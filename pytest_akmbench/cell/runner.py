@@ -166,8 +166,6 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     if cell.arm == "akm":
         stash = run_dir / "stash"
         copy_stash(cell.task, ctx.stashes_root, stash)
-        if cell.mask is not None and not masks.mask(stash, cell.mask):
-            raise TreatmentDown(f"mask: {cell.mask} is not an asset of the stash {cell.task.stash}")
         if ctx.akm is not None:
             (bin_dir / "akm").symlink_to(ctx.akm.path)
             env = akm.cell_env(ctx.akm, stash, env)
@@ -236,6 +234,8 @@ def _request(
 ) -> tuple[AgentRequest, dict[str, str], Sandbox]:
     """Prepare the run dir (and the akm arm's indexed stash) and say what the agent gets."""
     run.run_dir, env, stash, run.setup_warnings = prepare(cell, ctx)
+    if stash is not None and cell.mask is not None and not masks.mask(stash, cell.mask):
+        raise TreatmentDown(f"mask: {cell.mask} is not an asset of the stash {cell.task.stash}")
     workspace = run.run_dir / "workspace"
     if stash is not None and ctx.akm is not None:
         run.akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}

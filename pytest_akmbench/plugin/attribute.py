@@ -83,8 +83,9 @@ def check_base(state: BenchState) -> None:
         if fingerprint_hash(mine) in plan.base.fingerprints:
             continue
         stored = stored or StoredSamples.load(state.store_dir)
-        keys = [((task.id, "akm", r["seed"]), fp) for r in plan.base.akm_runs for fp in plan.base.fingerprints]
-        theirs = next((r["fingerprint"] for r in stored.for_report(keys) if r["task_id"] == task.id), None)
+        runs = [r for r in plan.base.akm_runs if r["task_id"] == task.id]
+        keys = [((task.id, "akm", r["seed"]), fp) for r in runs for fp in plan.base.fingerprints]
+        theirs = next((r["fingerprint"] for r in stored.for_report(keys)), None)
         if theirs is None:
             raise ConfigError(
                 f"--bench-base {plan.base.path}: this run's akm cells of {task.id} differ from the base run's "

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from pytest_akmbench.agents import AgentRequest, AgentResult
 from pytest_akmbench.cell import masks
-from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint
+from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint, run_cell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.system.procs import ProcessTracker
 from pytest_akmbench.tracks import attribute, attribute_report
 from tests.support.corpus import write_stash, write_task
 
@@ -224,3 +226,55 @@ class TestFingerprint:
         assert "mask" not in plain and masked == {**plain, "mask": "skill:howto"}
         assert Cell(task, "akm", 2, mask="skill:howto").name == "akm-mask[skill:howto]-s2"
         assert Cell(task, "akm", 2).name == "akm-s2"
+
+
+class StashLister:
+    """An agent that records which files of the stash copy it was given."""
+
+    name, version, uses_akm = "lister", "1", True
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def start(self, session: object) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        assert request.stash_dir is not None
+        self.seen = names(request.stash_dir)
+        return AgentResult(final_text="", exit_code=0)
+
+
+class TestMaskedCell:
+    def run(self, tmp_path: Path, mask: str) -> tuple[dict[str, Any], StashLister, Path]:
+        tasks, stashes = tmp_path / "tasks", tmp_path / "stashes"
+        write_task(tasks, "alpha/t")
+        fixture = write_stash(stashes, "st", {"knowledge/guide.md": "# guide\n"})
+        (task,) = load_corpus(tasks, stashes).tasks
+        agent = StashLister()
+        ctx = RunContext(
+            run_id="r",
+            tmp_root=tmp_path / "runs",
+            stashes_root=stashes,
+            agent=agent,  # type: ignore[arg-type]
+            model=None,
+            budget_tokens=1000,
+            budget_wall_ms=20000,
+            budget_turns=None,
+            verify_timeout_s=30.0,
+        )
+        return run_cell(Cell(task, "akm", 1, mask=mask), ctx, ProcessTracker("t")), agent, fixture
+
+    def test_the_agent_gets_the_stash_without_the_asset(self, tmp_path: Path) -> None:
+        sample, agent, fixture = self.run(tmp_path, "knowledge:guide")
+        assert agent.seen == {"MANIFEST.json", "skills/howto/SKILL.md"}
+        assert (fixture / "knowledge" / "guide.md").is_file()  # the fixture itself is untouched
+        assert sample["outcome"] == "fail" and sample["fingerprint"]["mask"] == "knowledge:guide"
+
+    def test_an_asset_the_stash_lacks_is_a_harness_error(self, tmp_path: Path) -> None:
+        sample, agent, _ = self.run(tmp_path, "skill:nope")
+        assert sample["outcome"] == "harness_error"
+        assert sample["reason"] == "mask: skill:nope is not an asset of the stash st"
+        assert agent.seen == set()  # the agent never ran
+        assert not list((tmp_path / "runs" / "r").iterdir())  # and the run dir is gone
