@@ -32,7 +32,7 @@ from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
 from ..system.sandbox import Sandbox
 from ..system.sandbox import for_cell as cell_sandbox
-from . import akm
+from . import akm, masks
 from .prompts import build_prompt
 from .prompts import prompt_version as arm_prompt_version
 from .rundir import (
@@ -61,10 +61,11 @@ class Cell:
     task: Task
     arm: str
     seed: int
+    mask: str | None = None  # attribute track: the asset (``kind:name``) left out of the stash
 
     @property
     def name(self) -> str:
-        return f"{self.arm}-s{self.seed}"
+        return f"{self.arm}-s{self.seed}" if self.mask is None else f"{self.arm}-mask[{self.mask}]-s{self.seed}"
 
     @property
     def key(self) -> str:
@@ -140,7 +141,10 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
 
 
 def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
-    return fingerprint(cell.task, cell.arm, ctx, arm_prompt_version(cell.arm))
+    fp = fingerprint(cell.task, cell.arm, ctx, arm_prompt_version(cell.arm))
+    if cell.mask is not None:  # only then, so unmasked samples keep their hash
+        fp["mask"] = cell.mask
+    return fp
 
 
 def _now() -> str:
@@ -237,6 +241,8 @@ def _request(
 ) -> tuple[AgentRequest, dict[str, str], Sandbox]:
     """Prepare the run dir (and the akm arm's indexed stash) and say what the agent gets."""
     run.run_dir, env, stash, run.setup_warnings = prepare(cell, ctx)
+    if stash is not None and cell.mask is not None and not masks.mask(stash, cell.mask):
+        raise TreatmentDown(f"mask: {cell.mask} is not an asset of the stash {cell.task.stash}")
     workspace = run.run_dir / "workspace"
     if stash is not None and ctx.akm is not None:
         run.akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}

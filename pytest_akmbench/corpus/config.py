@@ -40,6 +40,7 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "$schema": (str,),
     "schemaVersion": (int,),
     "track": (str,),
+    "base": (str,),
     "name": (str,),
     "description": (str,),
     "providers": (dict,),
@@ -73,7 +74,7 @@ PHASE2_FIELDS = (
     "phase2ReflectRetryTimeoutMs",
     "phase2SkipReflectOnAllNegative",
 )
-TRACKS = ("utility", "evolve")
+TRACKS = ("utility", "attribute", "evolve")
 _POSITIVE = (
     "seeds",
     "budgetTokens",
@@ -272,11 +273,20 @@ class Settings:
     floor: int = DEFAULT_FLOOR
     sandbox: str = "auto"  # auto | bwrap | none; after plugin setup, the mode actually used
     sandbox_ro: tuple[Path, ...] = ()
+    track: str = "utility"  # utility | attribute (docs/tracks.md)
+    base: Path | None = None  # the attribute track's base report
+    top: int = 5  # the attribute track's number of assets masked
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return self.config.name if self.config else "adhoc"
+
+
+def parse_track(raw: Any) -> str:
+    if raw not in TRACKS:
+        raise ValueError(f"must be one of {', '.join(TRACKS)}, got {raw!r}")
+    return str(raw)
 
 
 # Setting name -> (run-config field or None, parser).
@@ -306,8 +316,11 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "floor": (None, positive_int),
     "sandbox": (None, parse_mode),
     "sandbox_ro": (None, lambda v: tuple(v) if isinstance(v, (list, tuple)) else (str(v),)),
+    "track": ("track", parse_track),
+    "base": ("base", str),
+    "top": (None, positive_int),
 }
-_PATHS = ("providers", "opencode_config", "akm", "opencode", "store", "report", "tmp", "baseline")
+_PATHS = ("providers", "opencode_config", "akm", "opencode", "store", "report", "tmp", "baseline", "base")
 
 
 def resolve(

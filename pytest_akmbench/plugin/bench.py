@@ -7,7 +7,6 @@ pytest run that does not use it never imports this module or anything below it.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import secrets
 import time
@@ -20,14 +19,14 @@ import pytest
 from ..agents.base import Agent, OracleAgent
 from ..corpus.config import Settings, config_options, corpus_near, in_file, load_run_config, resolve
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
-from ..corpus.values import check_matrix, clamp_parallel, load_baseline
+from ..corpus.values import check_matrix, load_baseline
 from ..errors import BenchError, ConfigError, CorpusError, StoreError
 from ..report import gates
 from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import evolve, options, remote, startup
+from . import attribute, evolve, options, parallel, remote, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -81,6 +80,8 @@ def _setup(config: pytest.Config) -> BenchState | None:
         except ValueError as err:
             raise ConfigError(str(err), usage=True) from None
     state = _load(dataclasses.replace(settings, gates=gate_list), explicit)
+    if settings.track == "attribute":
+        attribute.setup(state)
     if settings.baseline is not None:
         state.baseline = load_baseline(settings.baseline)
     return state
@@ -138,20 +139,12 @@ def activate(config: pytest.Config) -> bool:
         # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
         config.args = [str(state.settings.tasks_root)]
     if not hasattr(config, "workerinput"):
-        _refuse_conflicts(config, state)
+        parallel.refuse_conflicts(config, state)
         if not remote.placed_by_tx(config, state):
-            _apply_parallel(config, state)
+            parallel.apply(config, state)
     if evolve.track_of(config, state) == "evolve":
         evolve.install(config, state)
     return True
-
-
-def _refuse_conflicts(config: pytest.Config, state: BenchState) -> None:
-    if state.settings.fresh and config.getoption("lf", None):
-        raise pytest.UsageError(
-            "--bench-fresh with --lf re-runs only the failed trials, and the newer samples would replace "
-            "them: pass rates biased upwards; drop --lf, or sample more with --bench-seeds"
-        )
 
 
 def _preflight(config: pytest.Config, state: BenchState, *, outputs: bool) -> None:
@@ -167,28 +160,6 @@ def _preflight(config: pytest.Config, state: BenchState, *, outputs: bool) -> No
             preflight.step_summary(os.environ)
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
-
-
-def _apply_parallel(config: pytest.Config, state: BenchState) -> None:
-    wanted = state.settings.parallel
-    if wanted is None or getattr(config.option, "numprocesses", None) is not None:
-        return
-    n, warning = clamp_parallel(wanted, state.settings.force_parallel)
-    if warning:
-        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
-    if n > 1 and not config.pluginmanager.hasplugin("xdist"):
-        origin = state.settings.origins.get("parallel", "--parallel")
-        if importlib.util.find_spec("xdist") is not None:
-            raise pytest.UsageError(
-                f"{origin}: pytest-xdist is installed but disabled (-p no:xdist); drop -p no:xdist, "
-                "or run serially with --parallel 1"
-            )
-        raise pytest.UsageError(f"{origin}: needs pytest-xdist; pip install pytest-xdist")
-    if n > 1:
-        config.option.numprocesses = n
-        if config.option.dist == "no":
-            # Cells take uneven time; stealing keeps every worker busy to the end.
-            config.option.dist = "worksteal"
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter, which prints the start-up lines
@@ -217,6 +188,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _start(config, state, controller)
         if controller and not state.settings.soundness:
             startup.preflight(config, state)
+        if controller and state.attribute is not None:
+            attribute.check_base(state)
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     if controller:
@@ -228,7 +201,12 @@ def pytest_configure(config: pytest.Config) -> None:
     state.model = getattr(state.agent, "model", None) or state.settings.model
     remote.setup(config, state, controller)
     if controller:
-        session = state.track.session(config) if state.track is not None else BenchSession(state, config)
+        if state.track is not None:
+            session = state.track.session(config)
+        elif state.attribute is not None:
+            session = attribute.AttributeSession(state, config)
+        else:
+            session = BenchSession(state, config)
         config.pluginmanager.register(session, "akmbench-session")
         config.pluginmanager.register(Progress(config), "akmbench-progress")
         if config.pluginmanager.hasplugin("xdist"):

@@ -34,11 +34,8 @@ TRACKS = ("utility", "attribute", "evolve")
 
 
 def track_of(config: pytest.Config, state: BenchState) -> str:
-    """--bench-track, else the ini's bench_track, else the run config's ``track``."""
-    cli = config.getoption("bench_track", None)
-    ini = config.getini("bench_track") or None
-    cfg = state.settings.config.get("track") if state.settings.config is not None else None
-    return str(cli or cfg or ini or "utility")
+    """The run's track: --bench-track, else the run config's ``track``, else the ini's (Settings)."""
+    return state.settings.track
 
 
 def install(config: pytest.Config, state: BenchState) -> None:

@@ -86,22 +86,23 @@ class TaskFile(pytest.File):
             yield item
             return
         fixtureinfo = None
-        for arm in state.settings.arms:
-            for seed in range(1, state.settings.seeds + 1):
-                cell = Cell(task=task, arm=arm, seed=seed)
-                # Every cell of a task has the same function and parent, so the same fixture
-                # closure: computing it once (as pytest does for parametrize) halves the
-                # collection time of a large corpus.
-                item = CellItem.from_parent(self, name=cell.name, callobj=_check_cell, fixtureinfo=fixtureinfo)
-                fixtureinfo = item._fixtureinfo
-                item.stash[CELL_KEY] = cell
-                item.add_marker(
-                    pytest.mark.cell(task=task.id, arm=arm, seed=seed, domain=task.domain, slice=task.slice)
+        for cell in state.cells(task):
+            # Every cell of a task has the same function and parent, so the same fixture
+            # closure: computing it once (as pytest does for parametrize) halves the
+            # collection time of a large corpus.
+            item = CellItem.from_parent(self, name=cell.name, callobj=_check_cell, fixtureinfo=fixtureinfo)
+            fixtureinfo = item._fixtureinfo
+            item.stash[CELL_KEY] = cell
+            masked = {} if cell.mask is None else {"mask": cell.mask}
+            item.add_marker(
+                pytest.mark.cell(
+                    task=task.id, arm=cell.arm, seed=cell.seed, domain=task.domain, slice=task.slice, **masked
                 )
-                item.extra_keyword_matches.update({task.id, task.domain})
-                for mark in marks:
-                    item.add_marker(mark)
-                yield item
+            )
+            item.extra_keyword_matches.update({task.id, task.domain, *masked.values()})
+            for mark in marks:
+                item.add_marker(mark)
+            yield item
 
 
 class CellFailure(Exception):

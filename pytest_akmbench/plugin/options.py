@@ -53,6 +53,9 @@ OPTIONS: list[tuple[str, str, str]] = [
         "Sandbox of each cell's agent: auto (bwrap when it works, else none with a warning; "
         "the default), bwrap, or none",
     ),
+    ("track", "NAME", "Track: utility (the default), attribute (needs --bench-base) or evolve (docs/tracks.md)"),
+    ("base", "FILE", "Attribute track: the utility report.json whose akm runs are masked asset by asset"),
+    ("top", "N", "Attribute track: mask the N most loaded assets of the base (default: 5)"),
 ]
 FLAGS = [
     ("force-parallel", "Allow --parallel above 4 without a warning"),
@@ -108,11 +111,6 @@ def add_options(parser: pytest.Parser) -> None:
         help="Run cells in N processes (pytest-xdist -n, clamped to 1..8)",
     )
     parser.addini("bench_parallel", "Default for --parallel", default=None)
-    track_help = "Track: utility (the default), attribute or evolve (docs/tracks.md)"
-    group.addoption(
-        "--bench-track", dest="bench_track", choices=("utility", "attribute", "evolve"), default=None, help=track_help
-    )
-    parser.addini("bench_track", track_help, default=None)
     llm_help = "evolve track: akm's own LLM, scripted/lesson, scripted/garbage or a chat-completions URL"
     group.addoption("--bench-evolve-llm", dest="bench_evolve_llm", metavar="LLM", default=None, help=llm_help)
     parser.addini("bench_evolve_llm", llm_help, default=None)

@@ -61,7 +61,8 @@ class Progress:
             return
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            name = f"{sample['task_id']} {sample['arm']}-s{sample['seed']}"
+            mask = (sample.get("fingerprint") or {}).get("mask")
+            name = f"{sample['task_id']} {sample['arm']}" + (f"-mask[{mask}]" if mask else "") + f"-s{sample['seed']}"
             stored = " (from store)" if sample.get("from_store") else ""
             reporter.write_line(
                 f"  cell {name}: {sample['outcome']}{stored}, {describe(sample)} [{self.count(report.nodeid)}]"

@@ -48,8 +48,18 @@ class BenchState:
     scrub: Scrubber = field(default_factory=Scrubber)
     track: Any = None  # a track beyond utility (plugin/evolve.py), or None
     remote: RemoteWorker | None = None  # on a worker the controller's store is out of reach of
+    attribute: Any = None  # plugin/attribute.py's Plan on an attribute run
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
+
+    def cells(self, task: Task) -> list[Cell]:
+        """The cells of a task: (arm, seed) of a utility run, (masked asset, seed) of an attribute run."""
+        seeds = range(1, self.settings.seeds + 1)
+        if self.attribute is not None:
+            return [
+                Cell(task, "akm", seed, mask=ref) for ref in self.attribute.masks.get(task.id, ()) for seed in seeds
+            ]
+        return [Cell(task, arm, seed) for arm in self.settings.arms for seed in seeds]
 
     @property
     def report_dir(self) -> Path:

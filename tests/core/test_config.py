@@ -212,6 +212,35 @@ class TestMessages:
         path = write_config(tmp_path, track="evolve")
         assert load_run_config(path).get("track") == "evolve"
 
+    def test_attribute_track_and_its_base_load(self, tmp_path: Path) -> None:
+        path = write_config(tmp_path, track="attribute", base="report/report.json")
+        cfg = load_run_config(path)
+        settings = resolve(
+            rootdir=tmp_path, cli={}, ini={}, config=cfg, tasks_root=tmp_path, stashes_root=tmp_path, cwd=tmp_path
+        )
+        assert settings.track == "attribute" and settings.base == path.parent / "report" / "report.json"
+        assert settings.top == 5
+
+    @pytest.mark.parametrize(
+        ("value", "words"),
+        [
+            ("speed", "must be one of utility, attribute, evolve"),
+            ("Utility", "must be one of utility, attribute, evolve"),
+        ],
+    )
+    def test_track_option_refuses_what_cannot_run(self, tmp_path: Path, value: str, words: str) -> None:
+        with pytest.raises(ConfigError) as err:
+            resolve(
+                rootdir=tmp_path,
+                cli={"track": value},
+                ini={},
+                config=None,
+                tasks_root=tmp_path,
+                stashes_root=tmp_path,
+                cwd=tmp_path,
+            )
+        assert str(err.value).startswith("--bench-track: ") and words in str(err.value)
+
     def test_a_field_of_two_types_names_both(self, tmp_path: Path) -> None:
         path = write_config(tmp_path, tasks=3)
         with pytest.raises(ConfigError) as err:
@@ -363,9 +392,11 @@ class TestMoreMessages:
 
     def test_schema_version_track_and_unknown_field(self, tmp_path: Path) -> None:
         assert self.load_error(tmp_path, schemaVersion=2) == "schemaVersion: must be 1, got 2"
-        assert self.load_error(tmp_path, track="speed") == 'track: must be one of utility, evolve, got "speed"'
+        assert (
+            self.load_error(tmp_path, track="speed") == 'track: must be one of utility, attribute, evolve, got "speed"'
+        )
         assert self.load_error(tmp_path, seedz=1).startswith(
-            "unknown field 'seedz'; known fields: $schema, agent, akm, arms, baseline, budgetTokens, "
+            "unknown field 'seedz'; known fields: $schema, agent, akm, arms, base, baseline, budgetTokens, "
         )
 
     def test_limits_are_inclusive(self, tmp_path: Path) -> None:

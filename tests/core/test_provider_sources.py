@@ -101,7 +101,7 @@ class TestStandaloneRunConfig:
     @pytest.mark.parametrize(
         "fields, fragment",
         [
-            ({"track": "attribute"}, "track: must be one of utility, evolve"),
+            ({"track": "speed"}, "track: must be one of utility, attribute, evolve"),
             ({"phase2Enabled": "yes"}, "phase2Enabled: expected bool"),
             ({"phase2ReflectTimeoutMs": 0}, "phase2ReflectTimeoutMs: must be a positive integer"),
             ({"model": "local/a", "defaultModel": "local/b"}, "model and defaultModel: both name the run's model"),

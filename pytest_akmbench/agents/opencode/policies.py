@@ -14,7 +14,19 @@ from ...cell.prompts import keywords
 from ...corpus.tasks import Task
 from . import snoop
 
-POLICIES = ("oracle", "shortcut", "idle", "hang", "error", "loop", "snoop", "learner", "lesson", "garbage")
+POLICIES = (
+    "oracle",
+    "shortcut",
+    "idle",
+    "hang",
+    "error",
+    "loop",
+    "snoop",
+    "learner",
+    "lesson",
+    "garbage",
+    "needs-asset",
+)
 # The policies that stand in for akm's own LLM (``akm distill``), not for the agent.
 AKM_LLM_POLICIES = ("lesson", "garbage")
 IDLE_TEXT = "I have looked at the task and will not change anything."
@@ -98,6 +110,8 @@ def next_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn: int) -
         return Action("tool", command=f"echo 'still working, step {turn}'", description=f"Check step {turn}")
     if cell.policy in AKM_LLM_POLICIES or (cell.policy == "learner" and cell.task is None):
         return Action("text", text=IDLE_TEXT)
+    if cell.policy == "needs-asset":
+        return needs_asset_action(cell, messages, turn)
     plan = learner_plan(cell, messages) if cell.policy == "learner" else plan_of(cell)
     if cell.policy == "learner" and turn >= len(plan) and not any(a.description == APPLY for a in plan):
         return Action("text", text=GIVE_UP)
@@ -213,3 +227,36 @@ def akm_llm_reply(policy: str, messages: list[dict[str, Any]]) -> str:
         "---\n"
         f"Read {ref} in full and follow its procedure step by step; the failed attempts skipped it.\n"
     )
+
+
+NEEDS_ASSET_SHOWS = 3  # the search hits the needs-asset policy reads
+NO_ASSET_TEXT = "The stash has nothing on this task and I cannot solve it without it."
+
+
+def needs_asset_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn: int) -> Action:
+    """The ``needs-asset`` policy: an agent that can solve a task only with its gold asset.
+
+    akm arm: search the task's keywords, show each of the first hits, then apply the solution
+    only if the gold asset was among them; otherwise (and on every other arm) answer without
+    changing anything, so the verifier fails. Masking the gold asset makes its cells fail,
+    masking another hit changes nothing: the attribute track's decisive and distractor assets.
+    """
+    task = cell.task
+    assert task is not None
+    if cell.arm != "akm":
+        return Action("text", text=NO_ASSET_TEXT)
+    if turn == 0:
+        return Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")
+    tool_msgs = [content_text(m.get("content")) for m in messages if m.get("role") == "tool"]
+    hits = (akm.search_refs(tool_msgs[0]) or [])[:NEEDS_ASSET_SHOWS] if tool_msgs else []
+    if turn <= len(hits):
+        return Action("tool", command=f"akm show {_quote(hits[turn - 1])}", description=SHOW)
+    found = bool(task.gold_ref) and any(akm.same_asset(ref, task.gold_ref) for ref in hits)
+    if turn == len(hits) + 1 and found:
+        script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "exit 1\n"
+        script += "" if script.endswith("\n") else "\n"
+        return Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description="Apply the solution")
+    if not found:
+        return Action("text", text=NO_ASSET_TEXT)
+    text = tool_msgs[-1].strip() if tool_msgs else ""
+    return Action("text", text=text if text and text != "(no output)" else "Done.")

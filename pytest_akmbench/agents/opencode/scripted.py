@@ -32,6 +32,9 @@ Policies (the model name is ``scripted/<policy>``):
 ``snoop``  tries to read what a cell must never see (the solution, the verifier, the stash
            fixture, other cells, the store, the user's home) and answers with what it read;
            see :mod:`snoop`. It shows whether the cell's sandbox holds.
+``needs-asset``  akm arm: search, show the first hits, apply the solution only when the gold
+           asset was among them; every other arm answers at once and fails (the attribute
+           track's tests: masking the gold asset makes the task fail).
 
 Usage is deterministic per turn: ``prompt_tokens = 1000 + 10*turn``, ``completion_tokens = 20``,
 no cached or reasoning tokens, where ``turn`` counts the assistant messages already in the
@@ -146,7 +149,7 @@ class ScriptedModel:
         with those bash commands followed by a final answer echoing the last output."""
         if policy not in POLICIES:
             raise ValueError(f"unknown scripted policy {policy!r}; use one of {', '.join(POLICIES)}")
-        if policy in ("oracle", "shortcut", "snoop") and task is None and commands is None:
+        if policy in ("oracle", "shortcut", "snoop", "needs-asset") and task is None and commands is None:
             raise ValueError(f"the {policy} policy needs the task")
         with self._lock:
             self._cells[token] = ScriptedCell(

@@ -1,0 +1,203 @@
+"""pytest wiring of the attribute track (docs/tracks.md): the plan from the base report, the
+check that this run repeats the base's conditions, and the controller's attribute report.
+
+The cells are ordinary akm cells with a ``mask`` (plugin/state.py ``cells``), so collection,
+``-k``/``-m``, xdist, resume from the store and Ctrl-C behave as in a utility run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..cell.runner import Cell, cell_fingerprint
+from ..errors import BenchError, ConfigError
+from ..report.resume import StoredSamples
+from ..store.samples import fingerprint_hash
+from ..tracks import attribute, attribute_report
+
+if TYPE_CHECKING:
+    from .state import BenchState
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Plan:
+    """What an attribute run masks: the base, the ranked assets, and each task's masks."""
+
+    base: attribute.Base
+    targets: tuple[attribute.Target, ...]
+    assets_loaded: int
+    masks: dict[str, tuple[str, ...]]  # task id -> the refs masked on it, in rank order
+
+
+def setup(state: BenchState) -> None:
+    """Turn a loaded bench state into an attribute run: the base's tasks, the akm arm only,
+    the base's seeds unless --bench-seeds (or the config) says otherwise."""
+    s = state.settings
+    if s.base is None:
+        raise ConfigError(
+            "--bench-track attribute: needs --bench-base <report.json of a utility run> (or base in the run config)",
+            usage=True,
+        )
+    base = attribute.load_base(s.base)
+    present = {t.id: t for t in state.corpus.tasks}
+    targets, loaded = attribute.plan(base, set(present), s.top)
+    if not targets:
+        raise ConfigError(
+            f"--bench-base {s.base}: no valid akm run of the base loaded an asset of a task in "
+            f"{s.tasks_root}; nothing to mask (run the utility track with the akm arm on this corpus first)"
+        )
+    masks: dict[str, list[str]] = {}
+    for target in targets:
+        for task_id in target.tasks:
+            masks.setdefault(task_id, []).append(target.ref)
+    tasks = [present[t] for t in sorted(masks)]
+    seeds = s.seeds if "seeds" in s.origins else base.seeds
+    state.settings = dataclasses.replace(s, arms=("akm",), seeds=seeds)
+    state.tasks = tasks
+    state.selected = {t.yaml_path: t for t in tasks}
+    state.slice = "base"
+    state.attribute = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()})
+    gone = sorted(set(base.task_ids) - set(present))
+    if gone:
+        state.warnings.append(f"{len(gone)} task(s) of the base are not in the corpus any more: {', '.join(gone[:5])}")
+
+
+def check_base(state: BenchState) -> None:
+    """Masked runs are comparable to the base only under the same model, agent, budgets,
+    prompt, task, stash and akm: this run's unmasked akm fingerprint of every task must be one
+    the base's samples had. Otherwise a one-line ConfigError names what differs."""
+    plan: Plan = state.attribute
+    if not plan.base.fingerprints:
+        if plan.base.model != state.model:
+            raise ConfigError(_differs(plan.base.path, "model", state.model, plan.base.model))
+        return
+    ctx = state.context()
+    stored: StoredSamples | None = None
+    for task in state.tasks:
+        mine = cell_fingerprint(Cell(task, "akm", 1), ctx)
+        if fingerprint_hash(mine) in plan.base.fingerprints:
+            continue
+        stored = stored or StoredSamples.load(state.store_dir)
+        runs = [r for r in plan.base.akm_runs if r["task_id"] == task.id]
+        keys = [((task.id, "akm", r["seed"]), fp) for r in runs for fp in plan.base.fingerprints]
+        theirs = next((r["fingerprint"] for r in stored.for_report(keys)), None)
+        if theirs is None:
+            raise ConfigError(
+                f"--bench-base {plan.base.path}: this run's akm cells of {task.id} differ from the base run's "
+                f"(model {state.model} here, {plan.base.model} in the base; the base's samples are not in "
+                f"{state.store_dir}); rerun with the base's model, budgets, agent and akm, and its store"
+            )
+        field = next((k for k in sorted({*mine, *theirs}) if mine.get(k) != theirs.get(k)), "fingerprint")
+        raise ConfigError(_differs(plan.base.path, field, mine.get(field), theirs.get(field), task.id))
+
+
+def _differs(path: Path, field: str, mine: Any, theirs: Any, task: str | None = None) -> str:
+    on = f" of {task}" if task else ""
+    return (
+        f"--bench-base {path}: this run's akm cells{on} differ from the base run's in {field} "
+        f"({mine!r} here, {theirs!r} in the base); masked runs must repeat the base's model, budgets, "
+        "agent, prompt, tasks and akm: pass the base run's options"
+    )
+
+
+class AttributeSession:
+    """The controller's side of an attribute run: collect samples, write attribute.json/.md."""
+
+    def __init__(self, state: BenchState, config: pytest.Config) -> None:
+        self.state = state
+        self.config = config
+        self.samples: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self.envelope: dict[str, Any] | None = None
+        self.paths: tuple[Path, Path] | None = None
+        self.error: str | None = None
+
+    def add_node_ids(self, ids: list[str]) -> None:
+        """The report covers the whole plan, whatever the workers collected."""
+
+    def pytest_report_header(self) -> list[str]:
+        plan: Plan = self.state.attribute
+        refs = ", ".join(t.ref for t in plan.targets)
+        return [f"akmbench: attribute track, base {plan.base.path}: masking {len(plan.targets)} asset(s): {refs}"]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        sample = getattr(report, "akmbench_sample", None)
+        if sample is not None and (sample.get("fingerprint") or {}).get("mask"):
+            self.samples[(sample["task_id"], sample["fingerprint"]["mask"], sample["seed"])] = sample
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if session.config.option.collectonly:
+            return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        try:
+            self.envelope = self.state.scrub.obj(self._build(interrupted))
+            self.paths = attribute_report.write(self.state.report_dir, self.envelope)
+        except (OSError, BenchError) as err:
+            self.error = f"cannot write the attribute report to {self.state.report_dir}: {err}"
+        finally:
+            late = self.state.interrupts is not None and self.state.interrupts.drop()
+        if late and not interrupted:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif interrupted:
+            return
+        elif self.error:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif self.envelope is not None and self.envelope["complete"]:
+            # A masked cell that fails is the measurement, not a failure of the run.
+            session.exitstatus = pytest.ExitCode.OK
+
+    def _build(self, interrupted: bool) -> dict[str, Any]:
+        state, plan = self.state, self.state.attribute
+        ctx = state.context()
+        stored = StoredSamples.load(state.store_dir)
+        by_id = {t.id: t for t in state.tasks}
+        masked: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        missing = errors = 0
+        for target in plan.targets:
+            for task_id in target.tasks:
+                for seed in range(1, state.settings.seeds + 1):
+                    cell = Cell(by_id[task_id], "akm", seed, mask=target.ref)
+                    found = stored.for_report([((task_id, "akm", seed), fingerprint_hash(cell_fingerprint(cell, ctx)))])
+                    record = found[0] if found else self.samples.get((task_id, target.ref, seed))
+                    if record is None:
+                        missing += 1
+                        continue
+                    errors += record["outcome"] == "harness_error"
+                    masked.setdefault(target.ref, {}).setdefault(task_id, []).append(record)
+        warnings = [*state.warnings, *stored.warnings]
+        if missing:
+            warnings.append(f"{missing} masked cell(s) of the plan have no sample: run again to complete it")
+        if not plan.base.complete:
+            warnings.append(f"the base report {plan.base.path} is incomplete: base rates rest on fewer runs")
+        return attribute.build(
+            base=plan.base,
+            targets=plan.targets,
+            assets_loaded=plan.assets_loaded,
+            top=state.settings.top,
+            masked=masked,
+            agent={"harness": ctx.agent.name, "version": ctx.agent.version, "model": ctx.model},
+            complete=not (missing or errors or interrupted),
+            warnings=warnings,
+            timestamp=datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tr = terminalreporter
+        if self.error is None and self.envelope is None:
+            return
+        tr.write_sep("-", "akmbench attribute")
+        if self.error is not None:
+            tr.write_line(f"ERROR: akmbench: {self.error}", red=True)
+            return
+        assert self.envelope is not None and self.paths is not None
+        tr.write_line(self.envelope["verdict"])
+        tr.write_line(attribute_report.table(self.envelope))
+        if not self.envelope["complete"]:
+            tr.write_line("attribute report is INCOMPLETE: not every masked cell has a valid sample")
+        tr.write_line(f"report: {self.paths[0]}")
+        tr.write_line(f"summary: {self.paths[1]}")

@@ -1,0 +1,82 @@
+"""The attribute report's files: attribute.json (the envelope) and attribute.md (docs/report.md,
+"The attribute envelope"). They go beside a utility report, never over it: the base of an
+attribute run is often the report.json of the same report directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..report.fmt import fmt_ci, fmt_p, md_table, num, signed
+
+JSON_NAME = "attribute.json"
+MARKDOWN_NAME = "attribute.md"
+
+
+def _tasks(row: dict[str, Any]) -> str:
+    ids = row["loaded_on_tasks"]
+    shown = ", ".join(ids[:3]) + (f", … ({len(ids) - 3} more)" if len(ids) > 3 else "")
+    return f"{len(ids)}: {shown}"
+
+
+def table(envelope: dict[str, Any]) -> str:
+    """asset, the tasks it was loaded on, base rate, masked rate, delta [95% CI], Holm p."""
+    rows = []
+    for r in envelope["attributions"]:
+        c = r["comparison"]
+        rows.append(
+            [
+                f"{r['rank']}. {r['asset_ref']}",
+                _tasks(r),
+                num(r["base_pass_rate"]),
+                num(r["masked_pass_rate"]),
+                f"{signed(c['delta'])} {fmt_ci(c['low'], c['high'], with_sign=True)}" if c else "n/a (no paired task)",
+                fmt_p(c["p_value_holm"]) if c else "n/a",
+                "yes" if r["significant"] else "no",
+            ]
+        )
+    head = ["asset", "tasks it was loaded on", "base rate", "masked rate", "delta [95% CI]", "p (Holm)", "matters"]
+    return md_table(rows, head)
+
+
+def markdown(envelope: dict[str, Any]) -> str:
+    base, attr = envelope["base"], envelope["attribution"]
+    lines = [
+        "# Attribute: which assets matter",
+        "",
+        envelope["verdict"],
+        "",
+        f"Base: `{base['path']}` (model {base['model'] or 'unknown'}, akm {base['akm_version'] or 'unknown'}"
+        + ("" if base["complete"] else ", an INCOMPLETE base run")
+        + ").",
+        f"Masked: the top {len(attr['maskedRefs'])} of {attr['assets_loaded']} loaded assets (top {attr['top']}); "
+        f"ranking: {attr['ranking']}.",
+        "Each asset is masked only on the tasks whose base akm runs loaded it; delta = base rate − masked rate "
+        "per task, averaged over those tasks, with the paired permutation interval of the utility report.",
+        f"Masked akm runs: {envelope['runsPerformed']}.",
+        "",
+        table(envelope),
+        "",
+    ]
+    for w in envelope["warnings"]:
+        lines.append(f"- warning: {w}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path]:
+    """Write attribute.json and attribute.md atomically; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = (directory / JSON_NAME, directory / MARKDOWN_NAME)
+    for path, text in zip(paths, (json.dumps(envelope, indent=2) + "\n", markdown(envelope))):
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return paths

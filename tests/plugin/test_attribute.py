@@ -1,0 +1,114 @@
+"""The attribute track's collection and refusals through pytest: no agent runs here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.akm.test_attribute import TASKS, corpus
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    tasks = tmp_path / "corpus" / "tasks"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(tasks), "--bench-corpus", str(tasks)]
+        + ["--bench-stashes", str(tmp_path / "corpus" / "stashes"), "--bench-store", str(tmp_path / "store"), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def write_base(tmp_path: Path) -> Path:
+    """A base report by hand: greeting-rule loaded on every task, greeting-lore on three, and a
+    harness error whose loads never count."""
+    runs = [
+        {"task_id": t, "arm": "akm", "seed": s, "outcome": "pass", "assets_loaded": ["skills/greeting-rule"]}
+        for t in TASKS
+        for s in (1, 2)
+    ]
+    for t in TASKS[:3]:
+        runs.append(
+            {"task_id": t, "arm": "akm", "seed": 3, "outcome": "fail", "assets_loaded": ["skill:greeting-lore"]}
+        )
+    runs.append(
+        {"task_id": TASKS[6], "arm": "akm", "seed": 3, "outcome": "harness_error", "assets_loaded": ["skill:x"]}
+    )
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps({"track": "utility", "corpus": {"seedsPerArm": 3}, "runs": runs}))
+    return path
+
+
+def test_cells_are_task_masked_asset_seed_with_stable_ids(tmp_path: Path) -> None:
+    corpus(tmp_path)
+    base = write_base(tmp_path)
+    listed = run(tmp_path, "--bench-track", "attribute", "--bench-base", str(base), "--co", "-q")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    ids = [line.split("::")[1] for line in listed.stdout.splitlines() if "::" in line]
+    # Seeds are the base's (3); greeting-lore only on the three tasks that loaded it; skill:x
+    # (a harness error's load) never.
+    assert len(ids) == 7 * 3 + 3 * 3
+    assert ids[:4] == [
+        "akm-mask[skill:greeting-rule]-s1",
+        "akm-mask[skill:greeting-rule]-s2",
+        "akm-mask[skill:greeting-rule]-s3",
+        "akm-mask[skill:greeting-lore]-s1",
+    ]
+    assert not any("skill:x" in i for i in ids)
+    lore = run(
+        tmp_path,
+        "--bench-track",
+        "attribute",
+        "--bench-base",
+        str(base),
+        "--co",
+        "-q",
+        "-m",
+        "cell(mask='skill:greeting-lore')",
+    )
+    lore_ids = [line for line in lore.stdout.splitlines() if "::" in line]
+    assert len(lore_ids) == 9 and all("greeting-lore" in i for i in lore_ids), lore.stdout
+    top1 = ["--bench-track", "attribute", "--bench-base", str(base), "--bench-top", "1", "--bench-seeds", "1"]
+    only = run(tmp_path, *top1, "--co", "-q")
+    assert [line.split("::")[1] for line in only.stdout.splitlines() if "::" in line] == [
+        "akm-mask[skill:greeting-rule]-s1"
+    ] * 7
+
+
+def test_bad_base_is_one_line(tmp_path: Path) -> None:
+    """A missing, non-JSON or non-utility --bench-base stops the run with one line naming it."""
+    corpus(tmp_path)
+    (tmp_path / "junk.json").write_text("{not json")
+    (tmp_path / "attr.json").write_text('{"track": "attribute", "runs": []}')
+    (tmp_path / "empty.json").write_text('{"track": "utility", "runs": []}')
+    cases = {
+        "missing.json": "base report not found",
+        "junk.json": "not JSON",
+        "attr.json": "the base of attribute is a utility report",
+        "empty.json": "the base has no akm-arm run",
+    }
+    for name, words in cases.items():
+        proc = run(tmp_path, "--bench-track", "attribute", "--bench-base", str(tmp_path / name))
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(errors) == 1 and errors[0].startswith(f"ERROR: --bench-base {tmp_path / name}: "), proc.stderr
+        assert words in errors[0]
+        assert not (tmp_path / "store").exists()
+    proc = run(tmp_path, "--bench-track", "attribute")
+    assert proc.returncode == 4 and proc.stderr.strip() == (
+        "ERROR: --bench-track attribute: needs --bench-base <report.json of a utility run> (or base in the run config)"
+    )
+
+
+@pytest.mark.parametrize("value", ["attrib", "bogus"])
+def test_other_tracks_are_refused_in_one_line(tmp_path: Path, value: str) -> None:
+    corpus(tmp_path)
+    proc = run(tmp_path, "--bench-track", value)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ERROR: --bench-track: ") and "Traceback" not in proc.stderr
