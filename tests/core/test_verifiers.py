@@ -183,6 +183,8 @@ class TestRegex:
         assert (verdict.passed, verdict.exit_code) == (False, None)
         assert verdict.error is not None
         assert verdict.error.startswith("regex verifier crashed (exit 2): invalid pattern: missing ), unterminated")
+        # the child's own words are kept as the verifier's output, shown in the cell's transcript
+        assert verdict.tail.startswith("invalid pattern: missing ), unterminated")
 
     def test_catastrophic_backtracking_times_out(self, case: Case) -> None:
         """A pattern that backtracks for ever ends at the verifier's timeout instead of holding the cell."""
