@@ -240,6 +240,27 @@ class TestPrimitives:
         res = significance.stratified_permutation_test([(5, 5, 0, 5)] * 10, resamples=200)
         assert (res["p_value"], res["exact"], res["resamples"]) == (1 / 201, False, 200)
 
+    def test_few_tasks_give_the_whole_range_and_no_tasks_give_no_test(self) -> None:
+        """Too few tasks to reject anything: the interval is all of [-1, 1], clipped to the range a
+        difference of rates can take; no task (or no run on a side) gives no p-value at all."""
+        for d in ([Fraction(1), Fraction(-1)], [Fraction(-1)] * 3, [Fraction(1)] * 3):
+            res = significance.sign_flip_test(d)
+            assert (res["low"], res["high"]) == (-1.0, 1.0)
+            assert res["p_value"] == pytest.approx(sign_flip_p([float(x) for x in d]), abs=1e-12)
+        empty = {"p_value": None, "low": None, "high": None, "exact": None, "resamples": 0}
+        assert significance.sign_flip_test([]) == empty
+        assert significance.stratified_permutation_test([(0, 0, 1, 1), (2, 3, 0, 0)]) == {
+            "p_value": None,
+            "exact": None,
+            "resamples": 0,
+        }
+        # every pass on both sides: nothing can split another way, so nothing is beyond noise
+        assert significance.stratified_permutation_test([(1, 1, 1, 1)]) == {
+            "p_value": 1.0,
+            "exact": True,
+            "resamples": 0,
+        }
+
     def test_sign_flip_is_exact_up_to_fourteen_tasks(self) -> None:
         """Up to 14 tasks every sign vector is enumerated: p is scipy's exact p, not an estimate."""
         d = [Fraction(k % 3, 2) for k in range(14)]
