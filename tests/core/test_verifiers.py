@@ -190,6 +190,17 @@ class TestPytest:
             p.name for p in (task.task_dir / "tests").iterdir() if p.name not in ("__pycache__", ".pytest_cache")
         )
 
+    def test_the_tests_run_without_the_plugins_installed_beside_the_bench(self, case: Case) -> None:
+        """The bench's own plugin, xdist and the rest are installed in the bench's Python, not in
+        the task's: none of them is loaded into a verifier's pytest (nor paid for, per cell)."""
+        check = (
+            "def test_no_installed_plugin(pytestconfig):\n"
+            "    assert pytestconfig.pluginmanager.list_plugin_distinfo() == []\n"
+        )
+        task = case.task("a/plugins", verifier="pytest", tests=check)
+        verdict = case.verify(task)
+        assert (verdict.passed, verdict.error) == (True, None), verdict.output
+
     def test_the_agent_cannot_change_the_tests(self, case: Case) -> None:
         """The tests run from a private copy: a tests/ the agent wrote into the workspace is not used."""
         task = case.task("a/p2", verifier="pytest")
