@@ -201,6 +201,13 @@ class TestPytest:
         verdict = case.verify(task)
         assert (verdict.passed, verdict.error) == (True, None), verdict.output
 
+    def test_a_hanging_test_is_a_timed_out_failure(self, case: Case) -> None:
+        """A test that never returns ends at the verifier's timeout, as a script does."""
+        task = case.task("a/slow", verifier="pytest", tests="import time\n\ndef test_x():\n    time.sleep(30)\n")
+        verdict = case.verify(task, timeout_s=1.0)
+        assert (verdict.passed, verdict.timed_out, verdict.error) == (False, True, None)
+        assert verdict.output.endswith("verifier timed out after 1s")
+
     def test_the_agent_cannot_change_the_tests(self, case: Case) -> None:
         """The tests run from a private copy: a tests/ the agent wrote into the workspace is not used."""
         task = case.task("a/p2", verifier="pytest")
