@@ -261,4 +261,4 @@ def test_unknown_kind_is_an_error(case: Case) -> None:
     task = case.task("a/s")
     odd = Task(**{**{f: getattr(task, f) for f in task.__dataclass_fields__}, "verifier": "manual"})
     verdict = case.verify(odd)
-    assert verdict.error == "unknown verifier kind 'manual'" and verdict.passed is False
+    assert verdict == Verdict(False, None, "", error="unknown verifier kind 'manual'")
