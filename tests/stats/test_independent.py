@@ -230,6 +230,15 @@ class TestPrimitives:
             assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"]) + 2e-4
             assert significance.stratified_permutation_test(strata) == res
 
+    def test_tasks_passing_everywhere_leave_the_compare_exact(self) -> None:
+        """Easy tasks pass every run on both sides: they cannot differ, so a compare with many of
+        them (runs differing between tasks) is exactly the test of the others, not an estimate."""
+        always = [(n, n, m, m) for n, m in [(3, 4), (5, 7), (8, 6), (4, 9), (7, 5), (6, 8)] * 6]
+        mixed = [(1, 3, 2, 3), (0, 4, 3, 5)]
+        res = significance.stratified_permutation_test(always + mixed)
+        assert (res["exact"], res["resamples"]) == (True, 0)
+        assert res["p_value"] == pytest.approx(enumerated_stratified_p(mixed), abs=1e-12)
+
     def test_monte_carlo_p_counts_the_observed_data(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A Monte Carlo p is (1 + hits) / (resamples + 1), never 0: with data more extreme than
         any of 200 random draws (all tasks +1; a draw ties it with probability 2/2^20) it is 1/201."""
