@@ -181,6 +181,12 @@ class TestPrimitives:
                 expected = ss.fisher_exact([[ca, na - ca], [cb, nb - cb]]).pvalue
                 assert significance.fisher_exact(ca, na, cb, nb) == pytest.approx(expected, rel=1e-9, abs=1e-15)
 
+    def test_fisher_refuses_impossible_counts(self) -> None:
+        """More passes than runs on either side (or no runs at all) is a caller's bug, refused by name."""
+        for counts in ((3, 2, 0, 1), (0, 1, 3, 2), (-1, 2, 0, 2), (0, 0, 0, 0)):
+            with pytest.raises(ValueError, match="need 0 <= passes <= runs"):
+                significance.fisher_exact(*counts)
+
     def test_sign_flip_exact_matches_scipy_and_inverts(self) -> None:
         """p equals scipy's exact permutation p; just inside the interval the test accepts, just
         outside it rejects (the interval is exactly the test's acceptance set)."""
