@@ -83,13 +83,23 @@ class TestScript:
         task = case.task("a/gone")
         (task.task_dir / "verify.sh").unlink()
         verdict = case.verify(task)
-        assert verdict.passed is False and verdict.error == f"verify.sh not found at {task.task_dir / 'verify.sh'}"
+        assert verdict == Verdict(False, None, "", error=f"verify.sh not found at {task.task_dir / 'verify.sh'}")
 
     def test_no_bash_is_an_error(self, case: Case, tmp_path: Path) -> None:
         empty = tmp_path / "empty-bin"
         empty.mkdir()
         verdict = case.verify(case.task("a/nobash"), env={"PATH": str(empty)})
-        assert verdict.error is not None and "bash not found on PATH" in verdict.error
+        assert verdict == Verdict(False, None, "", error="bash not found on PATH; install bash to run script verifiers")
+
+    def test_a_bash_that_cannot_start_is_an_error(self, case: Case, tmp_path: Path) -> None:
+        """A broken bash (not a program) is the environment's fault: an error, not the agent's fail."""
+        broken = tmp_path / "broken-bin"
+        broken.mkdir()
+        (broken / "bash").write_bytes(b"\x00\x01 not a program")
+        (broken / "bash").chmod(0o755)
+        verdict = case.verify(case.task("a/badbash"), env={"PATH": str(broken)})
+        assert (verdict.passed, verdict.exit_code, verdict.output, verdict.timed_out) == (False, None, "", False)
+        assert verdict.error is not None and verdict.error.startswith("verifier failed to start: ")
 
     def test_hang_is_a_timed_out_failure(self, case: Case) -> None:
         verdict = case.verify(case.task("a/hang", verify="sleep 30\n"), timeout_s=0.5)
@@ -117,6 +127,26 @@ class TestPytest:
         verdict = case.verify(task, files={"out.txt": "hello\n"})
         assert verdict.passed is False and verdict.exit_code == 5
         assert verdict.error == f"pytest verifier: no tests collected in {task.task_dir / 'tests'}"
+        assert "no tests ran" in verdict.output  # pytest's own words stay in the transcript
+
+    @pytest.mark.parametrize(
+        ("conftest", "code", "why"),
+        [
+            ("def pytest_collection_modifyitems(items):\n    raise RuntimeError('corpus bug')\n", 3, "pytest crashed"),
+            (
+                "import pytest\n\ndef pytest_configure(config):\n    pytest.exit('bad', returncode=4)\n",
+                4,
+                "pytest usage error",
+            ),
+        ],
+    )
+    def test_pytest_crashing_on_the_corpus_is_an_error(self, case: Case, conftest: str, code: int, why: str) -> None:
+        """A conftest.py of the task's tests that crashes pytest is the corpus's fault, not a failed attempt."""
+        task = case.task("a/crash", verifier="pytest")
+        (task.task_dir / "tests" / "conftest.py").write_text(conftest)
+        verdict = case.verify(task, files={"out.txt": "hello\n"})
+        assert (verdict.passed, verdict.exit_code) == (False, code)
+        assert verdict.error == f"pytest verifier: {why} in {task.task_dir / 'tests'}"
 
     def test_tests_that_cannot_import_the_agents_code_fail(self, case: Case) -> None:
         """Tests importing a module the agent was to write, and did not, are a plain fail (exit 2)."""
@@ -160,6 +190,24 @@ class TestPytest:
             p.name for p in (task.task_dir / "tests").iterdir() if p.name not in ("__pycache__", ".pytest_cache")
         )
 
+    def test_the_tests_run_without_the_plugins_installed_beside_the_bench(self, case: Case) -> None:
+        """The bench's own plugin, xdist and the rest are installed in the bench's Python, not in
+        the task's: none of them is loaded into a verifier's pytest (nor paid for, per cell)."""
+        check = (
+            "def test_no_installed_plugin(pytestconfig):\n"
+            "    assert pytestconfig.pluginmanager.list_plugin_distinfo() == []\n"
+        )
+        task = case.task("a/plugins", verifier="pytest", tests=check)
+        verdict = case.verify(task)
+        assert (verdict.passed, verdict.error) == (True, None), verdict.output
+
+    def test_a_hanging_test_is_a_timed_out_failure(self, case: Case) -> None:
+        """A test that never returns ends at the verifier's timeout, as a script does."""
+        task = case.task("a/slow", verifier="pytest", tests="import time\n\ndef test_x():\n    time.sleep(30)\n")
+        verdict = case.verify(task, timeout_s=1.0)
+        assert (verdict.passed, verdict.timed_out, verdict.error) == (False, True, None)
+        assert verdict.output.endswith("verifier timed out after 1s")
+
     def test_the_agent_cannot_change_the_tests(self, case: Case) -> None:
         """The tests run from a private copy: a tests/ the agent wrote into the workspace is not used."""
         task = case.task("a/p2", verifier="pytest")
@@ -183,6 +231,8 @@ class TestRegex:
         assert (verdict.passed, verdict.exit_code) == (False, None)
         assert verdict.error is not None
         assert verdict.error.startswith("regex verifier crashed (exit 2): invalid pattern: missing ), unterminated")
+        # the child's own words are kept as the verifier's output, shown in the cell's transcript
+        assert verdict.tail.startswith("invalid pattern: missing ), unterminated")
 
     def test_catastrophic_backtracking_times_out(self, case: Case) -> None:
         """A pattern that backtracks for ever ends at the verifier's timeout instead of holding the cell."""
@@ -211,4 +261,4 @@ def test_unknown_kind_is_an_error(case: Case) -> None:
     task = case.task("a/s")
     odd = Task(**{**{f: getattr(task, f) for f in task.__dataclass_fields__}, "verifier": "manual"})
     verdict = case.verify(odd)
-    assert verdict.error == "unknown verifier kind 'manual'" and verdict.passed is False
+    assert verdict == Verdict(False, None, "", error="unknown verifier kind 'manual'")

@@ -55,6 +55,32 @@ def chen_pass_at_k(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
+def random_strata(rng: random.Random) -> list[tuple[int, int, int, int]]:
+    """One to four tasks of (passes_a, runs_a, passes_b, runs_b), runs 1 to 5 a side."""
+    strata = []
+    for _ in range(rng.randint(1, 4)):
+        na, nb = rng.randint(1, 5), rng.randint(1, 5)
+        strata.append((rng.randint(0, na), na, rng.randint(0, nb), nb))
+    return strata
+
+
+def enumerated_stratified_p(strata: list[tuple[int, int, int, int]]) -> float:
+    """P(|S| >= |S_obs|) over every split of each task's passes, from scipy's hypergeometric pmf."""
+    observed = sum(Fraction(a, na) - Fraction(b, nb) for a, na, b, nb in strata)
+    splits = []
+    for a, na, b, nb in strata:
+        t = a + b
+        xs = range(max(0, t - nb), min(t, na) + 1)
+        splits.append([(Fraction(x, na) - Fraction(t - x, nb), ss.hypergeom.pmf(x, na + nb, t, na)) for x in xs])
+    return float(
+        sum(
+            math.prod(q for _, q in combo)
+            for combo in itertools.product(*splits)
+            if abs(sum(v for v, _ in combo)) >= abs(observed)
+        )
+    )
+
+
 class TestPrimitives:
     def test_wilson_matches_statsmodels(self) -> None:
         """Per-task intervals: every passes/n up to 30."""
@@ -155,6 +181,12 @@ class TestPrimitives:
                 expected = ss.fisher_exact([[ca, na - ca], [cb, nb - cb]]).pvalue
                 assert significance.fisher_exact(ca, na, cb, nb) == pytest.approx(expected, rel=1e-9, abs=1e-15)
 
+    def test_fisher_refuses_impossible_counts(self) -> None:
+        """More passes than runs on either side (or no runs at all) is a caller's bug, refused by name."""
+        for counts in ((3, 2, 0, 1), (0, 1, 3, 2), (-1, 2, 0, 2), (0, 0, 0, 0)):
+            with pytest.raises(ValueError, match="need 0 <= passes <= runs"):
+                significance.fisher_exact(*counts)
+
     def test_sign_flip_exact_matches_scipy_and_inverts(self) -> None:
         """p equals scipy's exact permutation p; just inside the interval the test accepts, just
         outside it rejects (the interval is exactly the test's acceptance set)."""
@@ -184,24 +216,72 @@ class TestPrimitives:
         """Exact p against the product of scipy's hypergeometric pmfs over every split."""
         rng = random.Random(13)
         for _ in range(40):
-            strata = []
-            for _ in range(rng.randint(1, 4)):
-                na, nb = rng.randint(1, 5), rng.randint(1, 5)
-                strata.append((rng.randint(0, na), na, rng.randint(0, nb), nb))
-            observed = sum(Fraction(a, na) - Fraction(b, nb) for a, na, b, nb in strata)
-            splits = []
-            for a, na, b, nb in strata:
-                t = a + b
-                xs = range(max(0, t - nb), min(t, na) + 1)
-                splits.append(
-                    [(Fraction(x, na) - Fraction(t - x, nb), ss.hypergeom.pmf(x, na + nb, t, na)) for x in xs]
-                )
-            expected = sum(
-                math.prod(q for _, q in combo)
-                for combo in itertools.product(*splits)
-                if abs(sum(v for v, _ in combo)) >= abs(observed)
-            )
-            assert significance.stratified_permutation_test(strata)["p_value"] == pytest.approx(expected, abs=1e-12)
+            strata = random_strata(rng)
+            res = significance.stratified_permutation_test(strata)
+            assert res["exact"] is True and res["resamples"] == 0
+            assert res["p_value"] == pytest.approx(enumerated_stratified_p(strata), abs=1e-12)
+
+    def test_stratified_permutation_monte_carlo_near_exact(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A compare too large to convolve exactly samples the null instead: its p is within 4
+        standard errors of the enumerated one (the strata tie often, so counting |S| = |S_obs| as
+        extreme matters), and the same inputs give the same p (a report is reproducible)."""
+        monkeypatch.setattr(significance, "_DP_BUDGET", 0)
+        rng = random.Random(17)
+        for _ in range(6):
+            strata = random_strata(rng)
+            strata.append((1, 2, 1, 3))  # one task whose passes can split more than one way
+            res = significance.stratified_permutation_test(strata)
+            exact = min(1.0, enumerated_stratified_p(strata))
+            assert (res["exact"], res["resamples"]) == (False, significance.RESAMPLES)
+            assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"]) + 2e-4
+            assert significance.stratified_permutation_test(strata) == res
+
+    def test_tasks_passing_everywhere_leave_the_compare_exact(self) -> None:
+        """Easy tasks pass every run on both sides: they cannot differ, so a compare with many of
+        them (runs differing between tasks) is exactly the test of the others, not an estimate."""
+        always = [(n, n, m, m) for n, m in [(3, 4), (5, 7), (8, 6), (4, 9), (7, 5), (6, 8)] * 6]
+        mixed = [(1, 3, 2, 3), (0, 4, 3, 5)]
+        res = significance.stratified_permutation_test(always + mixed)
+        assert (res["exact"], res["resamples"]) == (True, 0)
+        assert res["p_value"] == pytest.approx(enumerated_stratified_p(mixed), abs=1e-12)
+
+    def test_monte_carlo_p_counts_the_observed_data(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A Monte Carlo p is (1 + hits) / (resamples + 1), never 0: with data more extreme than
+        any of 200 random draws (all tasks +1; a draw ties it with probability 2/2^20) it is 1/201."""
+        res = significance.sign_flip_test([Fraction(1)] * 20, resamples=200)
+        assert (res["p_value"], res["exact"], res["resamples"]) == (1 / 201, False, 200)
+        monkeypatch.setattr(significance, "_DP_BUDGET", 0)
+        # ten tasks 5/5 against 0/5: one draw reaching |S| = 10 has probability 2 / 252^10
+        res = significance.stratified_permutation_test([(5, 5, 0, 5)] * 10, resamples=200)
+        assert (res["p_value"], res["exact"], res["resamples"]) == (1 / 201, False, 200)
+
+    def test_few_tasks_give_the_whole_range_and_no_tasks_give_no_test(self) -> None:
+        """Too few tasks to reject anything: the interval is all of [-1, 1], clipped to the range a
+        difference of rates can take; no task (or no run on a side) gives no p-value at all."""
+        for d in ([Fraction(1), Fraction(-1)], [Fraction(-1)] * 3, [Fraction(1)] * 3):
+            res = significance.sign_flip_test(d)
+            assert (res["low"], res["high"]) == (-1.0, 1.0)
+            assert res["p_value"] == pytest.approx(sign_flip_p([float(x) for x in d]), abs=1e-12)
+        empty = {"p_value": None, "low": None, "high": None, "exact": None, "resamples": 0}
+        assert significance.sign_flip_test([]) == empty
+        assert significance.stratified_permutation_test([(0, 0, 1, 1), (2, 3, 0, 0)]) == {
+            "p_value": None,
+            "exact": None,
+            "resamples": 0,
+        }
+        # every pass on both sides: nothing can split another way, so nothing is beyond noise
+        assert significance.stratified_permutation_test([(1, 1, 1, 1)]) == {
+            "p_value": 1.0,
+            "exact": True,
+            "resamples": 0,
+        }
+
+    def test_sign_flip_is_exact_up_to_fourteen_tasks(self) -> None:
+        """Up to 14 tasks every sign vector is enumerated: p is scipy's exact p, not an estimate."""
+        d = [Fraction(k % 3, 2) for k in range(14)]
+        res = significance.sign_flip_test(d)
+        assert res["exact"] is True and res["resamples"] == 2**14
+        assert res["p_value"] == pytest.approx(sign_flip_p([float(x) for x in d]), abs=1e-12)
 
 
 def random_report(seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:

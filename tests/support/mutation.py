@@ -21,6 +21,7 @@ from pathlib import Path
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
+WRAPPER = Path(__file__).with_name("mutmut_run.py")  # mutmut run, safe with adopted orphans
 # mutmut's exit-code meanings (mutmut/stats.py): a timeout means the mutant made a test hang.
 KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout"}
 UNTESTED = {5: "no tests", 33: "no tests"}
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         if not globs:
             parser.error(f"no module named {args.module}; known: {', '.join(module_of(f) for f in files)}")
         run = subprocess.run(
-            [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *globs], cwd=ROOT
+            [sys.executable, str(WRAPPER), "run", "--max-children", str(args.max_children), *globs], cwd=ROOT
         )
         if run.returncode not in (0, 1):
             return run.returncode
