@@ -27,7 +27,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import options, startup
+from . import options, shard, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -134,6 +134,7 @@ def activate(config: pytest.Config) -> bool:
     if state is None:
         return False
     config.stash[STATE_KEY] = state
+    shard.activate(config, state)
     if state.explicit and config.args_source != pytest.Config.ArgsSource.ARGS:
         # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
         config.args = [str(state.settings.tasks_root)]
