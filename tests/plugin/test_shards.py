@@ -95,6 +95,47 @@ class TestShardOption:
         assert [len(p) for p in parts] == [2, 2, 2]  # no history: equal counts
 
 
+class TestBalance:
+    def test_split_follows_the_store_history_also_under_xdist(self, bench: pytest.Pytester) -> None:
+        """With walls in the store the split is the balanced one, not the one by count, and the
+        xdist workers (which get the controller's walls) run exactly the cells it names."""
+        from pytest_akmbench.store import shards
+
+        store = bench.path / "store-h"
+        store.mkdir()
+        cells = [
+            (t, a, s)
+            for t in ("alpha/pytest-task", "alpha/script-task", "beta/regex-task")
+            for a in ("noakm", "akm")
+            for s in (1, 2, 3)
+        ]
+        history = [
+            {
+                "task_id": t,
+                "arm": a,
+                "seed": s,
+                "outcome": "pass",
+                "wallclock_ms": 9000 if (t, a) == ("alpha/pytest-task", "akm") else 100,
+            }
+            for t, a, s in cells
+        ]
+        (store / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
+        plan = shards.split(cells, 2, shards.expected_walls(history))
+        assert plan != shards.split(cells, 2, {})
+        three = ("--bench-seeds", "3")
+        listed = bench.runpytest(*ARGS, *three, "--co", "-q", "--bench-shard", "1/2", "--bench-store", "store-h").outlines
+        names = sorted(
+            line.split("/task.yaml::")[0].removeprefix("corpus/tasks/") + "::" + line.split("::")[1]
+            for line in listed
+            if "::" in line
+        )
+        mine = sorted(f"{t}::{a}-s{s}" for (t, a, s), k in plan.items() if k == 1)
+        assert names == mine
+        assert len(mine) == 2  # the two slow cells fill shard 1; the 16 quick ones go to shard 2
+        shard_run(bench, "1/2", "h", *three, "--bench-store", "store-h", "-n", "2").assert_outcomes(passed=2)
+        assert sorted(f"{t}::{a}-s{s}" for t, a, s in cells_of(read_report(bench.path, "h"))) == mine
+
+
 class TestShardReport:
     def test_shard_report_says_it_is_partial(self, bench: pytest.Pytester) -> None:
         """A shard's report names the shard, never claims the whole run, and its store records the plan."""
