@@ -46,8 +46,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     stores = [Path(s).resolve() for s in args.store or [DEFAULT_STORE]]
     merged = merge.load(stores)
     merging = len(stores) > 1 or merged.plan is not None
-    chosen = not any((args.config, args.tasks, args.arms, args.seeds))
-    # A sharded run's stores say which cells it selected; the options choose otherwise.
+    chosen = not any((args.tasks, args.arms, args.seeds))
+    # A sharded run's stores say which cells it selected (after its -k/-m); these options choose
+    # otherwise. A run config still gives the budgets and agent the cells' fingerprints need.
     planned = merged.cells() if chosen else None
     arms, seeds = (merged.arms(), merged.seeds()) if planned is not None else (settings.arms, settings.seeds)
     cells = planned or [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, seeds + 1)]
