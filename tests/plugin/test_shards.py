@@ -123,7 +123,9 @@ class TestBalance:
         plan = shards.split(cells, 2, shards.expected_walls(history))
         assert plan != shards.split(cells, 2, {})
         three = ("--bench-seeds", "3")
-        listed = bench.runpytest(*ARGS, *three, "--co", "-q", "--bench-shard", "1/2", "--bench-store", "store-h").outlines
+        listed = bench.runpytest(
+            *ARGS, *three, "--co", "-q", "--bench-shard", "1/2", "--bench-store", "store-h"
+        ).outlines
         names = sorted(
             line.split("/task.yaml::")[0].removeprefix("corpus/tasks/") + "::" + line.split("::")[1]
             for line in listed
