@@ -61,7 +61,10 @@ class ShardHooks:
             if isinstance(given, dict):
                 self._walls = {str(k): int(v) for k, v in given.items()}
             else:
-                self._walls = shards.expected_walls(SampleStore(self.state.store_dir).iter_records())
+                try:
+                    self._walls = shards.expected_walls(SampleStore(self.state.store_dir).iter_records())
+                except BenchError as err:
+                    raise pytest.UsageError(str(err)) from None
         return self._walls
 
     @pytest.hookimpl(optionalhook=True)
@@ -94,10 +97,8 @@ class ShardHooks:
     @pytest.hookimpl(tryfirst=True)  # before the session writes the report
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         config = session.config
-        if hasattr(config, "workerinput") or config.option.collectonly or self.plan is None:
-            return
-        if not self.state.run_id:
-            return
+        if hasattr(config, "workerinput") or config.option.collectonly or not self.plan or not self.state.run_id:
+            return  # a worker, a listing, or no cell (a soundness run): nothing to record
         record = shards.make_record(self.shard, self.plan, self.state.run_id, self.started_at)
         try:
             shards.append(self.state.store_dir, record)

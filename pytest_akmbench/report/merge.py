@@ -82,19 +82,18 @@ def _interleaved(per_store: list[list[dict[str, Any]]]) -> Iterable[dict[str, An
 def load(stores: Sequence[Path]) -> Merged:
     warnings: list[str] = []
     per_store = [list(SampleStore(d).iter_records(warnings)) for d in stores]
-    stored = StoredSamples(_interleaved(per_store), warnings)
-    merged = Merged(list(stores), per_store, stored)
     shard_records = [shards.read(d, warnings) for d in stores]
+    merged = Merged(list(stores), per_store, StoredSamples(_interleaved(per_store), warnings))
     _read_plan(merged, shard_records)
     return merged
 
 
 def _read_plan(merged: Merged, per_store: list[list[dict[str, Any]]]) -> None:
     """The newest plan of all stores; the shards that ran it; stores whose newest plan differs."""
-    latest = [(store, max(recs, key=_start_of)) for store, recs in zip(merged.stores, per_store) if recs]
+    latest = [(store, max(recs, key=_start)) for store, recs in zip(merged.stores, per_store) if recs]
     if not latest:
         return
-    chosen = max((r for _, r in latest), key=_start_of)
+    chosen = max((r for _, r in latest), key=_start)
     merged.plan = shards.plan_of(chosen)
     merged.of = int(chosen["of"])
     ran = [r for recs in per_store for r in recs if r["plan_hash"] == chosen["plan_hash"]]
@@ -111,10 +110,6 @@ def _read_plan(merged: Merged, per_store: list[list[dict[str, Any]]]) -> None:
             f"the report follows plan {chosen['plan_hash']} of shard {chosen['shard']}/{chosen['of']}: give every "
             "shard job the same store history (or none)"
         )
-
-
-def _start_of(record: dict[str, Any]) -> str:
-    return str(record.get("started_at") or "")
 
 
 def check(merged: Merged, tasks: Sequence[Task], cells: Iterable[CellKey], ctx: RunContext) -> list[str]:

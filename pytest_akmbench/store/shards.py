@@ -162,6 +162,8 @@ def read(store_dir: Path, warnings: list[str] | None = None) -> list[dict[str, A
 def _well_formed(record: Any) -> bool:
     if not isinstance(record, dict) or record.get("schema") != SHARD_SCHEMA:
         return False
+    if not isinstance(record.get("plan_hash"), str) or not isinstance(record.get("run_id"), str):
+        return False
     index, of, plan = record.get("shard"), record.get("of"), record.get("plan")
     if type(index) is not int or type(of) is not int or not 1 <= index <= of or not isinstance(plan, list):
         return False
