@@ -76,6 +76,7 @@ class Scenario:
     label: str
     run: Callable[[Setup], float]  # one run's wall in seconds; raises SystemExit when it went wrong
     walls: list[float] = field(default_factory=list)
+    parts: dict[str, list[float]] = field(default_factory=dict)  # named parts of a run's wall
 
 
 def setup(work: Path) -> Setup:
@@ -131,6 +132,7 @@ def shards_merged(s: Setup) -> float:
         out, _ = proc.communicate()
         if proc.returncode != 0:
             raise SystemExit(f"c: a shard exited {proc.returncode}:\n{out[-3000:]}")
+    ran = time.perf_counter() - t0
     stores = [str(s.work / f"store-{tag}") for tag in tags]
     out_dir = s.work / f"merged-c{s.repeat}"
     merge = [PY, "-m", "pytest_akmbench", "report", "--agent", "sleepy", "--out", str(out_dir)]
@@ -139,6 +141,8 @@ def shards_merged(s: Setup) -> float:
     )
     t = time.perf_counter() - t0
     check(proc, "report --store A --store B")
+    SCENARIOS["c"].parts.setdefault("both shards", []).append(ran)
+    SCENARIOS["c"].parts.setdefault("merge", []).append(t - ran)
     report = json.loads((out_dir / "report.json").read_text())
     if len(report["runs"]) != s.cells or not report["complete"]:
         raise SystemExit(f"c: the merged report has {len(report['runs'])} runs, complete={report['complete']}")
@@ -180,6 +184,9 @@ def main() -> None:
             wall = med(sc.walls)
             ok = "OK" if wall / base <= TARGET else "MISSED"
             print(f"| {sc.key}. {sc.label} | {wall:.2f} s | {wall / ideal:.2f}x | {wall / base:.2f}x | {ok} |")
+        for sc in chosen:
+            for name, walls in sc.parts.items():
+                print(f"{sc.key}: {name}: median {med(walls):.2f} s")
     finally:
         if args.keep:
             print(f"kept {work}")
