@@ -19,12 +19,13 @@ from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import envelope as report
 from ..report import files as report_files
+from ..report import gates, merge
 from ..report.resume import report_input
-from ..store.samples import SampleStore
 from ..system import lifecycle
 from . import inputs
 
 DEFAULT_OUT = ".akmbench/report"
+DEFAULT_STORE = ".akmbench/store"
 
 
 class _StoredAgent:
@@ -32,14 +33,6 @@ class _StoredAgent:
 
     def __init__(self, name: str, version: str) -> None:
         self.name, self.version = name, version
-
-
-def _latest(store_dir: Path, agent: str) -> dict[str, Any] | None:
-    latest = None
-    for record in SampleStore(store_dir).iter_records():
-        if record.get("agent", {}).get("name") == agent:
-            latest = record
-    return latest
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -50,32 +43,66 @@ def cmd_report(args: argparse.Namespace) -> int:
         tasks, slice_label = select_with_override(corpus, settings.tasks, settings.tasks_override)
     except BenchError as err:
         raise ConfigError(in_file(args.config if settings.tasks_override is None else None, err), usage=True) from None
-    store_dir = Path(args.store).resolve()
-    cells = [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, settings.seeds + 1)]
+    stores = [Path(s).resolve() for s in args.store or [DEFAULT_STORE]]
+    merged = merge.load(stores)
+    merging = len(stores) > 1 or merged.plan is not None
+    chosen = not any((args.tasks, args.arms, args.seeds))
+    # A sharded run's stores say which cells it selected (after its -k/-m); these options choose
+    # otherwise. A run config still gives the budgets and agent the cells' fingerprints need.
+    planned = merged.cells() if chosen else None
+    arms, seeds = (merged.arms(), merged.seeds()) if planned is not None else (settings.arms, settings.seeds)
+    cells = planned or [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, seeds + 1)]
+    ctx = _stored_run(args, settings, merged.latest(settings.agent), stores[0])
     inp = report_input(
         tasks=tasks,
-        arms=settings.arms,
-        seeds=settings.seeds,
+        arms=arms,
+        seeds=seeds,
         cells=cells,
         slice_label=slice_label,
-        ctx=_stored_run(args, settings, store_dir),
-        store_dir=store_dir,
+        ctx=ctx,
+        store_dir=stores[0],
         floor=settings.floor,
         cwd=cwd,
+        gates=args.gate or (),
+        stored=merged.stored,
     )
+    problems = merge.check(merged, tasks, cells, ctx) if merging else []
+    inp = merge.finish(inp, merged, problems)
     envelope = report.build(inp)
+    if merging:
+        envelope["merge"] = merged.block()
     out = Path(args.out or DEFAULT_OUT)
     if args.out is None and (out / "report.json").exists():
         # The default is the bench's own report directory: say that its report is replaced.
         print(f"note: replacing the report in {out} (the last run's); --out DIR writes elsewhere", file=sys.stderr)
-    json_path, md_path, html_path = report_files.write(out, envelope, store_dir)
+    json_path, md_path, html_path = report_files.write(out, envelope, stores[0], stores[1:])
     print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
-    return 0
+    for line in problems:
+        print(f"akmbench: {line}", file=sys.stderr)
+    return _report_status(envelope, problems)
+
+
+def _report_status(envelope: dict[str, Any], problems: list[str]) -> int:
+    """1 when a merge could not make the report whole or a gate failed (with gates, also when a
+    reported cell is a harness error, as a bench's exit status is); else 0."""
+    if problems:
+        return 1
+    results = envelope.get("gates") or []
+    for gate in results:
+        print(f"gate {'held' if gate['ok'] else 'FAILED'}: {gate['gate']}: {gate['message']}")
+    if results and any(r["outcome"] == "harness_error" for r in envelope["runs"]):
+        return 1
+    return 0 if all(g["ok"] for g in results) else 1
 
 
 def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """The report command's settings: its options over the run config, as a bench resolves them."""
     config = load_run_config(Path(args.config)) if args.config else None
+    for gate in args.gate or ():
+        try:
+            gates.parse(gate)
+        except ValueError as err:
+            raise ConfigError(f"--gate: {err}", usage=True) from None
     return resolve(
         rootdir=cwd,
         cwd=cwd,
@@ -96,10 +123,11 @@ def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     )
 
 
-def _stored_run(args: argparse.Namespace, settings: Settings, store_dir: Path) -> RunContext:
-    """The run the offline report rebuilds: the store's latest, with its agent version, model, run id
-    (unless given) and sandbox."""
-    latest = _latest(store_dir, settings.agent)
+def _stored_run(
+    args: argparse.Namespace, settings: Settings, latest: dict[str, Any] | None, store_dir: Path
+) -> RunContext:
+    """The run the offline report rebuilds: the stores' latest sample, with its agent version,
+    model, run id (unless given) and sandbox."""
     if latest is None:
         raise ConfigError(
             f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True
@@ -156,12 +184,14 @@ def _tmp_root(args: argparse.Namespace) -> Path:
     return Path(args.tmp) if args.tmp else lifecycle.default_tmp_root()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pytest_akmbench", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _report_parser(sub: Any) -> None:
     rep = sub.add_parser("report", help="rebuild report.json, summary.md and report.html from a sample store, offline")
-    rep.add_argument("--store", default=".akmbench/store", help="sample store directory (default: .akmbench/store)")
+    rep.add_argument(
+        "--store",
+        action="append",
+        help=f"sample store directory (default: {DEFAULT_STORE}); repeat it to merge the stores of several "
+        "shards or machines into one report",
+    )
     rep.add_argument(
         "--out", help=f"output directory (default: {DEFAULT_OUT}, the bench's own, whose report it replaces, saying so)"
     )
@@ -178,7 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--floor", default=str(DEFAULT_FLOOR), help="reporting floor (default: 3)")
     rep.add_argument("--budget-tokens", help="as --bench-budget-tokens")
     rep.add_argument("--budget-wall-ms", help="as --bench-budget-wall-ms")
+    rep.add_argument(
+        "--gate", action="append", metavar="EXPR", help="a gate deciding the exit status, as --bench-gate (repeatable)"
+    )
     rep.set_defaults(func=cmd_report)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pytest_akmbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    _report_parser(sub)
 
     sub.add_parser("compare", help="compare two report.json files (see compare --help)", add_help=False)
 

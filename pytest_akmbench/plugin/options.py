@@ -47,6 +47,7 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("akm", "PATH", "The akm executable given to the akm arm"),
     ("baseline", "FILE", "Baseline pass rates {task_id: rate}: adds the vs-base column to the summary"),
     ("opencode", "PATH", "The opencode executable"),
+    ("shard", "K/N", "Run only shard K of N of the selected cells, balanced by their walls in the store (CI matrix)"),
     (
         "sandbox",
         "MODE",

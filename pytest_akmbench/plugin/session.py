@@ -20,6 +20,7 @@ from ..report import envelope as report
 from ..report import files as report_files
 from ..report import github, resume
 from ..store import integrity
+from . import shard
 from .nodes import CELL_KEY
 from .progress import arm_totals
 
@@ -166,7 +167,8 @@ class BenchSession:
             )
             complete = inp.complete and not interrupted and not self.problems
             inp = dataclasses.replace(inp, complete=complete, warnings=[*self.problems, *inp.warnings])
-            self.envelope = state.scrub.obj(report.build(inp))
+            inp, extra = shard.for_report(self.config, inp)  # a shard covers part of the cells
+            self.envelope = state.scrub.obj({**report.build(inp), **extra})
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             self._cannot_write(err)
@@ -268,8 +270,9 @@ class BenchSession:
         for line in self._claim_warnings():
             tr.write_line(line)
         if not self.envelope["complete"]:
+            part = None if self.problems else shard.terminal_line(self.envelope)  # a shard's is partial
             tr.write_line(
-                "report is INCOMPLETE: not every selected cell ran"
+                part or "report is INCOMPLETE: not every selected cell ran"
                 if not self.problems
                 else "report is INCOMPLETE: it does not match the run (see above)"
             )

@@ -17,7 +17,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -52,8 +52,11 @@ def _safe_rel(rel: object) -> str | None:
     return None if "" in parts or "." in parts or ".." in parts else rel
 
 
-def copy_transcripts(directory: Path, envelope: dict[str, Any], store_dir: Path | None) -> dict[str, Any]:
-    """Copy the transcripts ``envelope["runs"]`` names from ``store_dir`` into ``directory``.
+def copy_transcripts(
+    directory: Path, envelope: dict[str, Any], store_dir: Path | None, more_stores: Sequence[Path] = ()
+) -> dict[str, Any]:
+    """Copy the transcripts ``envelope["runs"]`` names from ``store_dir`` (or the first of
+    ``more_stores`` holding it: a report merged from several stores) into ``directory``.
 
     Returns the envelope to write: ``envelope`` itself, or a copy whose runs name no transcript that
     could not be copied (missing from the store), so every link in the report resolves. A
@@ -64,17 +67,15 @@ def copy_transcripts(directory: Path, envelope: dict[str, Any], store_dir: Path 
     if store_dir is not None and _same_dir(directory, store_dir):
         return envelope  # the report lives in the store: its links already resolve
     # Plain strings and os calls: pathlib costs more than the copying at 10,000s of runs.
-    out, src_root = os.fspath(directory), os.fspath(store_dir) if store_dir is not None else None
+    out = os.fspath(directory)
+    roots = [os.fspath(p) for p in (store_dir, *more_stores) if p is not None]
     wanted: set[str] = set()
     missing: set[str] = set()
     made: set[str] = set()
     for run in envelope.get("runs", []):
         given = run.get("transcript")
         rel = _safe_rel(given)
-        try:
-            src = os.stat(os.path.join(src_root, rel)) if rel is not None and src_root is not None else None
-        except OSError:
-            src = None
+        src, src_root = _find(roots, rel)
         if rel is None or src is None or not stat.S_ISREG(src.st_mode):
             if given is not None:
                 missing.add(given)
@@ -96,7 +97,7 @@ def copy_transcripts(directory: Path, envelope: dict[str, Any], store_dir: Path 
         except FileNotFoundError:
             pass
         tmp = os.path.join(out, folder, f".{rel.rpartition('/')[2]}.tmp")
-        shutil.copyfile(os.path.join(src_root, rel), tmp)  # type: ignore[arg-type]
+        shutil.copyfile(os.path.join(src_root, rel), tmp)
         os.chmod(tmp, FILE_MODE)
         os.utime(tmp, (src.st_atime, src.st_mtime))
         os.replace(tmp, target)
@@ -105,6 +106,18 @@ def copy_transcripts(directory: Path, envelope: dict[str, Any], store_dir: Path 
         return envelope
     runs = [dict(r, transcript=None) if r.get("transcript") in missing else r for r in envelope["runs"]]
     return {**envelope, "runs": runs}
+
+
+def _find(roots: list[str], rel: str | None) -> tuple[os.stat_result | None, str]:
+    """The stat of ``rel`` in the first root holding it, and that root."""
+    if rel is None:
+        return None, ""
+    for root in roots:
+        try:
+            return os.stat(os.path.join(root, rel)), root
+        except OSError:
+            continue
+    return None, ""
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -138,7 +151,9 @@ def _prune(out: str, wanted: set[str]) -> None:
                 os.rmdir(os.path.join(dirpath, name))  # only when empty
 
 
-def write(directory: Path, envelope: dict[str, Any], store_dir: Path | None = None) -> tuple[Path, Path, Path]:
+def write(
+    directory: Path, envelope: dict[str, Any], store_dir: Path | None = None, more_stores: Sequence[Path] = ()
+) -> tuple[Path, Path, Path]:
     """Write report.json, summary.md and report.html atomically, with the transcripts the runs
     name copied from the store (``store_dir``, default the envelope's ``provenance.store``);
     append the summary to $GITHUB_STEP_SUMMARY. The files are 0644 under a 0755 directory,
@@ -148,7 +163,7 @@ def write(directory: Path, envelope: dict[str, Any], store_dir: Path | None = No
     store = (envelope.get("provenance") or {}).get("store")
     store_dir = store_dir or (Path(store) if store else None)
     make_dir(directory, store_dir)
-    envelope = copy_transcripts(directory, envelope, store_dir)
+    envelope = copy_transcripts(directory, envelope, store_dir, more_stores)
     json_path, md_path, html_path = directory / "report.json", directory / "summary.md", directory / "report.html"
     markdown = render_markdown(envelope)
     _atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(envelope)))

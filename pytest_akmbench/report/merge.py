@@ -1,0 +1,182 @@
+"""One report from several stores: the shards of a CI matrix, or benches run on several machines.
+
+The stores' samples are read as one store would be: each store in its own append order, the
+stores interleaved by each sample's start time, so "the latest valid sample of a trial wins"
+(``report/resume.py``) means the same as in one store, and a trial two stores hold is counted
+once. What a merge cannot make whole it says, one line each, and the report is then
+incomplete: a shard of the plan that no store ran, shards that split the cells differently,
+and cells whose samples are all under another fingerprint than the report's (docs/ci.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cell.runner import Cell, RunContext, cell_fingerprint
+from ..corpus.tasks import Task
+from ..records import ARMS, CellKey
+from ..store import shards
+from ..store.samples import SampleStore, fingerprint_hash, record_fingerprint
+from .envelope import ReportInput
+from .resume import StoredSamples
+
+
+@dataclass
+class Merged:
+    """The stores read together, and what their shard records say."""
+
+    stores: list[Path]
+    records: list[list[dict[str, Any]]]  # per store, in append order
+    stored: StoredSamples
+    plan: shards.Plan | None = None  # the newest shard plan, when the stores hold one
+    of: int = 0
+    present: list[int] = field(default_factory=list)
+    missing: list[int] = field(default_factory=list)  # not run, and some of their cells have no sample
+    own_runs: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+
+    def latest(self, agent: str) -> dict[str, Any] | None:
+        """The newest sample of ``agent`` in any store (by start time, then store order)."""
+        found = None
+        for record in _interleaved(self.records):
+            if (record.get("agent") or {}).get("name") == agent:
+                found = record
+        return found
+
+    def cells(self) -> list[CellKey] | None:
+        """Every cell of the plan (the whole selection of the sharded run), if there is one."""
+        return sorted(self.plan) if self.plan is not None else None
+
+    def arms(self) -> tuple[str, ...]:
+        used = {c[1] for c in self.plan or {}}
+        return tuple(a for a in ARMS if a in used)
+
+    def seeds(self) -> int:
+        return max((c[2] for c in self.plan or {}), default=0)
+
+    def block(self) -> dict[str, Any]:
+        """The envelope's ``merge`` block (docs/report.md)."""
+        return {
+            "stores": [str(s) for s in self.stores],
+            "shards": self.of or None,
+            "present": self.present,
+            "missing": self.missing,
+        }
+
+
+def _start(record: dict[str, Any]) -> str:
+    started = record.get("started_at")
+    return started if isinstance(started, str) else ""
+
+
+def _interleaved(per_store: list[list[dict[str, Any]]]) -> Iterable[dict[str, Any]]:
+    # heapq.merge keeps each store's own order whatever the keys: only the stores interleave.
+    return heapq.merge(*per_store, key=_start)
+
+
+def load(stores: Sequence[Path]) -> Merged:
+    warnings: list[str] = []
+    per_store = [list(SampleStore(d).iter_records(warnings)) for d in stores]
+    shard_records = [shards.read(d, warnings) for d in stores]
+    merged = Merged(list(stores), per_store, StoredSamples(_interleaved(per_store), warnings))
+    _read_plan(merged, shard_records)
+    return merged
+
+
+def _read_plan(merged: Merged, per_store: list[list[dict[str, Any]]]) -> None:
+    """The newest plan of all stores; the shards that ran it; stores whose newest plan differs."""
+    latest = [(store, max(recs, key=_start)) for store, recs in zip(merged.stores, per_store) if recs]
+    if not latest:
+        return
+    chosen = max((r for _, r in latest), key=_start)
+    merged.plan = shards.plan_of(chosen)
+    merged.of = int(chosen["of"])
+    ran = [r for recs in per_store for r in recs if r["plan_hash"] == chosen["plan_hash"]]
+    merged.present = sorted({int(r["shard"]) for r in ran})
+    merged.own_runs = {str(r["run_id"]) for r in ran}
+    differ = [
+        f"{store} ran shard {r['shard']}/{r['of']} of plan {r['plan_hash']}"
+        for store, r in latest
+        if r["plan_hash"] != chosen["plan_hash"]
+    ]
+    if differ:
+        merged.problems.append(
+            f"shards split the cells differently (their stores' histories differed): {'; '.join(differ)}; "
+            f"the report follows plan {chosen['plan_hash']} of shard {chosen['shard']}/{chosen['of']}: give every "
+            "shard job the same store history (or none)"
+        )
+
+
+def check(merged: Merged, tasks: Sequence[Task], cells: Iterable[CellKey], ctx: RunContext) -> list[str]:
+    """What keeps the merged report from being whole, one line each: the problems of the plan,
+    the shards missing, the cells held only under another fingerprint."""
+    by_id = {t.id: t for t in tasks}
+    expected: dict[CellKey, tuple[str, dict[str, Any]]] = {}
+    for cell in cells:
+        if cell[0] in by_id:
+            fp = cell_fingerprint(Cell(by_id[cell[0]], cell[1], cell[2]), ctx)
+            expected[cell] = (fingerprint_hash(fp), fp)
+    held = {c for c, (h, _) in expected.items() if merged.stored.done(c, h) is not None}
+    return [*merged.problems, *_missing(merged, held), *_conflicts(merged, expected, held)]
+
+
+def _missing(merged: Merged, held: set[CellKey]) -> list[str]:
+    """The shards of the plan no store ran, unless another store holds every one of their cells."""
+    out = []
+    for k in range(1, merged.of + 1):
+        cells = sorted(c for c, s in (merged.plan or {}).items() if s == k and c not in held)
+        if k in merged.present or not cells:
+            continue
+        merged.missing.append(k)
+        shown = ", ".join(f"{t}::{a}-s{n}" for t, a, n in cells[:3])
+        more = f" and {len(cells) - 3} more" if len(cells) > 3 else ""
+        out.append(
+            f"shard {k}/{merged.of} missing: no store given ran it ({len(cells)} cells without a sample: "
+            f"{shown}{more}); add its store with --store, or run it with --bench-shard {k}/{merged.of}"
+        )
+    return out
+
+
+def _conflicts(merged: Merged, expected: dict[CellKey, tuple[str, dict[str, Any]]], held: set[CellKey]) -> list[str]:
+    """Per store, the selected cells it holds only under another fingerprint than the report's:
+    they are left out of the report, never mixed in. Names the fields that differ."""
+    out = []
+    for store, records in zip(merged.stores, merged.records):
+        apart: set[CellKey] = set()
+        fields: set[str] = set()
+        for record in records:
+            seed = record.get("seed")
+            cell = (str(record.get("task_id")), str(record.get("arm")), seed if type(seed) is int else 0)
+            if cell not in expected or cell in held:
+                continue
+            if record_fingerprint(record) == expected[cell][0]:
+                continue
+            apart.add(cell)
+            theirs, ours = record.get("fingerprint") or {}, expected[cell][1]
+            fields.update(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        if apart:
+            out.append(
+                f"conflicting fingerprints: {store} holds {len(apart)} selected cells only under another fingerprint "
+                f"(differing in {', '.join(sorted(fields)) or 'its hash'}), left out of this report: report that "
+                "store apart, or rerun those cells with this report's settings"
+            )
+    return out
+
+
+def finish(inp: ReportInput, merged: Merged, problems: Sequence[str]) -> ReportInput:
+    """The merged report's input: the shards' own runs are this report's (not "from store"),
+    and every problem is a warning that makes the report incomplete."""
+    samples = inp.samples
+    if merged.own_runs:
+        samples = [{**s, "from_store": s.get("run_id") not in merged.own_runs} for s in inp.samples]
+    return dataclasses.replace(
+        inp,
+        samples=samples,
+        complete=inp.complete and not problems,
+        warnings=[*problems, *inp.warnings],
+    )

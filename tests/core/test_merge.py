@@ -1,0 +1,70 @@
+"""Several stores read as one (report/merge.py): the latest valid sample of a trial wins across
+stores as within one, and the stores' shard plans are checked against each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
+from pytest_akmbench.report import merge
+from pytest_akmbench.store import shards
+from pytest_akmbench.store.samples import SampleStore
+
+CELLS = [("d/t1", "noakm", 1), ("d/t1", "akm", 1), ("d/t2", "noakm", 1), ("d/t2", "akm", 1)]
+
+
+def sample(cell: tuple[str, str, int], started: str, outcome: str = "pass", run: str = "r") -> dict:
+    task, arm, seed = cell
+    return {
+        "schema": SAMPLE_SCHEMA,
+        "task_id": task,
+        "arm": arm,
+        "seed": seed,
+        "outcome": outcome,
+        "fingerprint_hash": "f" * 16,
+        "started_at": started,
+        "run_id": run,
+    }
+
+
+def test_latest_valid_sample_wins_across_stores(tmp_path: Path) -> None:
+    a, b = SampleStore(tmp_path / "a", fsync=False), SampleStore(tmp_path / "b", fsync=False)
+    cell = CELLS[0]
+    a.append(sample(cell, "2026-01-01T00:00:02.000Z", "fail", run="late"))
+    b.append(sample(cell, "2026-01-01T00:00:01.000Z", "pass", run="early"))
+    b.append(sample(cell, "2026-01-01T00:00:03.000Z", "harness_error", run="error"))
+    for order in ([a.directory, b.directory], [b.directory, a.directory]):
+        merged = merge.load(order)
+        assert merged.stored.done(cell, "f" * 16)["run_id"] == "late"  # a harness error never wins
+    twice = merge.load([a.directory, a.directory])
+    assert len(twice.stored.for_report([(cell, "f" * 16)])) == 1
+
+
+def record(store: Path, k: int, n: int, plan: shards.Plan, run: str, started: str) -> None:
+    shards.append(store, shards.make_record(shards.Shard(k, n), plan, run, started))
+
+
+def test_plans_that_differ_are_named(tmp_path: Path) -> None:
+    by_count = shards.split(CELLS, 2, {})
+    by_wall = shards.split(CELLS, 2, {"d/t1|akm": 9000, "d/t1|noakm": 100, "d/t2|akm": 100, "d/t2|noakm": 100})
+    assert by_count != by_wall
+    record(tmp_path / "one", 1, 2, by_count, "r1", "2026-01-01T00:00:01.000Z")
+    record(tmp_path / "two", 2, 2, by_wall, "r2", "2026-01-01T00:00:02.000Z")
+    merged = merge.load([tmp_path / "one", tmp_path / "two"])
+    assert merged.plan == by_wall and merged.present == [2] and merged.own_runs == {"r2"}
+    (line,) = merged.problems
+    assert line.startswith("shards split the cells differently (their stores' histories differed): ")
+    assert f"{tmp_path / 'one'} ran shard 1/2 of plan {shards.plan_hash(by_count)}" in line
+    assert "give every shard job the same store history (or none)" in line
+
+
+def test_the_newest_plan_counts_and_older_ones_are_history(tmp_path: Path) -> None:
+    """A store that also holds an older run's shard record (a restored history) is not a conflict."""
+    old = shards.split(CELLS[:2], 2, {})
+    new = shards.split(CELLS, 2, {})
+    record(tmp_path / "one", 1, 2, old, "old", "2026-01-01T00:00:01.000Z")
+    record(tmp_path / "one", 1, 2, new, "n1", "2026-01-02T00:00:01.000Z")
+    record(tmp_path / "two", 2, 2, new, "n2", "2026-01-02T00:00:02.000Z")
+    merged = merge.load([tmp_path / "one", tmp_path / "two"])
+    assert merged.problems == [] and merged.present == [1, 2] and merged.own_runs == {"n1", "n2"}
+    assert merged.cells() == sorted(CELLS) and merged.arms() == ("noakm", "akm") and merged.seeds() == 1
