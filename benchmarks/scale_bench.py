@@ -10,6 +10,8 @@ worksteal`` running 96 tests that sleep the same durations, and the ideal is the
 / 4. Scenarios (``SCENARIOS``; one more is a function and one line there):
 
   a. one machine, ``--parallel 4`` (xdist -n 4, worksteal);
+  b. remote workers on this machine, ``--tx 4*popen//chdir=<a copy of the project>``: the
+     controller claims and stores every sample (benchmarks/scale_remote.py runs it alone);
   c. two CI shards (``--bench-shard 1/2`` and ``2/2``, ``-n 2`` each, their own stores) run at the
      same time, then ``python -m pytest_akmbench report --store A --store B``: the wall is from
      the start of both to the end of the merge.
@@ -33,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import scale_remote
 from cells_bench import (
     PLAIN_SLEEP_TEST,
     PY,
@@ -149,8 +152,18 @@ def shards_merged(s: Setup) -> float:
     return t
 
 
+def remote_popen(s: Setup) -> float:
+    project = s.work / "remote-project"  # the same 96 cells and durations (scale_remote.py)
+    if not project.exists():
+        scale_remote.make_project(project)
+    result = scale_remote.run_popen(project, WORKERS)
+    SCENARIOS["b"].parts.setdefault("report bytes per sample", []).append(result["bytes_per_sample"])
+    return float(result["wall_s"])
+
+
 SCENARIOS: dict[str, Scenario] = {
     "a": Scenario("a", f"local --parallel {WORKERS}", local),
+    "b": Scenario("b", f"--tx {WORKERS}*popen//chdir=<copy>", remote_popen),
     "c": Scenario("c", "2 shards of -n 2 at once, then merged", shards_merged),
 }
 
@@ -186,7 +199,8 @@ def main() -> None:
             print(f"| {sc.key}. {sc.label} | {wall:.2f} s | {wall / ideal:.2f}x | {wall / base:.2f}x | {ok} |")
         for sc in chosen:
             for name, walls in sc.parts.items():
-                print(f"{sc.key}: {name}: median {med(walls):.2f} s")
+                unit = "" if "bytes" in name else " s"
+                print(f"{sc.key}: {name}: median {med(walls):.2f}{unit}")
     finally:
         if args.keep:
             print(f"kept {work}")
