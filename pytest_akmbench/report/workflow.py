@@ -56,16 +56,24 @@ def _rates(checks: list[dict[str, Any]]) -> dict[str, float | None]:
     return {b: (sum(c["status"] == b for c in checks) / n if n else None) for b in BUCKETS}
 
 
+def _per_task(
+    applicable: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each task's check scores and pass indicators: tasks are the clusters of the intervals."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    passes: dict[str, list[float]] = defaultdict(list)
+    for r, c in applicable:
+        scores[r["task_id"]].append(float(c["score"]))
+        passes[r["task_id"]].append(float(c["status"] == "pass"))
+    return scores, passes
+
+
 def _by_workflow(ids: list[str], pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for wid in ids:
         mine = [(r, c) for r, c in pairs if c["workflow_id"] == wid]
         applicable = [(r, c) for r, c in mine if c["status"] != "not_applicable"]
-        scores: dict[str, list[float]] = defaultdict(list)
-        passes: dict[str, list[float]] = defaultdict(list)
-        for r, c in applicable:
-            scores[r["task_id"]].append(float(c["score"]))
-            passes[r["task_id"]].append(float(c["status"] == "pass"))
+        scores, passes = _per_task(applicable)
         rates = _rates([c for _, c in applicable])
         out[wid] = {
             "workflow_id": wid,
@@ -155,11 +163,7 @@ def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> dict[str, An
         return None
     pairs = _checks(runs)
     applicable = [(r, c) for r, c in pairs if c["status"] != "not_applicable"]
-    scores: dict[str, list[float]] = defaultdict(list)
-    passes: dict[str, list[float]] = defaultdict(list)
-    for r, c in applicable:
-        scores[r["task_id"]].append(float(c["score"]))
-        passes[r["task_id"]].append(float(c["status"] == "pass"))
+    scores, passes = _per_task(applicable)
     rates = _rates([c for _, c in applicable])
     return {
         "specs": ids,
