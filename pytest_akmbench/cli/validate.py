@@ -8,14 +8,7 @@ from pathlib import Path
 
 from ..agents.opencode.discovery import discover_providers
 from ..cell.checks import static_problems
-from ..corpus.config import (
-    PROVIDER_FIELDS,
-    RunConfig,
-    config_options,
-    in_file,
-    read_run_config,
-    run_config_problems,
-)
+from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, in_file, read_run_config, run_config_problems
 from ..corpus.tasks import Corpus, select
 from ..errors import BenchError
 from ..tracks.evolve import plan as evolve_plan

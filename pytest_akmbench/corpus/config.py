@@ -273,7 +273,7 @@ class Settings:
     floor: int = DEFAULT_FLOOR
     sandbox: str = "auto"  # auto | bwrap | none; after plugin setup, the mode actually used
     sandbox_ro: tuple[Path, ...] = ()
-    track: str = "utility"  # utility | attribute (docs/tracks.md)
+    track: str = "utility"  # utility | attribute | evolve (docs/tracks.md)
     base: Path | None = None  # the attribute track's base report
     top: int = 5  # the attribute track's number of assets masked
     origins: Mapping[str, str] = field(default_factory=dict)

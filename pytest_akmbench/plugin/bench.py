@@ -143,7 +143,7 @@ def activate(config: pytest.Config) -> bool:
         parallel.refuse_conflicts(config, state)
         if not remote.placed_by_tx(config, state):
             parallel.apply(config, state)
-    if evolve.track_of(config, state) == "evolve":
+    if state.settings.track == "evolve":
         evolve.install(config, state)
     return True
 

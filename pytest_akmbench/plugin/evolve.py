@@ -33,11 +33,6 @@ from .state import STATE_KEY, BenchState
 TRACKS = ("utility", "attribute", "evolve")
 
 
-def track_of(config: pytest.Config, state: BenchState) -> str:
-    """The run's track: --bench-track, else the run config's ``track``, else the ini's (Settings)."""
-    return state.settings.track
-
-
 def install(config: pytest.Config, state: BenchState) -> None:
     """Make this run an evolve run: the track object, its marker, its xdist scheduler."""
     llm_value = config.getoption("bench_evolve_llm", None) or config.getini("bench_evolve_llm") or None

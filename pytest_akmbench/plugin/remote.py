@@ -35,7 +35,6 @@ from ..report.resume import StoredSamples
 from ..store.claims import Claim
 from ..store.samples import SampleStore
 from ..system import lifecycle, procs
-from . import evolve
 
 if TYPE_CHECKING:
     from ..cell.runner import Cell
@@ -331,7 +330,7 @@ def placed_by_tx(config: pytest.Config, state: BenchState) -> bool:
     if remote and state.settings.soundness:
         # Soundness results go to the store of the process that checked the task.
         raise pytest.UsageError(f"--bench-soundness runs on this machine: drop --tx {remote[0]}")
-    track = evolve.track_of(config, state)
+    track = state.settings.track
     if remote and track != "utility":
         # The evolve steps and cells write their own store entries where they run (docs/tracks.md).
         raise pytest.UsageError(f"the {track} track runs on this machine's workers: drop --tx {remote[0]} (use -n)")

@@ -47,7 +47,7 @@ class BenchState:
     interrupts: Interrupts | None = None
     scrub: Scrubber = field(default_factory=Scrubber)
     track: Any = None  # a track beyond utility (plugin/evolve.py), or None
-    remote: RemoteWorker | None = None  # on a worker the controller's store is out of reach of
+    remote: RemoteWorker | None = None  # on a remote worker: the channel to the controller, which owns the store
     attribute: Any = None  # plugin/attribute.py's Plan on an attribute run
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
