@@ -52,8 +52,11 @@ def run_policy(policy: str, version: str, tmp_path: Path) -> tuple[dict[str, Any
     return report, (tmp_path / "report" / "summary.md").read_text(), samples
 
 
-@pytest.mark.parametrize("version", real_akm.versions())
-@pytest.mark.parametrize("policy", ["oracle", "shortcut"])
+# shortcut never calls akm, so one akm version says all it can; oracle runs on each version.
+CASES = [("oracle", v) for v in real_akm.versions()] + [("shortcut", real_akm.versions()[-1])]
+
+
+@pytest.mark.parametrize(("policy", "version"), CASES)
 def test_compliance_follows_what_the_agent_did(policy: str, version: str, tmp_path: Path) -> None:
     """Both akm ref syntaxes (0.7's skill:x, 0.9's skills/x) name the gold asset."""
     report, summary, samples = run_policy(policy, version, tmp_path)
