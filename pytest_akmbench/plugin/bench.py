@@ -26,7 +26,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import attribute, evolve, options, parallel, remote, shard, startup
+from . import attribute, caps, evolve, options, parallel, remote, shard, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -201,6 +201,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
     remote.setup(config, state, controller)
+    caps.install(config, state)
     if controller:
         if state.track is not None:
             session = state.track.session(config)
