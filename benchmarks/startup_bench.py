@@ -16,7 +16,9 @@ totals); total is spawn to exit.
   and one config, so every attached cell shares them; the script also prints what a bash tool
   of an attached cell sees (HOME, PATH's first entry, the cwd) to show that.
 
-Modes alternate cell by cell so load changes hit both. Prints medians; asserts nothing.
+CPU is the cell's processes' user + system time (for ``attach`` also what the server used
+meanwhile): unlike wall time it hardly moves with the machine's load. Modes alternate cell by
+cell so load changes hit both. Prints medians; asserts nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -98,11 +101,22 @@ def first_request(model: ScriptedModel, token: str, before: int, proc: subproces
     return None
 
 
+def cpu_of(pid: int | None) -> float:
+    """CPU seconds of the reaped children so far, plus those of a running process ``pid``."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime
+    if pid is not None:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu
+
+
 def one_cell(
-    argv: list[str], env: dict[str, str], cwd: Path, model: ScriptedModel, token: str
-) -> tuple[float, float, int]:
-    """(start-up, total, event lines on stdout) of one cell."""
+    argv: list[str], env: dict[str, str], cwd: Path, model: ScriptedModel, token: str, server: int | None = None
+) -> tuple[float, float, int, float]:
+    """(start-up, total, event lines on stdout, CPU seconds of the cell and the server) of one cell."""
     before = model.totals(token)["prompt_tokens"]
+    cpu0 = cpu_of(server)
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
@@ -118,7 +132,7 @@ def one_cell(
     reader.join(timeout=5)
     if start is None:
         raise RuntimeError(f"opencode made no model request: {argv[:3]} exit {proc.returncode}")
-    return start, total, b"".join(out).count(b"\n")
+    return start, total, b"".join(out).count(b"\n"), cpu_of(server) - cpu0
 
 
 def free_port() -> int:
@@ -198,7 +212,7 @@ def measure(tmp: Path, model: ScriptedModel, modes: list[str], cells: int) -> No
     if "attach" in modes:
         server, url, listen_s = start_server(tmp, model, server_token)
         print(f"opencode serve: listening after {listen_s:.2f} s (once per worker)")
-    times: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+    times: dict[str, list[tuple[float, float, int, float]]] = {m: [] for m in modes}
     try:
         for i in range(cells):
             for mode in modes:
@@ -215,13 +229,14 @@ def measure(tmp: Path, model: ScriptedModel, modes: list[str], cells: int) -> No
                     env = private_env(root, "http://127.0.0.1:9/unused")
                     argv = [str(OPENCODE), "run", "--attach", url, "--dir", str(ws), "--format", "json",
                             "--model", "scripted/idle", "--title", "b"]  # fmt: skip
-                    times[mode].append(one_cell(argv, env, ws, model, server_token))
+                    times[mode].append(one_cell(argv, env, ws, model, server_token, server.pid if server else None))
         for mode, xs in times.items():
             starts, totals = [x[0] for x in xs], [x[1] for x in xs]
             print(
                 f"{mode:7s} start-up to first model request: median {statistics.median(starts):.2f} s "
                 f"(min {min(starts):.2f}, max {max(starts):.2f}); whole cell median {statistics.median(totals):.2f} s"
-                f" over {len(xs)} cells; event lines on stdout per cell: {sorted({x[2] for x in xs})}"
+                f" over {len(xs)} cells; CPU per cell median {statistics.median(x[3] for x in xs):.2f} s;"
+                f" event lines on stdout per cell: {sorted({x[2] for x in xs})}"
             )
         if server is not None:
             print("\n".join(probe_attached(tmp, url, model, server_token)))
