@@ -181,6 +181,35 @@ def probe_attached(tmp: Path, url: str, model: ScriptedModel, token: str) -> lis
     ]
 
 
+def probe_kill(tmp: Path, url: str, model: ScriptedModel, token: str) -> str:
+    """Whether killing an attached cell's client stops its session: the harness kills a cell by
+    its process group, and the tools of an attached cell are the server's children."""
+    ws = tmp / "kill-ws"
+    ws.mkdir()
+    model.register(token, "loop")
+    env = private_env(tmp / "kill-cell", "http://127.0.0.1:9/unused")
+    argv = [str(OPENCODE), "run", "--attach", url, "--dir", str(ws), "--format", "json", "--model", "scripted/idle"]
+    proc = subprocess.Popen(argv, cwd=ws, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    assert proc.stdin is not None
+    proc.stdin.write(PROMPT.encode())
+    proc.stdin.close()
+    deadline = time.monotonic() + 120
+    while model.totals(token)["requests"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, 9)
+    proc.wait()
+    at_kill = model.totals(token)["requests"]
+    time.sleep(5)
+    after = model.totals(token)["requests"]
+    model.register(token, "idle")
+    return (
+        f"kill: after the attached client's process group was killed at {at_kill} model requests, the "
+        f"server's session made {after - at_kill} more in 5 s"
+        + (" (the cell's agent outlived its kill)" if after > at_kill else " (it stopped with the client)")
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", type=int, default=6, help="cells per mode (default 6)")
@@ -230,7 +259,7 @@ def measure(tmp: Path, model: ScriptedModel, modes: list[str], cells: int) -> No
                     argv = [str(OPENCODE), "run", "--attach", url, "--dir", str(ws), "--format", "json",
                             "--model", "scripted/idle", "--title", "b"]  # fmt: skip
                     times[mode].append(one_cell(argv, env, ws, model, server_token, server.pid if server else None))
-        for mode, xs in times.items():
+        for mode, xs in times.items() if cells else ():
             starts, totals = [x[0] for x in xs], [x[1] for x in xs]
             print(
                 f"{mode:7s} start-up to first model request: median {statistics.median(starts):.2f} s "
@@ -240,6 +269,7 @@ def measure(tmp: Path, model: ScriptedModel, modes: list[str], cells: int) -> No
             )
         if server is not None:
             print("\n".join(probe_attached(tmp, url, model, server_token)))
+            print(probe_kill(tmp, url, model, server_token))
     finally:
         if server is not None:
             os.killpg(server.pid, 15)

@@ -110,7 +110,9 @@ def efficiency(runs: Sequence[Sample], arm: str, other: str, lift: float | None)
     }
 
 
-def block(runs: Sequence[Sample], arms: Sequence[str], aggregate: dict[str, Any], cap: Any = None) -> dict[str, Any]:
+def block(
+    runs: Sequence[Sample], arms: Sequence[str], aggregate: dict[str, Any], cap: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The envelope's ``spend`` block: per arm, the whole run, the efficiency of each comparison
     the report makes (its ``lift`` is the report's paired pass-rate delta), and the spend cap."""
     lifts = {
@@ -154,7 +156,9 @@ def efficiency_text(name: str, e: dict[str, Any]) -> str:
 
 
 def _usd(v: float | None) -> str:
-    return "n/a" if v is None else f"{'+' if v > 0 else ''}${v:.4f}".replace("+$-", "-$").replace("$-", "-$")
+    if v is None:
+        return "n/a"
+    return f"{'+' if v > 0 else '-' if v < 0 else ''}${abs(v):.4f}"
 
 
 def cap_text(cap: dict[str, Any] | None) -> str | None:
