@@ -136,6 +136,7 @@ def activate(config: pytest.Config) -> bool:
         return False
     config.stash[STATE_KEY] = state
     shard.activate(config, state)
+    caps.install(config, state)
     if state.explicit and config.args_source != pytest.Config.ArgsSource.ARGS:
         # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
         config.args = [str(state.settings.tasks_root)]
@@ -201,7 +202,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = getattr(state.agent, "model", None) or state.settings.model
     remote.setup(config, state, controller)
-    caps.install(config, state)
     if controller:
         if state.track is not None:
             session = state.track.session(config)

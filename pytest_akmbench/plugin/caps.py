@@ -128,6 +128,12 @@ class SpendCaps:
 def install(config: pytest.Config, state: BenchState) -> None:
     """Register the caps, when any is set, in this process (controller and workers alike)."""
     caps = parse(config)
+    if caps and state.settings.track != "utility":
+        # Only the utility report says that a cap stopped the run; elsewhere a cell left out
+        # would go unexplained.
+        raise pytest.UsageError(
+            f"{caps[0].origin}: spend caps apply to utility runs only; run the {state.settings.track} track without it"
+        )
     if caps and not state.settings.soundness:
         config.pluginmanager.register(SpendCaps(state, caps), PLUGIN)
 

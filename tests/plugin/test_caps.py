@@ -111,9 +111,15 @@ def test_cap_not_reached(project: pytest.Pytester) -> None:
         (["--bench-budget-usd", "nan"], "", "--bench-budget-usd: 'nan' is not a positive number"),
         ([], "bench_budget_run_tokens = 2.5\n", "ini bench_budget_run_tokens: '2.5' is not a positive whole number"),
         ([], "bench_budget_run_tokens = -5\n", "ini bench_budget_run_tokens: '-5' is not a positive whole number"),
+        (
+            ["--bench-budget-usd", "1", "--bench-track", "evolve"],
+            "",
+            "--bench-budget-usd: spend caps apply to utility runs only; run the evolve track without it",
+        ),
     ],
 )
 def test_bad_values_are_one_line_errors(project: pytest.Pytester, args: list[str], ini: str, message: str) -> None:
+    """A bad value stops the run before any cell with one line naming the option or ini key."""
     project.makeini("[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n" + ini)
     result = run(project, *args, "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
