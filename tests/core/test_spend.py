@@ -15,6 +15,7 @@ from pytest_akmbench.report import html, spend
 from pytest_akmbench.report.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
+from tests.support.dom import parse
 from tests.support.schemas import problems
 
 FIELDS = ("input", "output", "reasoning", "cache_read", "cache_write")
@@ -170,8 +171,11 @@ class TestShown:
         assert "## Spend" in md
         assert "| akm   | 4      | 4 of 4" in md and "| 6000    | 0.0160 (4 runs)" in md
         assert "akm over noakm: lift +0.50, +500 tokens and +$0.0030 per run; lift per 1k tokens +1.000" in md
-        page = html.render(env)
-        assert '<table id="spend-table">' in page and '<tr data-arm="all">' in page and ">10000<" in page
+        table = parse(html.render(env)).one("table", id="spend-table")
+        for name, t in [*block["by_arm"].items(), ("all", block["run"])]:
+            cells = [td.text for td in table.one("tr", data_arm=name).select("td")]
+            assert cells[1] == str(t["runs"]) and cells[-2] == str(t["tokens"]["total"])
+            assert cells[-1].startswith(f"{t['cost_usd']:.4f}")
         assert "stopped" not in md
 
     def test_cap_stop_is_said(self) -> None:
