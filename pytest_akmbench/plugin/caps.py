@@ -75,9 +75,15 @@ class SpendCaps:
         self.state = state
         self.caps = caps
         self.not_run = 0
+        self._counted = 0  # this run's records already summed into _so_far (the store only grows)
+        self._so_far = {"usd": 0.0, "tokens": 0.0}
 
     def reached(self, records: list[dict[str, Any]]) -> tuple[Cap, float] | None:
-        so_far = spent(records)
+        """The first cap ``records`` (this run's, in store order) reach, with what they spent."""
+        for kind, value in spent(records[self._counted :]).items():
+            self._so_far[kind] += value
+        self._counted = len(records)
+        so_far = self._so_far
         for cap in self.caps:
             if so_far[cap.kind] >= cap.limit:
                 return cap, so_far[cap.kind]
@@ -113,7 +119,8 @@ class SpendCaps:
     def block(self, stored: resume.StoredSamples) -> dict[str, Any]:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
         records = stored.of_run(self.state.run_id)
-        hit = self.reached(records)
+        fresh = SpendCaps(self.state, self.caps)  # the report's index, summed from its start
+        hit = fresh.reached(records)
         cap = hit[0] if hit else self.caps[0]
         value = spent(records)[cap.kind]
         return {
