@@ -26,7 +26,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import attribute, evolve, options, parallel, remote, shard, startup
+from . import attribute, caps, evolve, options, parallel, remote, shard, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -136,6 +136,7 @@ def activate(config: pytest.Config) -> bool:
         return False
     config.stash[STATE_KEY] = state
     shard.activate(config, state)
+    caps.install(config, state)
     if state.explicit and config.args_source != pytest.Config.ArgsSource.ARGS:
         # `pytest --bench-config x.json` means the corpus, not the project's testpaths.
         config.args = [str(state.settings.tasks_root)]

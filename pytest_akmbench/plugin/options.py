@@ -39,6 +39,8 @@ OPTIONS: list[tuple[str, str, str]] = [
         "Wall-clock budget per cell: caps every task's own; used where a task declares none (default: 120000)",
     ),
     ("budget-turns", "N", "Model turns allowed per cell (default: unlimited)"),
+    ("budget-usd", "USD", "Spend cap of the whole run in US dollars: once reached, no new cell starts"),
+    ("budget-run-tokens", "N", "Spend cap of the whole run in tokens: once reached, no new cell starts"),
     ("verify-timeout", "SECONDS", "Timeout of one verifier run (default: 120)"),
     ("floor", "N", "Valid samples a cell needs to count as covered in the report (default: 3)"),
     ("store", "DIR", "Sample store directory (default: .akmbench/store)"),

@@ -18,9 +18,9 @@ import pytest
 from ..errors import BenchError
 from ..report import envelope as report
 from ..report import files as report_files
-from ..report import github, resume
+from ..report import github, resume, spend
 from ..store import integrity
-from . import shard
+from . import caps, shard
 from .nodes import CELL_KEY
 from .progress import arm_totals
 
@@ -166,7 +166,12 @@ class BenchSession:
                 unidentified=self.unidentified,
             )
             complete = inp.complete and not interrupted and not self.problems
-            inp = dataclasses.replace(inp, complete=complete, warnings=[*self.problems, *inp.warnings])
+            inp = dataclasses.replace(
+                inp,
+                complete=complete,
+                warnings=[*self.problems, *inp.warnings],
+                spend_cap=caps.report_block(self.config, stored),
+            )
             inp, extra = shard.for_report(self.config, inp)  # a shard covers part of the cells
             self.envelope = state.scrub.obj({**report.build(inp), **extra})
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
@@ -282,6 +287,8 @@ class BenchSession:
             tr.write_line("interrupted while the report was written: every cell had run, the report is whole")
         for line in arm_totals(self.envelope["runs"], self.envelope["corpus"]["arms"]):
             tr.write_line(line)
+        for line in spend.terminal_lines(self.envelope.get("spend")):
+            tr.write_line(line, red=line.startswith("stopped:"))
         tr.write_line(f"report: {self.paths[0]}")
         tr.write_line(f"summary: {self.paths[1]}")
         tr.write_line(f"html: {self.paths[2]}")

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
-from . import akm_usage, corpus_diff, lift, metrics, soundness, transfer, workflow
+from . import akm_usage, corpus_diff, lift, metrics, soundness, spend, transfer, workflow
 from . import gates as gates_mod
 from .verdict import verdict
 
@@ -55,6 +55,7 @@ class ReportInput:
     gates: tuple[str, ...] = ()
     gates_base_dir: Path | None = None
     store_dir: Path | None = None
+    spend_cap: dict[str, Any] | None = None  # the run's spend cap and whether it stopped the run
 
 
 def _git(args: list[str], cwd: Path | None) -> str:
@@ -97,7 +98,8 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     regressed_ids = {r["task_id"] for r in regressed}
     floor = _floor_coverage(inp, arms, tasks_out)
     tm = metrics.token_measurement(runs)
-    warnings = list(inp.warnings) + _warnings(inp, runs, akm_runs, tm, floor)
+    stopped = [str(spend.cap_text(inp.spend_cap))] if inp.spend_cap and inp.spend_cap["not_run"] else []
+    warnings = stopped + list(inp.warnings) + _warnings(inp, runs, akm_runs, tm, floor)
 
     envelope: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
@@ -112,6 +114,7 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         "trajectory": {"akm": akm_usage.trajectory_aggregate(akm_runs) if "akm" in arms else None},
         "failure_modes": akm_usage.failure_modes([(s["task_id"], labels[id(s)]) for s in akm_runs]),
         "token_measurement": tm,
+        "spend": spend.block(runs, arms, agg, inp.spend_cap),
         "tasks": tasks_out,
         "negative_transfer_count": len(regressed),
         "negative_transfer_severity": sum(r["severity"] for r in regressed),

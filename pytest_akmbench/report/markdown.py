@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import soundness, workflow_sections
+from . import soundness, spend, workflow_sections
 from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
 from .sections import (
     bridge_section,
@@ -45,6 +45,7 @@ def render_markdown(envelope: dict[str, Any]) -> str:
     lines += workflow_sections.section(envelope)
     lines += overhead_section(envelope)
     lines += _token_section(envelope)
+    lines += spend.markdown_lines(envelope)
     lines += _harness_error_section(envelope)
     lines += _provenance_section(envelope)
     if envelope["warnings"]:

@@ -1,0 +1,150 @@
+"""Run-level spend caps: ``--bench-budget-usd`` and ``--bench-budget-run-tokens`` (README, "Spend caps").
+
+Before a cell starts, the process about to run it reads what this run has spent so far from the
+store (the samples this run appended, every worker's, read incrementally) and, once a cap is
+reached, skips the cell with ``not run: spend cap …`` instead of running it. Cells already running
+finish; a skipped cell stores nothing, so a later run (resume) runs it. Two workers that check at
+the same moment may each start one more cell past the cap: the cap bounds when cells *start*, and
+the overshoot is at most one cell per worker. Remote workers cannot read the store: there the cap
+is not checked before a cell (the report still shows the spend). The controller counts the
+skipped cells and gives the report its ``spend.cap`` block.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ..report import resume
+from ..report.spend import run_cost, run_tokens
+from . import options
+from .nodes import CELL_KEY, STORED_KEY
+from .state import BenchState
+
+REASON = "not run: spend cap"
+PLUGIN = "akmbench-caps"
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    kind: str  # "usd" or "tokens"
+    limit: float
+    origin: str  # where it was set, for messages
+
+    def text(self, value: float) -> str:
+        return f"${value:.4f}" if self.kind == "usd" else f"{int(value)} tokens"
+
+
+# (setting, kind, what a good value looks like)
+_SPEC = (("budget_usd", "usd", "a positive number of US dollars, e.g. 2.50"), ("budget_run_tokens", "tokens", "a positive whole number of tokens, e.g. 200000"))  # fmt: skip
+
+
+def parse(config: pytest.Config) -> list[Cap]:
+    """The caps the options set; a bad value is a one-line usage error naming where it came from."""
+    caps = []
+    for name, kind, good in _SPEC:
+        cli, ini = options.raw(config, name)
+        raw = cli if cli is not None else ini
+        if raw is None:
+            continue
+        origin = f"--bench-{name.replace('_', '-')}" if cli is not None else f"ini bench_{name}"
+        try:
+            value = float(str(raw).strip()) if kind == "usd" else int(str(raw).strip())
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise pytest.UsageError(f"{origin}: {str(raw)!r} is not {good}; set it to the run's spend limit")
+        caps.append(Cap(kind, value, origin))
+    return caps
+
+
+def spent(records: list[dict[str, Any]]) -> dict[str, float]:
+    """What ``records`` spent: cost (USD, reported costs) and tokens (measured totals)."""
+    tokens = [t.get("total", 0) for t in (run_tokens(r) for r in records) if t is not None]
+    return {"usd": sum(c for c in (run_cost(r) for r in records) if c is not None), "tokens": float(sum(tokens))}
+
+
+class SpendCaps:
+    """Skips cells once a cap is reached (every process) and counts them (the controller)."""
+
+    def __init__(self, state: BenchState, caps: list[Cap]) -> None:
+        self.state = state
+        self.caps = caps
+        self.not_run = 0
+        self._counted = 0  # this run's records already summed into _so_far (the store only grows)
+        self._so_far = {"usd": 0.0, "tokens": 0.0}
+
+    def reached(self, records: list[dict[str, Any]]) -> tuple[Cap, float] | None:
+        """The first cap ``records`` (this run's, in store order) reach, with what they spent."""
+        for kind, value in spent(records[self._counted :]).items():
+            self._so_far[kind] += value
+        self._counted = len(records)
+        so_far = self._so_far
+        for cap in self.caps:
+            if so_far[cap.kind] >= cap.limit:
+                return cap, so_far[cap.kind]
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if CELL_KEY not in item.stash or STORED_KEY in item.stash or self.state.remote is not None:
+            return  # not a cell, or one the store answers at no cost, or a worker with no store
+        index = self.state.stored()
+        index.refresh()
+        hit = self.reached(index.of_run(self.state.run_id))
+        if hit is not None:
+            cap, value = hit
+            pytest.skip(f"{REASON} {cap.text(cap.limit)} reached ({cap.text(value)} spent by this run; {cap.origin})")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        longrepr = report.longrepr
+        if report.skipped and call.when == "setup" and isinstance(longrepr, tuple) and REASON in longrepr[2]:
+            # Said at the cell's task.yaml, where every other cell outcome is reported, not here.
+            path, line, _ = item.location
+            report.longrepr = (path, (line or 0) + 1, longrepr[2])
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and report.when == "setup" and REASON in str(report.longrepr):
+            self.not_run += 1
+
+    def block(self, stored: resume.StoredSamples) -> dict[str, Any]:
+        """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
+        records = stored.of_run(self.state.run_id)
+        fresh = SpendCaps(self.state, self.caps)  # the report's index, summed from its start
+        hit = fresh.reached(records)
+        cap = hit[0] if hit else self.caps[0]
+        value = spent(records)[cap.kind]
+        return {
+            "kind": cap.kind,
+            "limit": cap.limit,
+            "spent": value,
+            "reached": hit is not None,
+            "not_run": self.not_run,
+        }
+
+
+def install(config: pytest.Config, state: BenchState) -> None:
+    """Register the caps, when any is set, in this process (controller and workers alike)."""
+    caps = parse(config)
+    if caps and state.settings.track != "utility":
+        # Only the utility report says that a cap stopped the run; elsewhere a cell left out
+        # would go unexplained.
+        raise pytest.UsageError(
+            f"{caps[0].origin}: spend caps apply to utility runs only; run the {state.settings.track} track without it"
+        )
+    if caps and not state.settings.soundness:
+        config.pluginmanager.register(SpendCaps(state, caps), PLUGIN)
+
+
+def report_block(config: pytest.Config, stored: resume.StoredSamples) -> dict[str, Any] | None:
+    plugin = config.pluginmanager.get_plugin(PLUGIN)
+    return plugin.block(stored) if isinstance(plugin, SpendCaps) else None
