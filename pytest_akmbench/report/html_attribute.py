@@ -19,7 +19,7 @@ from .html_parts import empty, section, table
 
 
 def _cell(text: str, field: str, value: float | None = None, numeric: bool = True) -> str:
-    data = {
+    data: dict[str, object] = {
         "class": "n" if numeric else None,
         "data-field": field,
         "data-value": svg.exact(value) if value is not None else None,
@@ -41,7 +41,11 @@ def _row(r: dict[str, Any]) -> str:
         _cell(fmt_p(c.get("p_value_holm")), "p_holm", c.get("p_value_holm")),
         _cell("yes" if r["significant"] else "no", "matters", numeric=False),
     ]
-    data = {"data-asset": r["asset_ref"], "data-low": svg.exact(c.get("low")), "data-high": svg.exact(c.get("high"))}
+    data: dict[str, object] = {
+        "data-asset": r["asset_ref"],
+        "data-low": svg.exact(c.get("low")),
+        "data-high": svg.exact(c.get("high")),
+    }
     return f"<tr{svg.attrs(data)}>" + "".join(cells) + "</tr>"
 
 
