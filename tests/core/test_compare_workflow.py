@@ -21,6 +21,7 @@ from pytest_akmbench.report.compare_markdown import render_markdown, verdict
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 from tests.core.test_workflow import LOOKUP, spec
+from tests.support.schemas import problems
 
 SEEDS = 4
 
@@ -86,6 +87,12 @@ class TestStatistics:
         before = {"lookup": [1, 0, 1, 0, 0, 1, 0, 0], "feedback": [2, 3, 2, 2, 1, 3, 2, 2]}
         after = {"lookup": [4, 4, 3, 4, 3, 4, 4, 3], "feedback": [2, 2, 3, 2, 2, 3, 1, 2]}
         base, head = wf_envelope(wfs, before), wf_envelope(wfs, after)
+        assert problems(base, "report") == [] and base["workflow"]["by_workflow"]["lookup"]["per_task"][0] == {
+            "task_id": "d/t0",
+            "checks": SEEDS,
+            "passes": 1,
+            "score": pytest.approx((1 + 3 * 0.25) / SEEDS),
+        }
         result = compare(base, head)
         assert result["ok"] is True
         wf = result["workflow"]
