@@ -51,7 +51,9 @@ def markdown(envelope: dict[str, Any]) -> str:
         "",
         envelope["verdict"],
         "",
-        f"Base: `{base['path']}` (model {base['model'] or 'unknown'}, akm {base['akm_version'] or 'unknown'}"
+        f"Base: `{base['path']}`"
+        + (f" (the report of run config `{base['config']}`)" if base.get("config") else "")
+        + f" (model {base['model'] or 'unknown'}, akm {base['akm_version'] or 'unknown'}"
         + ("" if base["complete"] else ", an INCOMPLETE base run")
         + ").",
         f"Masked: the top {len(attr['maskedRefs'])} of {attr['assets_loaded']} loaded assets (top {attr['top']}); "

@@ -34,7 +34,8 @@ def envelope(tmp_path: Path) -> dict[str, Any]:
 
 def test_page_is_written_beside_the_json_and_its_numbers_are_the_json_s(tmp_path: Path) -> None:
     json_path, md_path, html_path = attribute_report.write(tmp_path / "report", envelope(tmp_path))
-    assert html_path == json_path.parent / "attribute.html" and md_path.is_file()
+    assert html_path == json_path.parent / "attribute.html"
+    assert f"(the report of run config `{tmp_path / 'configs/x.json'}`)" in md_path.read_text()
     env = json.loads(json_path.read_text())
     page = dom.parse(html_path.read_text())
     assert page.one(id="verdict").text.endswith(env["verdict"])
