@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..agents.opencode.model import choice_digest, setup_digest
+from ..agents.opencode.providers import ModelChoice
 from ..cell.runner import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
 from ..report.resume import StoredSamples
@@ -43,7 +45,10 @@ def setup(state: BenchState) -> None:
             "--bench-track attribute: needs --bench-base <report.json of a utility run> (or base in the run config)",
             usage=True,
         )
-    base = attribute.load_base(s.base)
+    if attribute.is_run_config(s.base):
+        base = attribute.load_base(attribute.report_of_config(s.base, state.report_dir, state.corpus), s.base)
+    else:
+        base = attribute.load_base(s.base)
     present = {t.id: t for t in state.corpus.tasks}
     targets, loaded = attribute.plan(base, set(present), s.top)
     if not targets:
@@ -75,7 +80,39 @@ def check_base(state: BenchState) -> None:
     if not plan.base.fingerprints:
         if plan.base.model != state.model:
             raise ConfigError(_differs(plan.base.path, "model", state.model, plan.base.model))
-        return
+    else:
+        _check_fingerprints(state, plan)
+    _check_providers(state, plan)
+
+
+def providers_setup(state: BenchState) -> dict[str, Any]:
+    """The digest of the provider/model configuration this run's agent is given (the
+    report's ``provenance.providers``); an agent without providers has its model only."""
+    choice = getattr(state.agent, "choice", None)
+    if isinstance(choice, ModelChoice):
+        return choice_digest(choice)
+    return setup_digest(state.model, None, None, None)
+
+
+def _check_providers(state: BenchState, plan: Plan) -> None:
+    """The fingerprints leave the providers out (they name the model only): the reference
+    dropped them on masked reruns, so here they must be the base run's too."""
+    where, mine, theirs = f"--bench-base {plan.base.path}", providers_setup(state), plan.base.providers
+    if theirs is None:
+        raise ConfigError(
+            f"{where}: the base report records no provenance.providers (it was written before this check "
+            "existed); rerun its utility run to rewrite the report (its finished cells come from the store)"
+        )
+    if theirs.get("digest") != mine["digest"]:
+        raise ConfigError(
+            f"{where}: this run's providers differ from the base run's in provenance.providers.digest "
+            f"({mine['digest']} for {mine['model']} from {mine['source'] or 'no providers file'} here, "
+            f"{theirs.get('digest')} for {theirs.get('model')} from {theirs.get('source') or 'no providers file'} "
+            "in the base); pass the base run's providers file (--bench-providers or the run config's providers)"
+        )
+
+
+def _check_fingerprints(state: BenchState, plan: Plan) -> None:
     ctx = state.context()
     stored: StoredSamples | None = None
     for task in state.tasks:
@@ -113,7 +150,7 @@ class AttributeSession:
         self.config = config
         self.samples: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.envelope: dict[str, Any] | None = None
-        self.paths: tuple[Path, Path] | None = None
+        self.paths: tuple[Path, Path, Path] | None = None
         self.error: str | None = None
 
     def add_node_ids(self, ids: list[str]) -> None:
@@ -180,7 +217,12 @@ class AttributeSession:
             assets_loaded=plan.assets_loaded,
             top=state.settings.top,
             masked=masked,
-            agent={"harness": ctx.agent.name, "version": ctx.agent.version, "model": ctx.model},
+            agent={
+                "harness": ctx.agent.name,
+                "version": ctx.agent.version,
+                "model": ctx.model,
+                "providers": providers_setup(state),
+            },
             complete=not (missing or errors or interrupted),
             warnings=warnings,
             timestamp=datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -201,3 +243,4 @@ class AttributeSession:
             tr.write_line("attribute report is INCOMPLETE: not every masked cell has a valid sample")
         tr.write_line(f"report: {self.paths[0]}")
         tr.write_line(f"summary: {self.paths[1]}")
+        tr.write_line(f"page: {self.paths[2]}")

@@ -21,6 +21,7 @@ from ..report import files as report_files
 from ..report import github, resume, spend
 from ..store import integrity
 from . import caps, shard
+from .attribute import providers_setup
 from .nodes import CELL_KEY
 from .progress import arm_totals
 
@@ -195,7 +196,9 @@ class BenchSession:
     def _found_versions(self) -> dict[str, Any]:
         """The akm this run found, for a report whose samples never got as far as setting it up."""
         akm = self.state.akm
-        return {"akm_version": akm.version} if akm is not None and "akm" in self.state.settings.arms else {}
+        found = {"akm_version": akm.version} if akm is not None and "akm" in self.state.settings.arms else {}
+        # What the attribute track checks its masked reruns against (plugin/attribute.py).
+        return {**found, "providers": providers_setup(self.state)}
 
     def _cannot_write(self, err: OSError | BenchError) -> None:
         state = self.state

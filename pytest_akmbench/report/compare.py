@@ -2,7 +2,8 @@
 
 Refusals (docs/report.md, "compare") are in :mod:`compare_refusals`; the markdown in
 :mod:`compare_markdown`; the command line in :mod:`pytest_akmbench.cli.compare`.
-Unlike the reference, every arm that ran in both reports is compared, not only akm, and each
+Workflow compliance, when both reports have it, is compared per workflow in
+:mod:`compare_workflow`. Unlike the reference, every arm that ran in both reports is compared, not only akm, and each
 change carries a verdict on noise (docs/report.md, "compare"). Both reports ran the same tasks,
 so the question is whether *these* tasks changed, and the runs of a task are the unit:
 
@@ -18,12 +19,12 @@ Pure: no pytest.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-from . import corpus_diff, metrics, significance, stats
+from . import compare_workflow, corpus_diff, metrics, significance, stats
 from .compare_refusals import corpus_field, refusal
+from .compare_stats import holm_flag, paired_change
 
 FLAT = 0.005
 NOISE_RULE = (
@@ -65,18 +66,6 @@ def _d(a: Any, b: Any) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def _change_interval(strata: list[tuple[int, int, int, int]], delta: float) -> tuple[float, float]:
-    """95% normal interval of the mean per-task change, with Agresti–Caffo variances per side
-    (passes + 1 over runs + 2), so tasks at 0/n or n/n still carry their run noise."""
-    var = math.fsum(
-        ((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
-        for ch, nh, cb, nb in strata
-        for c, n in ((ch, nh), (cb, nb))
-    )
-    half = stats.Z_95 * math.sqrt(var) / len(strata)
-    return max(-1.0, delta - half), min(1.0, delta + half)
-
-
 def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[str, Any]:
     ba, ha = base["aggregate"][arm], head["aggregate"][arm]
     btasks = {t["id"]: t.get(arm) for t in base.get("tasks") or [] if "id" in t}
@@ -92,7 +81,7 @@ def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[s
         "tokens_per_pass_sign": sign(_d(ha.get("tokens_per_pass"), ba.get("tokens_per_pass")), False),
         "wallclock_ms_delta": _d(ha.get("wallclock_ms"), ba.get("wallclock_ms")),
         "wallclock_ms_sign": sign(_d(ha.get("wallclock_ms"), ba.get("wallclock_ms")), False),
-        "paired": _paired(strata),
+        "paired": paired_change(strata),
         "beyond_noise": False,  # set by compare() after Holm over the arms
         "perTask": per_task,
     }
@@ -135,41 +124,6 @@ def _task_row(tid: str, bc: tuple[int, int] | None, hc: tuple[int, int] | None) 
     return row
 
 
-def _paired(strata: list[tuple[int, int, int, int]]) -> dict[str, Any]:
-    """The arm's change over the tasks in both reports: mean per-task delta, its interval and
-    the stratified permutation test (Holm's adjustment is set later, over the arms)."""
-    test = significance.stratified_permutation_test(strata)
-    delta = math.fsum(h / nh - b / nb for h, nh, b, nb in strata) / len(strata) if strata else None
-    low, high = _change_interval(strata, delta) if delta is not None else (None, None)
-    return {
-        "tasks": len(strata),
-        "delta": delta,
-        "low": low,
-        "high": high,
-        "wins": sum(h * nb > b * nh for h, nh, b, nb in strata),
-        "losses": sum(h * nb < b * nh for h, nh, b, nb in strata),
-        "ties": sum(h * nb == b * nh for h, nh, b, nb in strata),
-        "p_value": test["p_value"],
-        "p_value_holm": test["p_value"],
-        "holm_family": 1,
-        "significant": False,
-        "method": "stratified_permutation",
-        "exact": test["exact"],
-        "iterations": test["resamples"],
-        "seed": significance.SEED,
-        "unequal_runs": any(nh != nb for _, nh, _, nb in strata),
-    }
-
-
-def _holm(items: list[dict[str, Any]], flag: str) -> None:
-    """Holm over the items that were tested; ``flag`` becomes adjusted p < alpha (and, for an
-    aggregate, its interval excluding 0, so a verdict never contradicts the interval shown)."""
-    tested = [i for i in items if i["p_value"] is not None]
-    for item, p in zip(tested, significance.holm([i["p_value"] for i in tested])):
-        item["p_value_holm"] = p
-        item[flag] = p < significance.ALPHA and not (item.get("low", 1.0) <= 0.0 <= item.get("high", 1.0))
-
-
 def _ci(counts: tuple[int, int] | None) -> dict[str, float] | None:
     if not counts:
         return None
@@ -184,10 +138,19 @@ def compare(
     allow_model_mismatch: bool = False,
     allow_corpus_mismatch: bool = False,
     allow_fixture_mismatch: bool = False,
+    allow_workflow_mismatch: bool = False,
 ) -> dict[str, Any]:
     """The comparison of ``head`` (current) against ``base``; ``ok`` False means refused."""
     warnings: list[str] = []
-    refused = refusal(base, head, allow_model_mismatch, allow_corpus_mismatch, allow_fixture_mismatch, warnings)
+    refused = refusal(
+        base,
+        head,
+        allow_model_mismatch,
+        allow_corpus_mismatch,
+        allow_fixture_mismatch,
+        warnings,
+        allow_workflow_mismatch,
+    )
     if refused is not None:
         return refused
     warnings += [w for w in (corpus_diff.incomplete("base", base), corpus_diff.incomplete("current", head)) if w]
@@ -197,12 +160,12 @@ def compare(
             where = "base" if arm_ran(base, arm) else "current"
             warnings.append(f"arm {arm} ran only in the {where} report; not compared")
     compared = {arm: _compare_arm(base, head, arm) for arm in arms}
-    _holm([c["paired"] for c in compared.values()], "significant")
+    holm_flag([c["paired"] for c in compared.values()], "significant")
     for c in compared.values():
         c["paired"]["holm_family"] = sum(x["paired"]["p_value"] is not None for x in compared.values())
         c["beyond_noise"] = c["paired"]["significant"]
     tasks = [t for c in compared.values() for t in c["perTask"]]
-    _holm(tasks, "beyond_noise")
+    holm_flag(tasks, "beyond_noise")
     _warn_unequal_runs(base, head, compared, warnings)
     result: dict[str, Any] = {
         "ok": True,
@@ -215,6 +178,9 @@ def compare(
         "per_task_family": sum(t["p_value"] is not None for t in tasks),
         "arms": compared,
     }
+    workflows = compare_workflow.compare(base, head, warnings)
+    if workflows is not None:  # only when both reports have workflow compliance
+        result["workflow"] = workflows
     _add_reference_shape(result, base, head, compared)
     return result
 

@@ -7,6 +7,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .compare import FLAT, sign
+from .compare_workflow import markdown_lines as workflow_lines
 from .fmt import num, signed
 
 _GLYPH = {"improve": "▲", "regress": "▼", "flat": "▬"}
@@ -35,6 +36,14 @@ def verdict(result: dict[str, Any]) -> str:
             parts.append(f"{arm} {word} beyond noise: {change}")
         else:
             parts.append(f"{arm} within noise: {change}")
+    for wid, c in ((result.get("workflow") or {}).get("by_workflow") or {}).items():
+        if c["beyond_noise"]:
+            p = c["paired"]
+            word = "improved" if (p["delta"] or 0) > 0 else "regressed"
+            parts.append(
+                f"workflow {wid} strict pass {word} beyond noise: {num(c['base']['pass_rate'])} → "
+                f"{num(c['current']['pass_rate'])} ({signed(p['delta'])} {_interval(p['low'], p['high'])})"
+            )
     return "; ".join(parts)
 
 
@@ -63,6 +72,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines += ["", f"noise rule — {result['noise_rule']}"]
         for arm, c in result["arms"].items():
             lines += ["", f"## Per-task ({arm} arm)", "", _task_table(c)]
+    lines += workflow_lines(result)
     return "\n".join(lines + _warnings(result)) + "\n"
 
 
@@ -78,6 +88,9 @@ def _refused(result: dict[str, Any]) -> str:
     ):
         if key in result:
             lines.append(f"- {key}: `{result[key]}`")
+    for key in ("baseWorkflowDigests", "currentWorkflowDigests"):
+        if key in result:
+            lines.append(f"- {key}: " + ", ".join(f"{w} `{d}`" for w, d in result[key].items()))
     for key, label in (("onlyInCurrent", "only in current"), ("onlyInBase", "only in base")):
         if result.get(key):
             lines.append(f"- {label}: {', '.join(result[key])}")

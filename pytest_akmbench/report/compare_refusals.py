@@ -1,14 +1,15 @@
 """Whether two report envelopes may be compared at all (docs/report.md, "compare").
 
-Refusals, in order: schema, track, model, task corpus (hash, else selected ids), fixture hash;
-the last three can be overridden, which turns them into warnings. Pure: no pytest.
+Refusals, in order: schema, track, model, task corpus (hash, else selected ids), fixture hash,
+workflow specs (:mod:`compare_workflow`); the last four can be overridden, which turns them into
+warnings. Pure: no pytest.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import corpus_diff
+from . import compare_workflow, corpus_diff
 
 
 def corpus_field(envelope: dict[str, Any], key: str) -> Any:
@@ -27,6 +28,7 @@ def refusal(
     allow_corpus: bool,
     allow_fixture: bool,
     warnings: list[str],
+    allow_workflow: bool = False,
 ) -> dict[str, Any] | None:
     """The refusal to compare ``head`` with ``base``, or None; the mismatches the caller allowed,
     and the pins a report lacks, are appended to ``warnings``."""
@@ -35,6 +37,7 @@ def refusal(
         or _model_refusal(base, head, allow_model, warnings)
         or _corpus_refusal(base, head, allow_corpus, warnings)
         or _fixture_refusal(base, head, allow_fixture, warnings)
+        or compare_workflow.refusal(base, head, allow_workflow, warnings)
     )
 
 

@@ -37,11 +37,9 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f6f8}
 """
 
 
-def render(envelope: dict[str, Any]) -> str:
-    """The whole page for ``envelope`` (same envelope, same bytes)."""
-    agent, corpus = envelope["agent"], envelope["corpus"]
-    title = f"akm-bench utility — {agent.get('model') or agent['harness']}"
-    parts = [
+def page_start(title: str) -> list[str]:
+    """The page's head and heading: every page of the report directory shares them."""
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -49,6 +47,15 @@ def render(envelope: dict[str, Any]) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
+    ]
+
+
+def render(envelope: dict[str, Any]) -> str:
+    """The whole page for ``envelope`` (same envelope, same bytes)."""
+    agent, corpus = envelope["agent"], envelope["corpus"]
+    title = f"akm-bench utility — {agent.get('model') or agent['harness']}"
+    parts = [
+        *page_start(title),
         f'<p class="meta">branch <code>{escape(str(envelope.get("branch")))}</code> @ <code>{escape(str(envelope.get("commit")))}</code>'
         f" — {escape(str(envelope.get('timestamp')))}"
         + ("" if envelope.get("complete", True) else ' — <span class="incomplete">incomplete run</span>')

@@ -30,6 +30,12 @@ def spec_ids(tasks: Sequence[Task]) -> list[str]:
     return [sid for sid in sorted(seen, key=lambda k: seen[k])]
 
 
+def spec_digests(tasks: Sequence[Task]) -> dict[str, str]:
+    """Each spec's digest (sha256 of its file): compare refuses to diff a workflow whose spec
+    changed between two reports."""
+    return {s.id: s.digest for t in tasks for s in t.workflows}
+
+
 def _checks(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(run, check) pairs of the runs that count."""
     out: list[tuple[dict[str, Any], dict[str, Any]]] = []
@@ -87,6 +93,11 @@ def _by_workflow(ids: list[str], pairs: list[tuple[dict[str, Any], dict[str, Any
             "partial_rate": rates["partial"],
             "fail_rate": rates["fail"],
             "violation_count": sum(len(c.get("violations") or []) for _, c in applicable),
+            # Per task (the clusters): what compare needs to test a change (report/compare_workflow.py).
+            "per_task": [
+                {"task_id": t, "checks": len(scores[t]), "passes": int(sum(passes[t])), "score": _mean(scores[t])}
+                for t in sorted(scores)
+            ],
         }
     return out
 
@@ -165,8 +176,10 @@ def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> dict[str, An
     applicable = [(r, c) for r, c in pairs if c["status"] != "not_applicable"]
     scores, passes = _per_task(applicable)
     rates = _rates([c for _, c in applicable])
+    digests = spec_digests(tasks)
     return {
         "specs": ids,
+        "digests": {sid: digests[sid] for sid in ids},
         "total_checks": len(pairs),
         "applicable_checks": len(applicable),
         "overall_compliance": _mean([float(c["score"]) for _, c in applicable]),

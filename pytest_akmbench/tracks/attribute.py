@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..cell.masks import canonical
-from ..errors import ConfigError
+from ..corpus.config import load_run_config
+from ..corpus.tasks import Corpus, select
+from ..errors import ConfigError, CorpusError
 from ..report import lift, metrics
 from ..report.fmt import fmt_ci, fmt_p, signed
 
@@ -41,6 +43,8 @@ class Base:
     akm_runs: tuple[dict[str, Any], ...]  # the base's akm-arm runs[] rows
     fingerprints: frozenset[str]
     complete: bool
+    providers: dict[str, Any] | None = None  # provenance.providers: absent in reports made before it
+    config: Path | None = None  # the run config given as the base, when one was
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +58,55 @@ class Target:
     load_count_passing: int
 
 
-def load_base(path: Path) -> Base:
-    """The base report, or a one-line ConfigError naming the file and the fix."""
+def is_run_config(path: Path) -> bool:
+    """Whether ``--bench-base`` names a run config rather than a report: a JSON object with a
+    ``schemaVersion`` and none of a report's ``runs`` or ``aggregate`` (anything else is read,
+    and refused if need be, as a report)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and "schemaVersion" in data and "runs" not in data and "aggregate" not in data
+
+
+def report_of_config(path: Path, report_dir: Path, corpus: Corpus) -> Path:
+    """The report.json the utility run of the run config ``path`` writes: the report directory
+    of this run (a run config does not name one), checked to be that config's run."""
     where = f"--bench-base {path}"
+    config = load_run_config(path)
+    track = config.get("track") or "utility"
+    if track != "utility":
+        raise ConfigError(f"{where}: a run config of the {track} track; give the run config of a utility run")
+    arms = config.get("arms")
+    if isinstance(arms, list) and "akm" not in arms:
+        raise ConfigError(
+            f"{where}: its arms ({', '.join(map(str, arms))}) leave out akm; the base must run the akm arm"
+        )
+    report = report_dir / "report.json"
+    run = f"run `pytest --bench-config {path}` first, or pass --bench-report with the directory its run wrote to"
+    if not report.is_file():
+        raise ConfigError(f"{where}: its run's report {report} does not exist; {run}")
+    try:
+        wanted = {t.id for t in select(corpus, config.get("tasks"))[0]}
+    except CorpusError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+        ran = set((data.get("corpus") or {}).get("selectedTaskIds") or ())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        ran = set()  # load_base says what is wrong with the file
+    stray = sorted(ran - wanted)
+    if stray:
+        raise ConfigError(
+            f"{where}: {report} is not its run's report (it ran {stray[0]}, which the config does not select); {run}"
+        )
+    return report
+
+
+def load_base(path: Path, config: Path | None = None) -> Base:
+    """The base report, or a one-line ConfigError naming the file and the fix; ``config`` is the
+    run config it was found from (``--bench-base`` then names that)."""
+    where = f"--bench-base {config} (its report {path})" if config else f"--bench-base {path}"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -87,6 +137,8 @@ def load_base(path: Path) -> Base:
         akm_runs=runs,
         fingerprints=frozenset(str(f) for f in prov.get("fingerprints") or ()),
         complete=data.get("complete") is True,
+        providers=prov["providers"] if isinstance(prov.get("providers"), dict) else None,
+        config=config,
     )
 
 
@@ -224,9 +276,11 @@ def build(
         "agent": dict(agent),
         "base": {
             "path": str(base.path),
+            "config": None if base.config is None else str(base.config),
             "model": base.model,
             "akm_version": base.akm_version,
             "complete": base.complete,
+            "providers": base.providers,
         },
         "attribution": {
             "maskingStrategy": STRATEGY,

@@ -1,4 +1,4 @@
-"""The attribute report's files: attribute.json (the envelope) and attribute.md (docs/report.md,
+"""The attribute report's files: attribute.json (the envelope), attribute.md and attribute.html (docs/report.md,
 "The attribute envelope"). They go beside a utility report, never over it: the base of an
 attribute run is often the report.json of the same report directory."""
 
@@ -10,10 +10,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..report import html_attribute
 from ..report.fmt import fmt_ci, fmt_p, md_table, num, signed
 
 JSON_NAME = "attribute.json"
 MARKDOWN_NAME = "attribute.md"
+HTML_NAME = "attribute.html"
 
 
 def _tasks(row: dict[str, Any]) -> str:
@@ -49,7 +51,9 @@ def markdown(envelope: dict[str, Any]) -> str:
         "",
         envelope["verdict"],
         "",
-        f"Base: `{base['path']}` (model {base['model'] or 'unknown'}, akm {base['akm_version'] or 'unknown'}"
+        f"Base: `{base['path']}`"
+        + (f" (the report of run config `{base['config']}`)" if base.get("config") else "")
+        + f" (model {base['model'] or 'unknown'}, akm {base['akm_version'] or 'unknown'}"
         + ("" if base["complete"] else ", an INCOMPLETE base run")
         + ").",
         f"Masked: the top {len(attr['maskedRefs'])} of {attr['assets_loaded']} loaded assets (top {attr['top']}); "
@@ -66,11 +70,12 @@ def markdown(envelope: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path]:
-    """Write attribute.json and attribute.md atomically; returns their paths."""
+def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path, Path]:
+    """Write attribute.json, attribute.md and attribute.html atomically; returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
-    paths = (directory / JSON_NAME, directory / MARKDOWN_NAME)
-    for path, text in zip(paths, (json.dumps(envelope, indent=2) + "\n", markdown(envelope))):
+    paths = (directory / JSON_NAME, directory / MARKDOWN_NAME, directory / HTML_NAME)
+    texts = (json.dumps(envelope, indent=2) + "\n", markdown(envelope), html_attribute.render(envelope))
+    for path, text in zip(paths, texts):
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -141,6 +141,11 @@ def test_decisive_asset_matters_distractor_does_not_and_resume_reruns_nothing(tm
     assert lore["masked_pass_rate"] == 1.0
     assert lore["comparison"]["low"] <= 0 <= lore["comparison"]["high"] and lore["significant"] is False
     assert envelope["verdict"].startswith("1 of 2 masked assets matter: skill:greeting-rule lifts")
+    # The masked reruns were given the base's providers (here: the scripted model's own).
+    base_providers = json.loads(base_report.read_text())["provenance"]["providers"]
+    assert envelope["agent"]["providers"] == base_providers == envelope["base"]["providers"]
+    assert base_providers["model"] == "scripted/needs-asset" and base_providers["source"] is None
+    assert "skill:greeting-rule" in (tmp_path / "report" / "attribute.html").read_text()
     markdown = (tmp_path / "report" / "attribute.md").read_text()
     assert "| asset" in markdown and "greeting-lore" in markdown
     print(f"attribute run (base + interrupted + resumed) took {seconds:.0f} s\n{markdown}")

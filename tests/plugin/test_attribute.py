@@ -112,3 +112,47 @@ def test_other_tracks_are_refused_in_one_line(tmp_path: Path, value: str) -> Non
     assert proc.returncode == 4, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("ERROR: --bench-track: ") and "Traceback" not in proc.stderr
+
+
+def test_a_run_config_as_base_uses_the_report_its_run_wrote(tmp_path: Path) -> None:
+    """--bench-base configs/x.json: the report.json in the report directory, checked to be the
+    config's run; every way that fails is one line naming the config and the fix."""
+    corpus(tmp_path)
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    good = configs / "base.json"
+    good.write_text(json.dumps({"schemaVersion": 1, "name": "base", "tasks": "greet", "arms": ["akm"], "seeds": 3}))
+    report_dir = tmp_path / "out"
+    listed_args = ("--bench-track", "attribute", "--bench-report", str(report_dir), "--co", "-q")
+    missing = run(tmp_path, *listed_args, "--bench-base", str(good))
+    assert missing.returncode == 4, missing.stdout + missing.stderr
+    assert missing.stderr.strip() == (
+        f"ERROR: --bench-base {good}: its run's report {report_dir / 'report.json'} does not exist; run "
+        f"`pytest --bench-config {good}` first, or pass --bench-report with the directory its run wrote to"
+    )
+    report_dir.mkdir()
+    data = json.loads(write_base(tmp_path).read_text())
+    (report_dir / "report.json").write_text(
+        json.dumps({**data, "corpus": {"seedsPerArm": 3, "selectedTaskIds": TASKS}})
+    )
+    via_config = run(tmp_path, *listed_args, "--bench-base", str(good))
+    via_report = run(tmp_path, *listed_args, "--bench-base", str(report_dir / "report.json"))
+    assert via_config.returncode == 0, via_config.stdout + via_config.stderr
+    cells = [line for line in via_config.stdout.splitlines() if "::" in line]
+    assert len(cells) == 7 * 3 + 3 * 3 and cells == [line for line in via_report.stdout.splitlines() if "::" in line]
+
+    other = configs / "other.json"
+    cases = {
+        json.dumps({"schemaVersion": 1, "tasks": ["greet/t1"], "arms": ["akm"]}): "is not its run's report (it ran "
+        "greet/t2, which the config does not select)",
+        json.dumps({"schemaVersion": 1, "track": "evolve"}): "a run config of the evolve track",
+        json.dumps({"schemaVersion": 1, "arms": ["noakm"]}): "its arms (noakm) leave out akm",
+        json.dumps({"schemaVersion": 1, "tasks": "nodomain"}): "no task with id or domain 'nodomain'",
+        json.dumps({"schemaVersion": 1, "seeds": "three"}): str(other),
+    }
+    for text, words in cases.items():
+        other.write_text(text)
+        proc = run(tmp_path, *listed_args, "--bench-base", str(other))
+        errors = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 4 and len(errors) == 1, proc.stdout + proc.stderr
+        assert errors[0].startswith("ERROR: ") and words in errors[0] and "Traceback" not in proc.stderr

@@ -3,6 +3,8 @@ providers")."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -132,3 +134,23 @@ def describe(choice: ModelChoice) -> dict[str, Any]:
         "providers_kind": choice.providers.kind if choice.providers else None,
         "env_vars": sorted(choice.env_vars),
     }
+
+
+def setup_digest(model: str | None, provider: str | None, entry: Any, source: str | None) -> dict[str, Any]:
+    """What the agent is given to reach its model, as a digest: the model, the provider's name
+    and its entry as written (credentials are ``{env:VAR}`` names there, never values, so the
+    digest holds no secret). Two runs with one digest give the agent the same configuration."""
+    given = json.dumps({"model": model, "provider": provider, "entry": entry}, sort_keys=True, default=str)
+    return {
+        "digest": hashlib.sha256(given.encode("utf-8")).hexdigest()[:16],
+        "model": model,
+        "provider": provider,
+        "source": source,
+    }
+
+
+def choice_digest(choice: ModelChoice) -> dict[str, Any]:
+    """:func:`setup_digest` of a model choice; the scripted model's entry is the harness's own
+    (its port changes every run), so only its name counts."""
+    source = choice.providers.source if choice.providers is not None and choice.provider_entry is not None else None
+    return setup_digest(choice.model, choice.provider_key, choice.provider_entry, source)
