@@ -26,7 +26,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox
 from ..system.interrupts import Interrupts
-from . import attribute, caps, evolve, options, parallel, remote, shard, startup
+from . import adaptive, attribute, caps, evolve, options, parallel, remote, shard, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -144,6 +144,7 @@ def activate(config: pytest.Config) -> bool:
         parallel.refuse_conflicts(config, state)
         if not remote.placed_by_tx(config, state):
             parallel.apply(config, state)
+    adaptive.activate(config, state)
     if state.settings.track == "evolve":
         evolve.install(config, state)
     return True
@@ -285,6 +286,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         "akmbench-evolve",
         "akmbench-evolve-xdist",
         "akmbench-remote",
+        "akmbench-adaptive",
     ):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:

@@ -117,6 +117,22 @@ def add_options(parser: pytest.Parser) -> None:
     llm_help = "evolve track: akm's own LLM, scripted/lesson, scripted/garbage or a chat-completions URL"
     group.addoption("--bench-evolve-llm", dest="bench_evolve_llm", metavar="LLM", default=None, help=llm_help)
     parser.addini("bench_evolve_llm", llm_help, default=None)
+    for name, metavar, help_text in ADAPTIVE:
+        dest = "bench_" + name.replace("-", "_")
+        group.addoption(f"--bench-{name}", dest=dest, metavar=metavar, default=None, help=help_text)
+        parser.addini(dest, help_text, default=None)
+
+
+# Adaptive seeds (plugin/adaptive.py reads them; docs/adaptive.md).
+ADAPTIVE = [
+    (
+        "until",
+        "WHEN",
+        "decisive: run the floor's seeds, then deepen only uncertain tasks until the akm - noakm "
+        "test is decisive or --bench-max-seeds is reached",
+    ),
+    ("max-seeds", "N", "With --bench-until: the most seeds a task runs (default: 10)"),
+]
 
 
 # Every setting read as (command line, ini) pair; the gates are read on their own.
@@ -137,6 +153,6 @@ def asked_for(config: pytest.Config) -> bool:
     the ini file. Cheap on purpose: everything else waits until this says yes."""
     if config.option.help or config.option.version:
         return False
-    if any(config.getoption("bench_" + name, None) is not None for name in [*SETTINGS, "gate"]):
+    if any(config.getoption("bench_" + name, None) is not None for name in [*SETTINGS, "gate", "until", "max_seeds"]):
         return True
     return raw(config, "corpus")[1] is not None or raw(config, "config")[1] is not None

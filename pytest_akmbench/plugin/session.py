@@ -20,7 +20,7 @@ from ..report import envelope as report
 from ..report import files as report_files
 from ..report import github, resume, spend
 from ..store import integrity
-from . import caps, shard
+from . import adaptive, caps, shard
 from .attribute import providers_setup
 from .nodes import CELL_KEY
 from .progress import arm_totals
@@ -141,13 +141,14 @@ class BenchSession:
             return self._write_soundness_report(interrupted)
         try:
             stored = resume.StoredSamples.load(state.store_dir)
+            cells, adaptive_part = adaptive.narrow(self.config, self.cells, stored)  # the cells a round needed
             # The report covers what was selected (after -k/-m), read back from the store so a
             # resumed run reports every sample it has, not only this session's.
             inp = resume.report_input(
                 tasks=state.tasks,
                 arms=state.settings.arms,
                 seeds=state.settings.seeds,
-                cells=self.cells,
+                cells=cells,
                 slice_label=state.slice,
                 ctx=state.context(),
                 store_dir=state.store_dir,
@@ -167,6 +168,7 @@ class BenchSession:
                 unidentified=self.unidentified,
             )
             complete = inp.complete and not interrupted and not self.problems
+            complete = complete and (adaptive_part is None or adaptive_part["stopping_reason"] is not None)
             inp = dataclasses.replace(
                 inp,
                 complete=complete,
@@ -174,7 +176,7 @@ class BenchSession:
                 spend_cap=caps.report_block(self.config, stored),
             )
             inp, extra = shard.for_report(self.config, inp)  # a shard covers part of the cells
-            self.envelope = state.scrub.obj({**report.build(inp), **extra})
+            self.envelope = state.scrub.obj(adaptive.stamp({**report.build(inp), **extra}, adaptive_part))
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             self._cannot_write(err)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import soundness, spend, workflow_sections
+from . import sequential, soundness, spend, workflow_sections
 from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
 from .sections import (
     bridge_section,
@@ -32,6 +32,7 @@ def render_markdown(envelope: dict[str, Any]) -> str:
     arms = envelope["corpus"]["arms"]
     lines = _header(envelope)
     lines += _aggregate_section(envelope, arms)
+    lines += sequential.markdown_lines(envelope)
     lines += pass_k_section(envelope, arms)
     lines += _gates_section(envelope)
     lines += soundness.markdown_lines(envelope)

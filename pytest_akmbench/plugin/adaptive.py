@@ -1,0 +1,238 @@
+"""``--bench-until decisive``: adaptive seeds, wired into pytest (docs/adaptive.md).
+
+Every cell up to ``--bench-max-seeds`` is collected, ordered by seed (a round is a seed). At
+its setup a cell asks the plan (``report/sequential.py``), computed from the store by whichever
+process runs it, whether it is needed. A cell of a round whose predecessor has not finished
+waits for it (the barrier: under xdist a worker idles there); an unneeded cell ends as
+``NOT NEEDED`` (a skip, never a failure). The controller reports the needed cells only, with
+the ``adaptive`` block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Generator, Iterable
+from typing import Any
+
+import pytest
+
+from ..cell.runner import Cell
+from ..errors import ConfigError
+from ..report import sequential
+from ..report.resume import StoredSamples
+from ..system import lifecycle
+from . import options
+from .nodes import CELL_KEY
+from .state import BenchState
+
+DEFAULT_MAX_SEEDS = 10
+POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
+NOT_NEEDED_KEY = pytest.StashKey[str]()
+WAIT_KEY = pytest.StashKey[float]()
+BARRIER_DISTS = ("no", "load", "worksteal")  # the schedulers that hand out cells in collection order
+
+
+def _setting(config: pytest.Config, name: str) -> tuple[Any, str]:
+    cli, ini = options.raw(config, name)
+    flag = "--bench-" + name.replace("_", "-")
+    return (cli, flag) if cli is not None else (ini, f"ini bench_{name}")
+
+
+def activate(config: pytest.Config, state: BenchState) -> None:
+    """Make this run adaptive when ``--bench-until`` asks for it; refuse what it cannot do."""
+    until, where = _setting(config, "until")
+    most, most_where = _setting(config, "max_seeds")
+    if until is None:
+        if most is not None:
+            raise pytest.UsageError(f"{most_where}: needs --bench-until decisive")
+        return
+    if until != "decisive":
+        raise pytest.UsageError(f"{where}: unknown value {until!r}; the one choice is decisive")
+    try:
+        max_seeds = _positive(most, most_where) if most is not None else DEFAULT_MAX_SEEDS
+    except ConfigError as err:
+        raise pytest.UsageError(str(err)) from None
+    settings = state.settings
+    problem = _refusal(config, state, max_seeds)
+    if problem:
+        raise pytest.UsageError(f"{where}: {problem}")
+    state.settings = dataclasses.replace(settings, seeds=max_seeds)
+    config.pluginmanager.register(AdaptiveHooks(state, settings.floor, max_seeds), "akmbench-adaptive")
+
+
+def _positive(value: Any, where: str) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ConfigError(f"{where}: {value!r} is not a whole number of seeds of at least 1")
+    return number
+
+
+def _refusal(config: pytest.Config, state: BenchState, max_seeds: int) -> str | None:
+    s = state.settings
+    if s.track != "utility" or state.attribute is not None or s.soundness:
+        return "adaptive seeds are for utility runs; drop it for this track or --bench-soundness"
+    if not {"akm", "noakm"} <= set(s.arms):
+        return "the test pairs akm with noakm: run both arms (--bench-arms noakm,akm)"
+    if max_seeds < s.floor:
+        return f"--bench-max-seeds {max_seeds} is below the floor of {s.floor} seeds (--bench-floor)"
+    if config.getoption("bench_shard", None) or config.getini("bench_shard"):
+        return "a shard runs part of each round; run the adaptive run whole, without --bench-shard"
+    txs = getattr(config.option, "tx", None) or []  # -n N is N popen specs; remote ones go elsewhere
+    if any("chdir=" in t or not t.split("*", 1)[-1].startswith("popen") for t in txs):
+        return "remote workers cannot read the store the rounds are decided from; use -n or --parallel"
+    dist = getattr(config.option, "dist", "no")
+    if dist not in BARRIER_DISTS:
+        return f"--dist {dist} could hold a round's cells behind the next round's; use --dist load or worksteal"
+    return None
+
+
+class AdaptiveHooks:
+    """The adaptive run in this process: the order of the cells, the barrier, the report part."""
+
+    def __init__(self, state: BenchState, floor: int, max_seeds: int) -> None:
+        self.state = state
+        self.floor = floor
+        self.max_seeds = max_seeds
+        self.tasks: list[str] = [t.id for t in state.tasks]
+        self.waited_s = 0.0  # on the controller: the time cells spent at the barrier
+        self._fps: dict[sequential.Key, str] = {}
+
+    @pytest.hookimpl(trylast=True)  # after -k/-m: the rounds are those of the selected cells
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        arms = self.state.settings.arms
+        cells = [item.stash[CELL_KEY] for item in items if CELL_KEY in item.stash]
+        selected: dict[str, set[tuple[str, int]]] = {}
+        for cell in cells:
+            selected.setdefault(cell.task.id, set()).add((cell.arm, cell.seed))
+        whole = {(a, s) for a in arms for s in range(1, self.max_seeds + 1)}
+        partial = sorted(t for t, got in selected.items() if got != whole)
+        if partial:
+            raise pytest.UsageError(
+                f"--bench-until decisive needs every arm and seed of a selected task ({partial[0]} has "
+                f"{len(selected[partial[0]])} of {len(whole)}): select tasks, not arms or seeds"
+            )
+        self.tasks = [t.id for t in self.state.tasks if t.id in selected]
+        order = {t: i for i, t in enumerate(self.tasks)}
+
+        def rank(item: pytest.Item) -> tuple[int, int, int]:
+            cell = item.stash.get(CELL_KEY, None)
+            if cell is None:
+                return (0, 0, 0)
+            return (cell.seed, order[cell.task.id], arms.index(cell.arm))
+
+        items.sort(key=rank)
+
+    def plan(self, index: StoredSamples) -> sequential.Plan:
+        """The plan the store implies now, with this run's harness errors counted as run."""
+        arms = self.state.settings.arms
+        by_task = {t.id: t for t in self.state.tasks}
+        outcomes: dict[sequential.Key, bool] = {}
+        for t in self.tasks:
+            for arm in arms:
+                for seed in range(1, self.max_seeds + 1):
+                    key = (t, arm, seed)
+                    if key not in self._fps:
+                        self._fps[key] = self.state.fingerprint_hash(Cell(by_task[t], arm, seed))
+                    record = index.done(key, self._fps[key])
+                    if record is not None:
+                        outcomes[key] = record["outcome"] == "pass"
+        errored = {
+            (r["task_id"], r["arm"], r["seed"])
+            for r in index.of_run(self.state.run_id)
+            if r["outcome"] == "harness_error"
+            and self._fps.get((r["task_id"], r["arm"], r["seed"])) == r.get("fingerprint_hash")
+        }
+        return sequential.plan(self.tasks, arms, outcomes, errored, floor=self.floor, max_seeds=self.max_seeds)
+
+    @pytest.hookimpl(tryfirst=True)  # before the cell's fixtures run it
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        cell = item.stash.get(CELL_KEY, None)
+        if cell is None:
+            return
+        started = time.monotonic()
+        while True:
+            index = self.state.stored()
+            index.refresh()
+            current = self.plan(index)
+            needed = current.needs(cell.task.id, cell.seed)
+            if needed is not None:
+                break
+            if lifecycle.is_interrupted(self.state.run_dir):
+                pytest.exit(
+                    "akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED
+                )
+            time.sleep(POLL_S)
+        item.stash[WAIT_KEY] = time.monotonic() - started
+        if not needed:
+            why = sequential.STOP_TEXT.get(current.stop, "")
+            reason = (
+                f"not needed: the adaptive run stopped after {len(current.looks)} looks ({why})"
+                if current.stop
+                else f"not needed: {cell.task.id} is settled (every outcome so far the same)"
+            )
+            item.stash[NOT_NEEDED_KEY] = reason
+            pytest.skip(reason)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        # Attributes of a report reach the controller under xdist; its type declares none.
+        if NOT_NEEDED_KEY in item.stash:
+            report.akmbench_not_needed = True  # type: ignore[attr-defined]
+        if WAIT_KEY in item.stash and call.when == "setup":
+            report.akmbench_wait_s = item.stash[WAIT_KEY]  # type: ignore[attr-defined]
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        if getattr(report, "akmbench_not_needed", False) and report.skipped:
+            return "unneeded", "u", ("NOT NEEDED", {"yellow": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.waited_s += getattr(report, "akmbench_wait_s", 0.0)
+
+    def report_part(
+        self, cells: Iterable[tuple[str, str, int]], stored: StoredSamples
+    ) -> tuple[set[tuple[str, str, int]], dict[str, Any]]:
+        """The cells the report is made of (those the plan needed) and the ``adaptive`` block."""
+        ran = {c[0] for c in cells}
+        if ran:  # under xdist the controller collected nothing: the node ids say which tasks
+            self.tasks = [t for t in self.tasks if t in ran]
+        current = self.plan(stored)
+        arms = self.state.settings.arms
+        needed = set(current.cells(arms))
+        part = sequential.block(current, arms=arms, floor=self.floor, max_seeds=self.max_seeds)
+        part["barrier_wait_s"] = round(self.waited_s, 3)
+        return {c for c in cells if c in needed}, part
+
+
+def narrow(
+    config: pytest.Config, cells: set[tuple[str, str, int]], stored: StoredSamples
+) -> tuple[set[tuple[str, str, int]], dict[str, Any] | None]:
+    """For the session: the cells an adaptive run's report covers, and its block (None if fixed)."""
+    hooks = config.pluginmanager.get_plugin("akmbench-adaptive")
+    if not isinstance(hooks, AdaptiveHooks):
+        return cells, None
+    return hooks.report_part(cells, stored)
+
+
+def stamp(envelope: dict[str, Any], part: dict[str, Any] | None) -> dict[str, Any]:
+    """The envelope with the ``adaptive`` block; its verdict and warnings say the design."""
+    if part is None:
+        return envelope
+    caveat = (
+        "adaptive run: the p-values and intervals of the comparisons assume a fixed number of seeds; "
+        "the sign e-process of the adaptive block is the test valid under its stopping"
+    )
+    return {
+        **envelope,
+        "adaptive": part,
+        "verdict": f"{sequential.headline(part)} — {envelope['verdict']}",
+        "warnings": [*envelope["warnings"], caveat],
+    }

@@ -1,0 +1,217 @@
+"""Adaptive seeds: which cells an adaptive run needs, its looks, and why it stopped (docs/adaptive.md).
+
+The design is a pure function of the valid samples: the first round (the floor) runs every
+task; each later round adds one seed to every task still uncertain (a task is settled once
+every outcome of both arms so far is the same); after each round the sign e-process on the
+paired akm − noakm outcomes is read, and the run stops when it reaches 1/alpha (decisive), when
+the most seeds ran, or when no task is left to deepen. Every process computes the same plan
+from the store, so a rerun continues where an interrupted run stopped.
+
+The test: each (task, seed) pair of the two arms is one observation D in {-1, 0, +1}, in the
+fixed order (round, task). Under the null that akm changes no task's pass rate, D is
+symmetric given everything before it, whichever tasks earlier rounds chose to deepen; the
+discordant pairs' signs are then fair coin flips, and the Jeffreys mixture of the bets
+prod(1 + lambda * D) is a test martingale. Ville's inequality bounds the chance that it ever
+reaches 1/alpha by alpha, at any stopping time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ALPHA = 0.05
+METHOD = "sign_e_process"
+REFERENCE = (
+    "Waudby-Smith & Ramdas (2023), Estimating means of bounded random variables by betting, "
+    "JRSS B 86(1); the Jeffreys (Krichevsky-Trofimov) mixture of bets on the paired signs"
+)
+STOPS = ("decisive", "max_seeds", "settled")
+Key = tuple[str, str, int]  # (task id, arm, seed)
+
+
+def log_e_value(plus: int, minus: int) -> float:
+    """log of the mixture e-value after ``plus`` pairs akm won and ``minus`` it lost.
+
+    The bet on a discordant pair with fraction lambda = 2*theta - 1 multiplies the wealth by
+    2*theta on a win and 2*(1 - theta) on a loss; theta ~ Beta(1/2, 1/2) gives
+    2^n * B(plus + 1/2, minus + 1/2) / B(1/2, 1/2) in closed form. Ties multiply it by 1.
+    """
+    n = plus + minus
+    return n * math.log(2) + _log_beta(plus + 0.5, minus + 0.5) - _log_beta(0.5, 0.5)
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+@dataclass
+class Look:
+    """The test read once a round's cells had all run."""
+
+    round: int
+    tasks: int  # tasks the round ran
+    pairs: int  # paired akm/noakm outcomes so far
+    plus: int  # pairs so far akm passed and noakm failed
+    minus: int  # the reverse
+    e_value: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "tasks": self.tasks,
+            "pairs": self.pairs,
+            "akm_only": self.plus,
+            "noakm_only": self.minus,
+            "e_value": _finite(self.e_value),
+        }
+
+
+@dataclass
+class Plan:
+    """Where an adaptive run stands: the seeds each task needs, and the looks taken."""
+
+    seeds: dict[str, int]  # seeds 1..n each task needs so far
+    looks: list[Look] = field(default_factory=list)
+    waiting: int | None = None  # the round whose cells have not all run yet
+    stop: str | None = None  # one of STOPS once the run is over
+    direction: str | None = None  # the arm the decisive test favours
+    e_max: float = 1.0  # the largest e-value the stream reached
+
+    def needs(self, task: str, seed: int) -> bool | None:
+        """Whether seed ``seed`` of a task runs: None while an earlier round has not finished."""
+        if self.waiting is not None and seed > self.waiting:
+            return None
+        return seed <= self.seeds.get(task, 0)
+
+    def cells(self, arms: Sequence[str]) -> list[Key]:
+        return [(t, arm, s) for t, n in self.seeds.items() for s in range(1, n + 1) for arm in arms]
+
+
+def plan(
+    tasks: Sequence[str],
+    arms: Sequence[str],
+    outcomes: Mapping[Key, bool],
+    errored: frozenset[Key] | set[Key] = frozenset(),
+    *,
+    floor: int,
+    max_seeds: int,
+    alpha: float = ALPHA,
+) -> Plan:
+    """The plan the valid ``outcomes`` (True: pass) imply; ``errored`` cells ended in a harness
+    error in this run and count as run (their pair is left out). ``arms`` are every arm whose
+    cells a round runs; the test pairs akm with noakm."""
+    state = Plan(seeds=dict.fromkeys(tasks, 0))
+    seen: dict[str, set[bool]] = {t: set() for t in tasks}
+    active = list(tasks)
+    threshold = math.log(1 / alpha)
+    plus = minus = pairs = 0
+    best = 0.0
+    for r in range(1, max_seeds + 1):
+        chosen = list(tasks) if r <= floor else active
+        if not chosen:
+            state.stop = "settled"
+            break
+        for t in chosen:
+            state.seeds[t] = r
+        if any((t, a, r) not in outcomes and (t, a, r) not in errored for t in chosen for a in arms):
+            state.waiting = r
+            break
+        for t in chosen:
+            mine, theirs = outcomes.get((t, "akm", r)), outcomes.get((t, "noakm", r))
+            if mine is None or theirs is None:
+                continue  # a harness error on either side: no pair
+            pairs += 1
+            seen[t].update((mine, theirs))
+            plus += mine and not theirs
+            minus += theirs and not mine
+            best = max(best, log_e_value(plus, minus))  # Ville: the whole path counts
+        state.looks.append(Look(r, len(chosen), pairs, plus, minus, math.exp(log_e_value(plus, minus))))
+        if best >= threshold:
+            state.stop, state.direction = "decisive", "akm" if plus > minus else "noakm"
+            break
+        if r >= floor:
+            active = [t for t in chosen if len(seen[t]) != 1]
+        if r == max_seeds:
+            state.stop = "max_seeds"
+    state.e_max = math.exp(best)
+    return state
+
+
+def block(state: Plan, *, arms: Sequence[str], floor: int, max_seeds: int, alpha: float = ALPHA) -> dict[str, Any]:
+    """The envelope's ``adaptive`` block (docs/report.md)."""
+    last = state.looks[-1] if state.looks else None
+    return {
+        "design": "adaptive",
+        "until": "decisive",
+        "method": METHOD,
+        "reference": REFERENCE,
+        "alpha": alpha,
+        "threshold": 1 / alpha,
+        "floor": floor,
+        "max_seeds": max_seeds,
+        "looks": len(state.looks),
+        "stopping_reason": state.stop,
+        "decisive": state.stop == "decisive",
+        "direction": state.direction,
+        "e_value": _finite(last.e_value) if last else 1.0,
+        "e_value_max": _finite(state.e_max),
+        "pairs": last.pairs if last else 0,
+        "akm_only": last.plus if last else 0,
+        "noakm_only": last.minus if last else 0,
+        "cells_used": len(state.cells(arms)),
+        "cells_max": len(state.seeds) * len(arms) * max_seeds,
+        "seeds_by_task": dict(state.seeds),
+        "history": [look.as_dict() for look in state.looks],
+    }
+
+
+def _finite(value: float) -> float:
+    return value if math.isfinite(value) else 1e308
+
+
+STOP_TEXT = {
+    "decisive": "decisive",
+    "max_seeds": "the most seeds ran",
+    "settled": "no uncertain task left",
+    None: "not finished (interrupted, or cells still to run)",
+}
+
+
+def headline(adaptive: Mapping[str, Any]) -> str:
+    """One line: the design, its looks, why it stopped and what the test says."""
+    reason = STOP_TEXT.get(adaptive["stopping_reason"], str(adaptive["stopping_reason"]))
+    looks = adaptive["looks"]
+    text = (
+        f"adaptive seeds: {looks} look{'s' if looks != 1 else ''}, stopped: {reason}; "
+        f"{adaptive['cells_used']} of at most {adaptive['cells_max']} cells; "
+        f"e-value {adaptive['e_value_max']:.3g} (decisive at {adaptive['threshold']:.3g})"
+    )
+    if adaptive["decisive"]:
+        text += f": {adaptive['direction']} ahead"
+    return text
+
+
+def markdown_lines(envelope: Mapping[str, Any]) -> list[str]:
+    """The summary's section on an adaptive run; nothing for a fixed design."""
+    adaptive = envelope.get("adaptive")
+    if not adaptive:
+        return []
+    lines = ["", "## Adaptive seeds", "", headline(adaptive) + ".", ""]
+    lines += [
+        f"Design: the first {adaptive['floor']} seeds on every task, then one more seed per round on each task "
+        f"whose outcomes still vary, up to {adaptive['max_seeds']}; the test is the sign e-process on the paired "
+        "akm − noakm outcomes (anytime-valid, docs/adaptive.md). The p-values and intervals above assume a "
+        "fixed design: under adaptive stopping the e-value decides.",
+        "",
+        "| look | tasks run | pairs | akm only | noakm only | e-value |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for look in adaptive["history"]:
+        lines.append(
+            f"| {look['round']} | {look['tasks']} | {look['pairs']} | {look['akm_only']} | "
+            f"{look['noakm_only']} | {look['e_value']:.3g} |"
+        )
+    return lines

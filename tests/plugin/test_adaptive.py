@@ -1,0 +1,190 @@
+"""--bench-until decisive: the rounds, the stop, the report, xdist and resume (docs/adaptive.md)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.plugin.test_plugin import INI, read_report
+from tests.support.corpus import standard_corpus
+from tests.support.schemas import problems
+
+# An agent whose outcome the project's "policy" file decides: akm-wins solves only on the akm
+# arm, even solves only even seeds (both arms), all solves everything. Each run is logged.
+POLICY_AGENT = """
+import time
+from pathlib import Path
+from pytest_akmbench.agents import AgentResult
+
+HERE = Path(__file__).parent
+
+class Policy:
+    name = "policy"
+    version = "1"
+    uses_akm = False
+    def start(self, session): pass
+    def stop(self): pass
+    def run(self, request):
+        with open(HERE / "agent-runs.log", "a") as log:
+            log.write(f"{request.task.id} {request.arm} {request.seed}\\n")
+        time.sleep(float((HERE / "delay").read_text()))
+        policy = (HERE / "policy").read_text().strip()
+        solve = {"akm-wins": request.arm == "akm", "even": request.seed % 2 == 0, "all": True}[policy]
+        if solve:
+            (request.workspace / "out.txt").write_text("hello\\n")
+            return AgentResult(final_text="the answer is 42")
+        return AgentResult(final_text="no idea")
+
+def pytest_akmbench_agents():
+    return [Policy()]
+"""
+
+ARGS = ["corpus", "--bench-agent", "policy", "--bench-until", "decisive", "-p", "no:cacheprovider"]
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester) -> pytest.Pytester:
+    standard_corpus(pytester.path)  # three tasks
+    pytester.makeini(INI)
+    pytester.makeconftest(POLICY_AGENT)
+    (pytester.path / "delay").write_text("0")
+    (pytester.path / "policy").write_text("akm-wins")
+    return pytester
+
+
+def runs_logged(base: Path) -> list[tuple[str, str, int]]:
+    log = base / "agent-runs.log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [(t, a, int(s)) for t, a, s in (line.split() for line in lines)]
+
+
+def stored_cells(base: Path) -> list[tuple[str, str, int]]:
+    path = base / ".akmbench" / "store" / "samples.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [(r["task_id"], r["arm"], r["seed"]) for r in records]
+
+
+def unneeded(result: pytest.RunResult) -> int:
+    return result.parseoutcomes().get("unneeded", 0)
+
+
+class TestStopping:
+    def test_decisive_stops_early(self, bench: pytest.Pytester) -> None:
+        """akm solves every task, noakm none: after the floor of 2 seeds (6 discordant pairs, e = 14.4)
+        the third round reaches e >= 20; seeds 4 and 5 never run and are NOT NEEDED, not failures."""
+        result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "5", "--bench-report", "out", "-v")
+        result.assert_outcomes(passed=9, failed=9)
+        assert unneeded(result) == 12
+        assert sorted({s for _, _, s in runs_logged(bench.path)}) == [1, 2, 3]
+        assert result.stdout.str().count("NOT NEEDED") == 12
+        block = read_report(bench.path)["adaptive"]
+        assert (block["stopping_reason"], block["looks"], block["direction"]) == ("decisive", 3, "akm")
+        assert (block["cells_used"], block["cells_max"], block["akm_only"], block["noakm_only"]) == (18, 30, 9, 0)
+        assert block["e_value"] >= 20 > block["history"][1]["e_value"]
+        report = read_report(bench.path)
+        assert len(report["runs"]) == 18 and report["complete"] is True
+        assert report["verdict"].startswith("adaptive seeds: 3 looks, stopped: decisive")
+        summary = (bench.path / "out" / "summary.md").read_text()
+        assert "## Adaptive seeds" in summary and "| 3 | 3 | 9 | 9 | 0 |" in summary
+        assert problems(report, "report") == []
+
+    def test_max_reached(self, bench: pytest.Pytester) -> None:
+        """Both arms solve the even seeds only: every pair ties, every task's outcomes vary, so every
+        task is deepened until the most seeds ran; the reason says so."""
+        (bench.path / "policy").write_text("even")
+        result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "4", "--bench-report", "out")
+        result.assert_outcomes(passed=12, failed=12)
+        assert unneeded(result) == 0
+        block = read_report(bench.path)["adaptive"]
+        assert (block["stopping_reason"], block["looks"], block["decisive"]) == ("max_seeds", 4, False)
+        assert block["cells_used"] == block["cells_max"] == 24
+
+    def test_settled_tasks_stop_at_the_floor(self, bench: pytest.Pytester) -> None:
+        """Every cell passes: after the floor no task's outcome varies, nothing is deepened."""
+        (bench.path / "policy").write_text("all")
+        result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "6", "--bench-report", "out")
+        result.assert_outcomes(passed=12)
+        assert unneeded(result) == 24
+        block = read_report(bench.path)["adaptive"]
+        assert (block["stopping_reason"], block["looks"], block["cells_used"]) == ("settled", 2, 12)
+
+
+class TestXdist:
+    def test_rounds_under_two_workers(self, bench: pytest.Pytester) -> None:
+        """Under -n 2 the barrier keeps a round's decision after the round before: the same cells as
+        a serial run, and the time the workers waited is in the block."""
+        result = bench.runpytest_subprocess(
+            *ARGS, "--bench-floor", "2", "--bench-max-seeds", "5", "--bench-report", "out", "-n", "2"
+        )
+        result.assert_outcomes(passed=9, failed=9)
+        assert unneeded(result) == 12
+        runs = runs_logged(bench.path)
+        assert len(runs) == len(set(runs)) == 18 and max(s for _, _, s in runs) == 3
+        block = read_report(bench.path)["adaptive"]
+        assert (block["stopping_reason"], block["looks"]) == ("decisive", 3)
+        assert block["barrier_wait_s"] >= 0
+
+
+class TestResume:
+    def test_sigint_then_resume_continues_the_looks(self, bench: pytest.Pytester) -> None:
+        """Interrupt an adaptive -n 2 run, run it again: no finished cell runs again, the looks go on
+        from the store and the report equals an uninterrupted run's."""
+        (bench.path / "delay").write_text("0.5")
+        options = ["--bench-floor", "2", "--bench-max-seeds", "5"]
+        cmd = [sys.executable, "-m", "pytest", *ARGS, *options, "--bench-report", "out", "-n", "2"]
+        proc = subprocess.Popen(cmd, cwd=bench.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(stored_cells(bench.path)) < 4:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        first = stored_cells(bench.path)
+        assert 4 <= len(first) < 18, out.decode()
+        interrupted = read_report(bench.path)
+        assert interrupted["complete"] is False and interrupted["adaptive"]["stopping_reason"] is None
+
+        (bench.path / "delay").write_text("0")
+        result = bench.runpytest_subprocess(*ARGS, *options, "--bench-report", "resumed", "-n", "2")
+        result.assert_outcomes(passed=9, failed=9)
+        cells = stored_cells(bench.path)
+        assert len(cells) == len(set(cells)) == 18  # nothing ran twice
+        resumed = read_report(bench.path, "resumed")
+        assert resumed["complete"] is True
+        bench.runpytest_subprocess(*ARGS, *options, "--bench-report", "whole", "--bench-store", "other")
+        whole = read_report(bench.path, "whole")
+        keep = ("stopping_reason", "looks", "history", "seeds_by_task", "cells_used", "e_value")
+        assert {k: resumed["adaptive"][k] for k in keep} == {k: whole["adaptive"][k] for k in keep}
+
+
+class TestRefusals:
+    @pytest.mark.parametrize(
+        ("extra", "message"),
+        [
+            (["-k", "s1"], "needs every arm and seed of a selected task"),
+            (["--bench-arms", "akm"], "run both arms"),
+            (["--bench-max-seeds", "2"], "below the floor of 3"),
+            (["--bench-max-seeds", "x"], "--bench-max-seeds: 'x' is not a whole number"),
+        ],
+    )
+    def test_one_line_errors(self, bench: pytest.Pytester, extra: list[str], message: str) -> None:
+        result = bench.runpytest(*ARGS, *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert message in result.stderr.str()
+        assert "Traceback" not in result.stderr.str()
+        assert not runs_logged(bench.path)
+
+    def test_unknown_until(self, bench: pytest.Pytester) -> None:
+        result = bench.runpytest("corpus", "--bench-agent", "policy", "--bench-until", "sometimes")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "--bench-until: unknown value 'sometimes'; the one choice is decisive" in result.stderr.str()
+
+    def test_max_seeds_alone(self, bench: pytest.Pytester) -> None:
+        result = bench.runpytest("corpus", "--bench-agent", "policy", "--bench-max-seeds", "4")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "--bench-max-seeds: needs --bench-until decisive" in result.stderr.str()
