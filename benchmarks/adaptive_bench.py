@@ -1,0 +1,157 @@
+"""Adaptive seeds against a fixed design: cells used, size under the null, power; the barrier's idle time.
+
+Seeded simulations of whole benches through the real code. Each task's noakm pass probability
+is drawn from Beta(1/2, 1/2) (many tasks near 0 or 1, as agent benches have; ``--spread u``
+draws Uniform(0.05, 0.75) instead), akm's is that plus the lift (capped at 1); every run is an
+independent Bernoulli draw.
+
+  fixed     5 seeds per task and arm; the report's paired sign-flip test over tasks
+            (report/significance.py, p < 0.05; 2000 random sign vectors above 14 tasks).
+  adaptive  --bench-until decisive --bench-max-seeds 10 at a floor of 2 and of 3 seeds: the plan
+            of report/sequential.py over outcomes drawn up front (it reads only those it needs).
+
+Size is the share of null benches that claim a difference; power the share of benches with a
+lift that claim akm ahead. Cells are the mean per bench, and the share of the fixed design's.
+
+The barrier: a round's decision waits for the round before, so workers idle while a round's
+last cells finish. With cell walls drawn from Uniform(10, 15) s (a cell of the scripted model
+through real opencode), each adaptive run's rounds are list-scheduled on 2 workers in order
+(as xdist's load scheduling hands them out) and the idle share of worker time is compared
+with the same cells scheduled without barriers.
+
+    python benchmarks/adaptive_bench.py                  # 17 and 40 tasks, lifts 0, 0.1, 0.2; 400 benches each
+    python benchmarks/adaptive_bench.py --reps 1000 --tasks 17
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import random
+import statistics
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pytest_akmbench.report import sequential, significance
+
+ARMS = ("noakm", "akm")
+FIXED_SEEDS = 5
+MOST = 10
+FLOORS = (2, 3)
+WORKERS = 2
+
+
+def draw(rng: random.Random, m: int, lift: float, spread: str) -> dict[tuple[str, str, int], bool]:
+    """Every outcome a bench could need: m tasks x 2 arms x MOST seeds."""
+    outcomes = {}
+    for i in range(m):
+        p = rng.betavariate(0.5, 0.5) if spread == "beta" else rng.uniform(0.05, 0.75)
+        for s in range(1, MOST + 1):
+            outcomes[(f"t{i:02d}", "noakm", s)] = rng.random() < p
+            outcomes[(f"t{i:02d}", "akm", s)] = rng.random() < min(1.0, p + lift)
+    return outcomes
+
+
+def fixed(outcomes: dict[tuple[str, str, int], bool], tasks: list[str]) -> tuple[bool, bool]:
+    """(claims a difference, claims akm ahead) of the fixed design's first FIXED_SEEDS seeds."""
+    deltas = [
+        Fraction(sum(outcomes[(t, "akm", s)] for s in range(1, FIXED_SEEDS + 1)), FIXED_SEEDS)
+        - Fraction(sum(outcomes[(t, "noakm", s)] for s in range(1, FIXED_SEEDS + 1)), FIXED_SEEDS)
+        for t in tasks
+    ]
+    test = significance.sign_flip_test(deltas, resamples=2000)
+    claim = test["p_value"] is not None and test["p_value"] < significance.ALPHA
+    return claim, claim and sum(deltas) > 0
+
+
+def idle(rounds: list[int], rng: random.Random) -> tuple[float, float]:
+    """Idle share of worker time with a barrier after each round, and without any."""
+    walls = [[rng.uniform(10, 15) for _ in range(n)] for n in rounds]
+    barrier = 0.0
+    for batch in walls:
+        barrier += _makespan(batch)
+    free = _makespan([w for batch in walls for w in batch])
+    busy = sum(map(sum, walls))
+    return 1 - busy / (WORKERS * barrier), 1 - busy / (WORKERS * free)
+
+
+def _makespan(walls: list[float]) -> float:
+    workers = [0.0] * WORKERS
+    for wall in walls:  # in order, each to the first free worker
+        heapq.heappush(workers, heapq.heappop(workers) + wall)
+    return max(workers)
+
+
+def scenario(m: int, lift: float, reps: int, spread: str, seed: int) -> dict[str, float]:
+    rng = random.Random(seed)
+    tasks = [f"t{i:02d}" for i in range(m)]
+    fixed_claims = fixed_right = 0
+    adaptive = {f: {"claims": 0, "right": 0, "cells": [], "idle": [], "idle_free": []} for f in FLOORS}
+    for _ in range(reps):
+        outcomes = draw(rng, m, lift, spread)
+        claim, right = fixed(outcomes, tasks)
+        fixed_claims += claim
+        fixed_right += right
+        for floor in FLOORS:
+            p = sequential.plan(tasks, ARMS, outcomes, floor=floor, max_seeds=MOST)
+            a = adaptive[floor]
+            a["claims"] += p.stop == "decisive"
+            a["right"] += p.direction == "akm"
+            a["cells"].append(len(p.cells(ARMS)))
+            with_barrier, without = idle([look.tasks * len(ARMS) for look in p.looks], rng)
+            a["idle"].append(with_barrier)
+            a["idle_free"].append(without)
+    fixed_cells = m * len(ARMS) * FIXED_SEEDS
+    row = {"fixed_claims": fixed_claims / reps, "fixed_power": fixed_right / reps, "fixed_cells": fixed_cells}
+    for floor, a in adaptive.items():
+        cells = statistics.fmean(a["cells"])
+        row |= {
+            f"a{floor}_claims": a["claims"] / reps,
+            f"a{floor}_power": a["right"] / reps,
+            f"a{floor}_cells": cells,
+            f"a{floor}_share": cells / fixed_cells,
+            f"a{floor}_idle": statistics.fmean(a["idle"]),
+            f"a{floor}_idle_free": statistics.fmean(a["idle_free"]),
+        }
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=400)
+    parser.add_argument("--tasks", type=int, nargs="*", default=[17, 40])
+    parser.add_argument("--lifts", type=float, nargs="*", default=[0.0, 0.1, 0.2])
+    parser.add_argument("--spread", choices=("beta", "u"), default="beta")
+    args = parser.parse_args()
+    started = time.monotonic()
+    print(f"{args.reps} benches per row, pass rates {args.spread}, fixed {FIXED_SEEDS} seeds vs adaptive max {MOST}")
+    head = "| tasks | lift | fixed: claims | fixed: cells |"
+    rule = "|---:|---:|---:|---:|"
+    for f in FLOORS:
+        head += f" floor {f}: claims | floor {f}: cells (share) | floor {f}: idle (no barrier) |"
+        rule += "---:|---:|---:|"
+    print(head)
+    print(rule)
+    for m in args.tasks:
+        for k, lift in enumerate(args.lifts):
+            r = scenario(m, lift, args.reps, args.spread, seed=1000 * m + k)
+            line = f"| {m} | {lift:+.1f} | {_rate(r, 'fixed', lift)} | {r['fixed_cells']} |"
+            for f in FLOORS:
+                line += (
+                    f" {_rate(r, f'a{f}', lift)} | {r[f'a{f}_cells']:.0f} ({r[f'a{f}_share']:.0%}) |"
+                    f" {r[f'a{f}_idle']:.1%} ({r[f'a{f}_idle_free']:.1%}) |"
+                )
+            print(line, flush=True)
+    print(f"claims: size under lift 0, else power (akm ahead); {time.monotonic() - started:.0f} s")
+
+
+def _rate(row: dict[str, float], prefix: str, lift: float) -> str:
+    return f"{row[prefix + ('_claims' if lift == 0 else '_power')]:.3f}"
+
+
+if __name__ == "__main__":
+    main()
