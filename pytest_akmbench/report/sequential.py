@@ -10,7 +10,7 @@ from the store, so a rerun continues where an interrupted run stopped.
 The test: each (task, seed) pair of the two arms is one observation D in {-1, 0, +1}, in the
 fixed order (round, task). Under the null that akm changes no task's pass rate, D is
 symmetric given everything before it, whichever tasks earlier rounds chose to deepen; the
-discordant pairs' signs are then fair coin flips, and the Jeffreys mixture of the bets
+discordant pairs' signs are then fair coin flips, and a Beta(2, 2) mixture of the bets
 prod(1 + lambda * D) is a test martingale. Ville's inequality bounds the chance that it ever
 reaches 1/alpha by alpha, at any stopping time.
 """
@@ -26,9 +26,14 @@ ALPHA = 0.05
 METHOD = "sign_e_process"
 REFERENCE = (
     "Waudby-Smith & Ramdas (2023), Estimating means of bounded random variables by betting, "
-    "JRSS B 86(1); the Jeffreys (Krichevsky-Trofimov) mixture of bets on the paired signs"
+    "JRSS B 86(1); a Beta(2, 2) mixture of constant bets on the paired signs"
 )
 STOPS = ("decisive", "max_seeds", "settled")
+# The mixture's prior on theta (the chance a discordant pair favours akm): Beta(PRIOR, PRIOR).
+# Beta(2, 2) puts its mass on the moderate effects a bench looks for; Beta(1/2, 1/2) (Jeffreys)
+# spends it near theta = 0 or 1 and needs about a quarter more pairs for a +0.1 lift
+# (docs/adaptive.md, benchmarks/adaptive_bench.py).
+PRIOR = 2.0
 Key = tuple[str, str, int]  # (task id, arm, seed)
 
 
@@ -36,11 +41,11 @@ def log_e_value(plus: int, minus: int) -> float:
     """log of the mixture e-value after ``plus`` pairs akm won and ``minus`` it lost.
 
     The bet on a discordant pair with fraction lambda = 2*theta - 1 multiplies the wealth by
-    2*theta on a win and 2*(1 - theta) on a loss; theta ~ Beta(1/2, 1/2) gives
-    2^n * B(plus + 1/2, minus + 1/2) / B(1/2, 1/2) in closed form. Ties multiply it by 1.
+    2*theta on a win and 2*(1 - theta) on a loss; theta ~ Beta(a, a) (a = PRIOR) gives
+    2^n * B(plus + a, minus + a) / B(a, a) in closed form. Ties multiply it by 1.
     """
     n = plus + minus
-    return n * math.log(2) + _log_beta(plus + 0.5, minus + 0.5) - _log_beta(0.5, 0.5)
+    return n * math.log(2) + _log_beta(plus + PRIOR, minus + PRIOR) - _log_beta(PRIOR, PRIOR)
 
 
 def _log_beta(a: float, b: float) -> float:

@@ -16,10 +16,10 @@ from pytest_akmbench.report.sequential import log_e_value, plan
 class TestEValue:
     @pytest.mark.parametrize(("plus", "minus"), [(0, 0), (1, 0), (0, 3), (7, 2), (20, 20), (60, 5)])
     def test_is_the_mixture_of_bets(self, plus: int, minus: int) -> None:
-        """The closed form equals the Beta(1/2, 1/2) average of the wealth of every fixed bet,
+        """The closed form equals the Beta(2, 2) average of the wealth of every fixed bet,
         integrated numerically: (2 theta)^plus (2 (1 - theta))^minus."""
         wealth, _ = integrate.quad(
-            lambda th: (2 * th) ** plus * (2 * (1 - th)) ** minus * stats.beta.pdf(th, 0.5, 0.5), 0, 1, limit=200
+            lambda th: (2 * th) ** plus * (2 * (1 - th)) ** minus * stats.beta.pdf(th, 2, 2), 0, 1, limit=200
         )
         assert log_e_value(plus, minus) == pytest.approx(math.log(wealth), rel=1e-6, abs=1e-6)
 
@@ -35,7 +35,7 @@ class TestEValue:
     def test_agrees_with_scipy_beta_function(self) -> None:
         for plus, minus in [(3, 9), (40, 31), (0, 17)]:
             n = plus + minus
-            expected = n * math.log(2) + special.betaln(plus + 0.5, minus + 0.5) - special.betaln(0.5, 0.5)
+            expected = n * math.log(2) + special.betaln(plus + 2, minus + 2) - special.betaln(2, 2)
             assert log_e_value(plus, minus) == pytest.approx(expected, rel=1e-12)
 
 
@@ -48,13 +48,13 @@ ARMS = ("noakm", "akm")
 
 class TestPlan:
     def test_decisive_stops_at_the_look_that_crosses(self) -> None:
-        """Three tasks, akm always ahead: 6 pairs after two rounds (e = 14.4 < 20), 9 after the
-        third (e = 95): the plan stops there and needs no seed beyond 3."""
+        """Three tasks, akm always ahead: 6 pairs after two rounds (e = 64 * 6 / 72 = 5.33 < 20),
+        9 after the third (e = 512 * 6 / 132 = 23.3): the plan stops there, needing no seed beyond 3."""
         table = {(t, "akm"): [True] * 6 for t in "abc"} | {(t, "noakm"): [False] * 6 for t in "abc"}
         p = plan(list("abc"), ARMS, outcomes_of(table), floor=2, max_seeds=6)
         assert (p.stop, p.direction, len(p.looks)) == ("decisive", "akm", 3)
         assert p.seeds == {"a": 3, "b": 3, "c": 3}
-        assert [look.e_value for look in p.looks][:2] == pytest.approx([2.5, 14.4375])
+        assert [look.e_value for look in p.looks] == pytest.approx([8 * 6 / 30, 64 * 6 / 72, 512 * 6 / 132])
         assert p.needs("a", 3) is True and p.needs("a", 4) is False
 
     def test_max_seeds_reached(self) -> None:
@@ -112,7 +112,7 @@ def simulate(rng: random.Random, m: int, lift: float, floor: int = 2, most: int 
             if p.seeds[t] >= r:
                 a, b = outcomes[(t, "akm", r)], outcomes[(t, "noakm", r)]
                 plus, minus = plus + (a and not b), minus + (b and not a)
-                ratio = (plus + minus) * math.log(2) + special.betaln(plus + 0.5, minus + 0.5) - special.betaln(0.5, 0.5)
+                ratio = (plus + minus) * math.log(2) + special.betaln(plus + 2, minus + 2) - special.betaln(2, 2)
                 crossed = crossed or ratio >= math.log(20)
     assert crossed == (p.stop == "decisive")
     return crossed, len(p.cells(ARMS)), p.direction
