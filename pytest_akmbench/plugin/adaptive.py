@@ -28,6 +28,7 @@ from .state import BenchState
 
 DEFAULT_MAX_SEEDS = 10
 POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
+STALL_MARGIN_S = 120.0  # beyond a cell's wall budget and verify timeout, before the barrier gives up
 NOT_NEEDED_KEY = pytest.StashKey[str]()
 WAIT_KEY = pytest.StashKey[float]()
 BARRIER_DISTS = ("no", "load", "worksteal")  # the schedulers that hand out cells in collection order
@@ -88,6 +89,30 @@ def _refusal(config: pytest.Config, state: BenchState, max_seeds: int) -> str | 
     if dist not in BARRIER_DISTS:
         return f"--dist {dist} could hold a round's cells behind the next round's; use --dist load or worksteal"
     return None
+
+
+class Stall:
+    """Whether the store has stopped growing for longer than any cell can take."""
+
+    def __init__(self, state: BenchState) -> None:
+        s = state.settings
+        walls = [s.budget_wall_ms, *(t.budget.wall_ms or 0 for t in state.tasks)]
+        self.limit_s = max(walls) / 1000 + s.verify_timeout + STALL_MARGIN_S
+        self.path = state.store_dir / "samples.jsonl"
+        self.size = self._size()
+        self.since = time.monotonic()
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def over(self) -> bool:
+        size = self._size()
+        if size != self.size:
+            self.size, self.since = size, time.monotonic()
+        return time.monotonic() - self.since > self.limit_s
 
 
 class AdaptiveHooks:
@@ -154,18 +179,7 @@ class AdaptiveHooks:
         if cell is None:
             return
         started = time.monotonic()
-        while True:
-            index = self.state.stored()
-            index.refresh()
-            current = self.plan(index)
-            needed = current.needs(cell.task.id, cell.seed)
-            if needed is not None:
-                break
-            if lifecycle.is_interrupted(self.state.run_dir):
-                pytest.exit(
-                    "akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED
-                )
-            time.sleep(POLL_S)
+        current, needed = self._wait(cell)
         item.stash[WAIT_KEY] = time.monotonic() - started
         if not needed:
             why = sequential.STOP_TEXT.get(current.stop, "")
@@ -176,6 +190,30 @@ class AdaptiveHooks:
             )
             item.stash[NOT_NEEDED_KEY] = reason
             pytest.skip(reason)
+
+    def _wait(self, cell: Cell) -> tuple[sequential.Plan, bool]:
+        """The plan once it can say whether ``cell`` runs (the barrier), and what it says."""
+        stall = Stall(self.state)
+        while True:
+            index = self.state.stored()
+            index.refresh()
+            current = self.plan(index)
+            needed = current.needs(cell.task.id, cell.seed)
+            if needed is not None:
+                return current, needed
+            if lifecycle.is_interrupted(self.state.run_dir):
+                pytest.exit(
+                    "akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED
+                )
+            if stall.over():
+                # A cell of the round before will never report (its worker crashed): rerunning
+                # the command runs it, and the rounds go on from there.
+                pytest.fail(
+                    f"harness_error: round {current.waiting} of the adaptive run stored nothing for "
+                    f"{stall.limit_s:.0f} s (a worker lost?); run the same command again to resume",
+                    pytrace=False,
+                )
+            time.sleep(POLL_S)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
