@@ -58,6 +58,13 @@ def activate(config: pytest.Config, state: BenchState) -> None:
     problem = _refusal(config, state, max_seeds)
     if problem:
         raise pytest.UsageError(f"{where}: {problem}")
+    if "seeds" in settings.origins and not hasattr(config, "workerinput"):
+        line = (
+            f"{settings.origins['seeds']} is not used by an adaptive run: every task runs "
+            f"{settings.floor} first (--bench-floor) and at most {max_seeds} (--bench-max-seeds)"
+        )
+        state.warnings.append(line)
+        config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
     state.settings = dataclasses.replace(settings, seeds=max_seeds)
     config.pluginmanager.register(AdaptiveHooks(state, settings.floor, max_seeds), "akmbench-adaptive")
 

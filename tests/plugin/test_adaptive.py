@@ -184,6 +184,17 @@ class TestRefusals:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "--bench-until: unknown value 'sometimes'; the one choice is decisive" in result.stderr.str()
 
+    def test_seeds_are_not_used_and_a_warning_says_so(self, bench: pytest.Pytester) -> None:
+        (bench.path / "policy").write_text("all")
+        result = bench.runpytest(*ARGS, "--bench-seeds", "7", "--bench-floor", "1", "--bench-max-seeds", "2")
+        result.assert_outcomes(passed=6)
+        line = (
+            "--bench-seeds is not used by an adaptive run: every task runs 1 first (--bench-floor) "
+            "and at most 2 (--bench-max-seeds)"
+        )
+        assert line in result.stdout.str()
+        assert line in read_report(bench.path, ".akmbench/report")["warnings"]
+
     def test_max_seeds_alone(self, bench: pytest.Pytester) -> None:
         result = bench.runpytest("corpus", "--bench-agent", "policy", "--bench-max-seeds", "4")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
