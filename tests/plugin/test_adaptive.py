@@ -199,3 +199,29 @@ class TestRefusals:
         result = bench.runpytest("corpus", "--bench-agent", "policy", "--bench-max-seeds", "4")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "--bench-max-seeds: needs --bench-until decisive" in result.stderr.str()
+
+
+class TestStall:
+    def test_the_barrier_gives_up_only_when_the_store_stops_growing(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A lost worker's cell never reports: a cell waiting for its round gives up once the store
+        has not grown for longer than any cell may take; a store that grows keeps it waiting."""
+        from types import SimpleNamespace
+
+        from pytest_akmbench.plugin import adaptive
+
+        monkeypatch.setattr(adaptive, "STALL_MARGIN_S", 0.0)
+        task = SimpleNamespace(budget=SimpleNamespace(wall_ms=300))
+        settings = SimpleNamespace(budget_wall_ms=100, verify_timeout=0.1)
+        state = SimpleNamespace(settings=settings, tasks=[task], store_dir=tmp_path)
+        stall = adaptive.Stall(state)  # type: ignore[arg-type]
+        assert stall.limit_s == pytest.approx(0.4)  # the largest wall budget + the verify timeout
+        samples = tmp_path / "samples.jsonl"
+        for _ in range(6):  # 0.6 s in all, the store growing every 0.1 s
+            time.sleep(0.1)
+            with samples.open("a") as f:
+                f.write("{}\n")
+            assert not stall.over()
+        time.sleep(0.5)
+        assert stall.over()
