@@ -170,6 +170,8 @@ class TestRefusals:
             (["--bench-arms", "akm"], "run both arms"),
             (["--bench-max-seeds", "2"], "below the floor of 3"),
             (["--bench-max-seeds", "x"], "--bench-max-seeds: 'x' is not a whole number"),
+            (["--bench-shard", "1/2"], "run the adaptive run whole, without --bench-shard"),
+            (["-n", "2", "--dist", "loadfile"], "--dist loadfile could hold a round's cells behind the next round's"),
         ],
     )
     def test_one_line_errors(self, bench: pytest.Pytester, extra: list[str], message: str) -> None:
