@@ -15,9 +15,10 @@ lift that claim akm ahead. Cells are the mean per bench, and the share of the fi
 
 The barrier: a round's decision waits for the round before, so workers idle while a round's
 last cells finish. With cell walls drawn from Uniform(10, 15) s (a cell of the scripted model
-through real opencode), each adaptive run's rounds are list-scheduled on 2 workers in order
-(as xdist's load scheduling hands them out) and the idle share of worker time is compared
-with the same cells scheduled without barriers.
+through real opencode), each adaptive run's cells are handed out in order to 2 workers, each
+holding the cell after the one it runs (as xdist's load scheduling in chunks of 2 does: a
+worker starts a test only once it knows the next), and the idle share of worker time is
+compared with the same cells and scheduling without barriers.
 
     python benchmarks/adaptive_bench.py                  # 17 and 40 tasks, lifts 0, 0.1, 0.2; 400 benches each
     python benchmarks/adaptive_bench.py --reps 1000 --tasks 17
@@ -31,6 +32,7 @@ import random
 import statistics
 import sys
 import time
+from collections import Counter, deque
 from fractions import Fraction
 from pathlib import Path
 
@@ -70,20 +72,50 @@ def fixed(outcomes: dict[tuple[str, str, int], bool], tasks: list[str]) -> tuple
 
 def idle(rounds: list[int], rng: random.Random) -> tuple[float, float]:
     """Idle share of worker time with a barrier after each round, and without any."""
-    walls = [[rng.uniform(10, 15) for _ in range(n)] for n in rounds]
-    barrier = 0.0
-    for batch in walls:
-        barrier += _makespan(batch)
-    free = _makespan([w for batch in walls for w in batch])
-    busy = sum(map(sum, walls))
-    return 1 - busy / (WORKERS * barrier), 1 - busy / (WORKERS * free)
+    items = [(r, rng.uniform(10, 15)) for r, n in enumerate(rounds) for _ in range(n)]
+    busy = sum(wall for _, wall in items)
+    return 1 - busy / (WORKERS * _makespan(items, True)), 1 - busy / (WORKERS * _makespan(items, False))
 
 
-def _makespan(walls: list[float]) -> float:
-    workers = [0.0] * WORKERS
-    for wall in walls:  # in order, each to the first free worker
-        heapq.heappush(workers, heapq.heappop(workers) + wall)
-    return max(workers)
+def _makespan(items: list[tuple[int, float]], barrier: bool) -> float:
+    """xdist's load scheduling in small chunks: the cells are handed out in order, each worker
+    holding the cell after the one it runs (an xdist worker starts a test only once it knows
+    the next); with the barrier, a cell of round r starts only when round r - 1 has finished."""
+    pending = deque(range(len(items)))
+    left = Counter(r for r, _ in items)
+    queues: list[deque[int]] = [deque() for _ in range(WORKERS)]
+    for queue in queues:
+        while len(queue) < 2 and pending:
+            queue.append(pending.popleft())
+    events: list[tuple[float, int, int]] = []
+    blocked: dict[int, list[int]] = {}
+
+    def start(w: int, now: float) -> None:
+        if not queues[w]:
+            return
+        r, wall = items[queues[w][0]]
+        if barrier and r > 0 and left[r - 1] > 0:
+            blocked.setdefault(r - 1, []).append(w)
+            return
+        while len(queues[w]) < 2 and pending:
+            queues[w].append(pending.popleft())
+        heapq.heappush(events, (now + wall, w, queues[w][0]))
+
+    for w in range(WORKERS):
+        start(w, 0.0)
+    end = 0.0
+    while events:
+        now, w, i = heapq.heappop(events)
+        queues[w].popleft()
+        end = max(end, now)
+        left[items[i][0]] -= 1
+        while len(queues[w]) < 2 and pending:
+            queues[w].append(pending.popleft())
+        start(w, now)
+        if left[items[i][0]] == 0:
+            for other in blocked.pop(items[i][0], []):
+                start(other, now)
+    return end
 
 
 def scenario(m: int, lift: float, reps: int, spread: str, seed: int) -> dict[str, float]:

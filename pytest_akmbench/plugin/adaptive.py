@@ -28,10 +28,11 @@ from .state import BenchState
 
 DEFAULT_MAX_SEEDS = 10
 POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
+LOOKAHEAD = 2  # cells a worker holds under xdist: the one it runs and the next
 STALL_MARGIN_S = 120.0  # beyond a cell's wall budget and verify timeout, before the barrier gives up
 NOT_NEEDED_KEY = pytest.StashKey[str]()
 WAIT_KEY = pytest.StashKey[float]()
-BARRIER_DISTS = ("no", "load", "worksteal")  # the schedulers that hand out cells in collection order
+BARRIER_DISTS = ("no", "load", "worksteal")  # replaced by RoundScheduling; the others group cells
 
 
 def _setting(config: pytest.Config, name: str) -> tuple[Any, str]:
@@ -67,6 +68,8 @@ def activate(config: pytest.Config, state: BenchState) -> None:
         config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
     state.settings = dataclasses.replace(settings, seeds=max_seeds)
     config.pluginmanager.register(AdaptiveHooks(state, settings.floor, max_seeds), "akmbench-adaptive")
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(RoundScheduler(), "akmbench-adaptive-xdist")
 
 
 def _positive(value: Any, where: str) -> int:
@@ -120,6 +123,33 @@ class Stall:
         if size != self.size:
             self.size, self.since = size, time.monotonic()
         return time.monotonic() - self.since > self.limit_s
+
+
+class RoundScheduler:
+    """The xdist scheduler of an adaptive run (registered on the controller when xdist is on)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Cells one at a time, in collection order, each worker holding only the cell after
+        the one it runs. xdist's load scheduling fills a worker's queue up to an eighth of what
+        is pending, and worksteal first splits everything in halves: either way one worker may
+        hold most of a round while another waits at the barrier with the next round's cell."""
+        from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
+
+        class RoundScheduling(LoadScheduling):  # type: ignore[misc]
+            def check_schedule(self, node: Any, duration: float = 0) -> None:
+                if node.shutting_down:
+                    return
+                if not self.pending:
+                    node.shutdown()
+                    return
+                # An xdist worker starts a test only once it knows the next: hold two.
+                missing = LOOKAHEAD - len(self.node2pending[node])
+                if missing > 0:
+                    self._send_tests(node, missing)
+
+        config.option.maxschedchunk = LOOKAHEAD  # the first hand-out: two cells per worker
+        return RoundScheduling(config, log)
 
 
 class AdaptiveHooks:

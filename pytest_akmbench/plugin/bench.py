@@ -287,6 +287,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         "akmbench-evolve-xdist",
         "akmbench-remote",
         "akmbench-adaptive",
+        "akmbench-adaptive-xdist",
     ):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
