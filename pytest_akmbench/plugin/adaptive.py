@@ -23,6 +23,7 @@ from ..report import sequential
 from ..report.resume import StoredSamples
 from ..system import lifecycle
 from . import options
+from .caps import PLUGIN as CAPS_PLUGIN
 from .nodes import CELL_KEY
 from .state import BenchState
 
@@ -216,7 +217,7 @@ class AdaptiveHooks:
         if cell is None:
             return
         started = time.monotonic()
-        current, needed = self._wait(cell)
+        current, needed = self._wait(item, cell)
         item.stash[WAIT_KEY] = time.monotonic() - started
         if not needed:
             why = sequential.STOP_TEXT.get(current.stop, "")
@@ -228,9 +229,10 @@ class AdaptiveHooks:
             item.stash[NOT_NEEDED_KEY] = reason
             pytest.skip(reason)
 
-    def _wait(self, cell: Cell) -> tuple[sequential.Plan, bool]:
+    def _wait(self, item: pytest.Item, cell: Cell) -> tuple[sequential.Plan, bool]:
         """The plan once it can say whether ``cell`` runs (the barrier), and what it says."""
         stall = Stall(self.state)
+        caps = item.config.pluginmanager.get_plugin(CAPS_PLUGIN)
         while True:
             index = self.state.stored()
             index.refresh()
@@ -238,6 +240,10 @@ class AdaptiveHooks:
             needed = current.needs(cell.task.id, cell.seed)
             if needed is not None:
                 return current, needed
+            if caps is not None and caps.reached(index.of_run(self.state.run_id)) is not None:
+                # A spend cap skips every cell from now on, the round before's included: its
+                # own setup hook (plugin/caps.py) says so, rather than the barrier waiting.
+                return current, True
             if lifecycle.is_interrupted(self.state.run_dir):
                 pytest.exit(
                     "akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED

@@ -36,10 +36,11 @@ class Policy:
         time.sleep(float((HERE / "delay").read_text()))
         policy = (HERE / "policy").read_text().strip()
         solve = {"akm-wins": request.arm == "akm", "even": request.seed % 2 == 0, "all": True}[policy]
+        tokens = {"input": 100, "output": 10, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total": 110}
         if solve:
             (request.workspace / "out.txt").write_text("hello\\n")
-            return AgentResult(final_text="the answer is 42")
-        return AgentResult(final_text="no idea")
+            return AgentResult(final_text="the answer is 42", token_measurement="measured", tokens=tokens)
+        return AgentResult(final_text="no idea", token_measurement="measured", tokens=tokens)
 
 def pytest_akmbench_agents():
     return [Policy()]
@@ -113,6 +114,19 @@ class TestStopping:
         assert unneeded(result) == 24
         block = read_report(bench.path)["adaptive"]
         assert (block["stopping_reason"], block["looks"], block["cells_used"]) == ("settled", 2, 12)
+
+    def test_a_spend_cap_ends_the_rounds_without_waiting(self, bench: pytest.Pytester) -> None:
+        """Three cells of round 1 reach the 300-token cap (110 each): the cap skips every later cell,
+        the round before's included, and no cell waits at the barrier for one that will never run."""
+        result = bench.runpytest(
+            *ARGS, "--bench-floor", "2", "--bench-max-seeds", "5", "--bench-budget-run-tokens", "300",
+            "--bench-report", "out",
+        )  # fmt: skip
+        result.assert_outcomes(passed=1, failed=2, skipped=27)
+        assert result.duration < 120  # the barrier's stall limit is over 360 s
+        report = read_report(bench.path)
+        assert report["adaptive"]["stopping_reason"] is None and report["complete"] is False
+        assert report["spend"]["cap"]["reached"] is True
 
 
 class TestXdist:
