@@ -310,7 +310,7 @@ if OUT:
         t_checked = time.perf_counter()
         from pytest_akmbench.plugin.nodes import CELL_KEY, STORED_KEY
         from pytest_akmbench.plugin import STATE_KEY
-        from pytest_akmbench.cell.runner import cell_fingerprint
+        from pytest_akmbench.cell.context import cell_fingerprint
         from pytest_akmbench.store.samples import fingerprint_hash
         items = [i for i in session.items if CELL_KEY in i.stash]
         info = {"items": len(items), "from_store": sum(STORED_KEY in i.stash for i in items),

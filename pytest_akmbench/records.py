@@ -72,6 +72,7 @@ class Sample(TypedDict):
     transcript: str | None
     agent: AgentPart
     model: str | None
+    providers: dict[str, Any] | None  # the agent's provider setup as a digest (no secrets)
     prompt_version: str
     fingerprint: dict[str, Any]
     fingerprint_hash: str

@@ -24,17 +24,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
-from ..agents.base import Agent, AgentRequest, AgentResult, Limits
-from ..corpus.hashes import fixture_hash
-from ..corpus.tasks import Task
+from ..agents.base import AgentRequest, AgentResult
 from ..records import Outcome, Sample
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
 from ..system.sandbox import Sandbox
 from ..system.sandbox import for_cell as cell_sandbox
 from . import akm, masks
+from .context import Cell, RunContext, cell_fingerprint, limits_for
 from .prompts import build_prompt
-from .prompts import prompt_version as arm_prompt_version
 from .rundir import (
     TreatmentDown,
     akm_events,
@@ -42,8 +40,6 @@ from .rundir import (
     copy_workspace,
     hide_akm,
     index_stash,
-    task_hash,
-    tree_hash,
     write_akm_stub,
 )
 from .trajectory import analyse_cell
@@ -52,99 +48,6 @@ from .workflow import check_cell
 
 SAMPLE_SCHEMA = 1
 _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One (task, arm, seed); seeds count from 1."""
-
-    task: Task
-    arm: str
-    seed: int
-    mask: str | None = None  # attribute track: the asset (``kind:name``) left out of the stash
-
-    @property
-    def name(self) -> str:
-        return f"{self.arm}-s{self.seed}" if self.mask is None else f"{self.arm}-mask[{self.mask}]-s{self.seed}"
-
-    @property
-    def key(self) -> str:
-        return f"{self.task.id}[{self.name}]"
-
-
-@dataclass(frozen=True, slots=True)
-class RunContext:
-    """Session-wide facts every cell of a run shares."""
-
-    run_id: str
-    tmp_root: Path
-    stashes_root: Path
-    agent: Agent
-    model: str | None
-    budget_tokens: int
-    budget_wall_ms: int
-    budget_turns: int | None
-    verify_timeout_s: float
-    akm: akm.AkmInfo | None = None
-    transcripts_dir: Path | None = None
-    keep_runs: bool = False
-    sandbox: str = "none"  # the mode actually used: "bwrap" or "none" (see sandbox.choose)
-    sandbox_ro: tuple[Path, ...] = ()
-    # Run-level budgets given explicitly (command line, run config or ini): they cap the task's own.
-    cap_tokens: int | None = None
-    cap_wall_ms: int | None = None
-    _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
-
-    def content_hash(self, path: Path, fn: Any) -> str:
-        """Hash a task or stash directory once per run: the fingerprint of a run is fixed at its start."""
-        if path not in self._hashes:
-            self._hashes[path] = fn(path)
-        return self._hashes[path]
-
-
-def limits_for(task: Task, ctx: RunContext) -> Limits:
-    """The task's own budget where it declares one, else the run-level default; an explicit
-    run-level budget caps both (the smaller wins), so a run can be made stricter than its tasks."""
-    wall_ms = min(task.budget.wall_ms or ctx.budget_wall_ms, ctx.cap_wall_ms or 1 << 62)
-    tokens = min(task.budget.tokens or ctx.budget_tokens, ctx.cap_tokens or 1 << 62)
-    return Limits(wall_s=wall_ms / 1000, tokens=tokens, turns=ctx.budget_turns)
-
-
-def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> dict[str, Any]:
-    """Everything that must match for two samples of a cell to be comparable (docs/architecture.md, "A sample")."""
-    limits = limits_for(task, ctx)
-    stash = None
-    tool = None
-    if arm == "akm":
-        stash = ctx.content_hash(ctx.stashes_root / task.stash, fixture_hash)
-        if task.stash_overlay:
-            stash += ":" + ctx.content_hash((task.task_dir / task.stash_overlay).resolve(), tree_hash)
-        if ctx.akm is not None:
-            tool = {"version": ctx.akm.version, "sha256": ctx.akm.sha256}
-    fp: dict[str, Any] = {
-        "model": ctx.model,
-        "agent": ctx.agent.name,
-        "agent_version": ctx.agent.version,
-        "prompt_version": prompt_version,
-        "task_hash": ctx.content_hash(task.task_dir, lambda _: task_hash(task)),
-        "stash_hash": stash,
-        "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
-    }
-    specs = {s.id: s.digest[:16] for s in task.workflows if arm in s.applies_to.arms}
-    if specs:  # only then, so samples of cells no workflow spec checks keep their hash
-        fp["workflows"] = specs
-    if tool is not None:
-        fp["akm"] = tool  # only when present, so samples of akm-less arms keep their hash
-    if ctx.sandbox != "none":  # absent means unsandboxed, as every sample before the sandbox was
-        fp["sandbox"] = ctx.sandbox
-    return fp
-
-
-def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:
-    fp = fingerprint(cell.task, cell.arm, ctx, arm_prompt_version(cell.arm))
-    if cell.mask is not None:  # only then, so unmasked samples keep their hash
-        fp["mask"] = cell.mask
-    return fp
 
 
 def _now() -> str:
@@ -371,6 +274,7 @@ def _sample(cell: Cell, ctx: RunContext, run: _Run) -> Sample:
         "transcript": run.transcript_rel,
         "agent": {"name": ctx.agent.name, "version": ctx.agent.version},
         "model": ctx.model,
+        "providers": ctx.providers,
         "prompt_version": run.prompt_version,
         "fingerprint": fp,
         "fingerprint_hash": fingerprint_hash(fp),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cell.runner import RunContext
+from ..cell.context import RunContext
 from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, in_file, load_run_config, resolve, run_caps
 from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..cell.runner import Cell
+from ..cell.context import Cell
 from ..errors import ConfigError
 from ..report import sequential
 from ..report.resume import StoredSamples

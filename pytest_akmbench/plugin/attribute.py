@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..agents.opencode.model import choice_digest, setup_digest
-from ..agents.opencode.providers import ModelChoice
-from ..cell.runner import Cell, cell_fingerprint
+from ..cell.context import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
 from ..report.resume import StoredSamples
 from ..store.samples import fingerprint_hash
@@ -87,11 +85,8 @@ def check_base(state: BenchState) -> None:
 
 def providers_setup(state: BenchState) -> dict[str, Any]:
     """The digest of the provider/model configuration this run's agent is given (the
-    report's ``provenance.providers``); an agent without providers has its model only."""
-    choice = getattr(state.agent, "choice", None)
-    if isinstance(choice, ModelChoice):
-        return choice_digest(choice)
-    return setup_digest(state.model, None, None, None)
+    report's ``provenance.providers``)."""
+    return state.context().providers or {}
 
 
 def _check_providers(state: BenchState, plan: Plan) -> None:
@@ -100,8 +95,8 @@ def _check_providers(state: BenchState, plan: Plan) -> None:
     where, mine, theirs = f"--bench-base {plan.base.path}", providers_setup(state), plan.base.providers
     if theirs is None:
         raise ConfigError(
-            f"{where}: the base report records no provenance.providers (it was written before this check "
-            "existed); rerun its utility run to rewrite the report (its finished cells come from the store)"
+            f"{where}: the base report records no single provenance.providers (it was written before this "
+            "check existed, or its samples ran under different providers); rerun its utility run to rewrite the report (its finished cells come from the store)"
         )
     if theirs.get("digest") != mine["digest"]:
         raise ConfigError(

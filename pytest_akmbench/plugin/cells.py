@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from ..cell.runner import Cell, run_cell
+from ..cell.context import Cell
+from ..cell.runner import run_cell
 from ..errors import StoreError
 from ..store.claims import Claim
 from ..store.samples import SampleStore

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from ..cell.runner import Cell, RunContext, cell_fingerprint, run_cell
+from ..cell.context import Cell, RunContext, cell_fingerprint
+from ..cell.runner import run_cell
 from ..corpus.tasks import Task
 from ..errors import BenchError
 from ..store.claims import Claim

@@ -9,7 +9,7 @@ import pytest
 from _pytest._code.code import ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ..cell.checks import behaviour_checks, search_problems
-from ..cell.runner import Cell
+from ..cell.context import Cell
 from ..report import soundness
 from ..report.metrics import sample_tokens
 from ..store import soundness as soundness_store

@@ -37,7 +37,7 @@ from ..store.samples import SampleStore
 from ..system import lifecycle, procs
 
 if TYPE_CHECKING:
-    from ..cell.runner import Cell
+    from ..cell.context import Cell
     from .state import BenchState
 
 CHANNEL = "akmbench_channel"

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..agents.base import Agent
+from ..agents.opencode.model import choice_digest, setup_digest
+from ..agents.opencode.providers import ModelChoice
 from ..cell.akm import AkmInfo
-from ..cell.runner import Cell, RunContext, cell_fingerprint
+from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.config import Settings, run_caps
 from ..corpus.tasks import Corpus, Task
 from ..report.resume import StoredSamples
@@ -88,6 +90,14 @@ class BenchState:
     def tmp_root(self) -> Path:
         return self.settings.tmp or lifecycle.default_tmp_root()
 
+    def _providers(self) -> dict[str, Any]:
+        """The digest of the provider/model configuration this run's agent is given; an agent
+        without providers has its model only."""
+        choice = getattr(self.agent, "choice", None)
+        if isinstance(choice, ModelChoice):
+            return choice_digest(choice)
+        return setup_digest(self.model, None, None, None)
+
     def context(self) -> RunContext:
         if self._context is None:
             s = self.settings
@@ -107,6 +117,7 @@ class BenchState:
                 transcripts_dir=self.remote.staging if self.remote is not None else self.store_dir,
                 sandbox=s.sandbox,
                 sandbox_ro=s.sandbox_ro,
+                providers=self._providers(),
                 **run_caps(s),
             )
         return self._context

@@ -8,6 +8,7 @@ behind the intervals and the verdict, are described in docs/report.md.
 
 from __future__ import annotations
 
+import json
 import platform
 import socket
 import subprocess
@@ -320,6 +321,7 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         # The samples say which akm they ran with; the caller's (the one the run found) fills in
         # when none did, e.g. every cell ended before akm was set up.
         **{k: v if v is not None else extra.pop(k, None) for k, v in _akm_provenance(runs).items()},
+        "providers": _providers(runs, extra.pop("providers", None)),
         "prompt_versions": sorted({str(s["prompt_version"]) for s in runs if s.get("prompt_version")}),
         "fingerprints": sorted({str(s["fingerprint_hash"]) for s in runs if s.get("fingerprint_hash")}),
         # The sandbox the reported samples ran in; a fingerprint without one ran unsandboxed.
@@ -329,6 +331,16 @@ def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
     out.update({k: v for k, v in extra.items() if not k.startswith("akm_")})
     return out
+
+
+def _providers(runs: list[dict[str, Any]], found: Any) -> Any:
+    """The agent's provider setup the samples record (so the offline ``report`` says the same);
+    the run's own when none does; a list when the samples disagree."""
+    distinct = {json.dumps(s["providers"], sort_keys=True) for s in runs if isinstance(s.get("providers"), dict)}
+    if not distinct:
+        return found
+    got = [json.loads(x) for x in sorted(distinct)]
+    return got[0] if len(got) == 1 else got
 
 
 def _akm_provenance(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cell.runner import Cell, RunContext, cell_fingerprint
+from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
 from ..records import ARMS, CellKey
 from ..store import shards

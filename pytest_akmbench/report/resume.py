@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..cell.runner import SAMPLE_SCHEMA, Cell, RunContext, cell_fingerprint
+from ..cell.context import Cell, RunContext, cell_fingerprint
+from ..cell.runner import SAMPLE_SCHEMA
 from ..corpus.tasks import Task
 from ..records import CellKey
 from ..store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid

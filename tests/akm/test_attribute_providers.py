@@ -87,7 +87,7 @@ def test_a_different_providers_file_for_the_same_model_is_refused(tmp_path: Path
         old = attribute(tmp_path, write_base(tmp_path, None), mine)
         assert old.returncode == 4 and "Traceback" not in old.stderr, old.stdout + old.stderr
         (line,) = errors(old)
-        assert "the base report records no provenance.providers" in line and "rerun its utility run" in line
+        assert "the base report records no single provenance.providers" in line and "rerun its utility run" in line
 
         # The same providers pass the check (no cell selected: nothing runs past it).
         same = choice_digest(choose_model("local/m", {"providers": str(mine)}))

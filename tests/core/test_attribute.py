@@ -14,7 +14,8 @@ import pytest
 
 from pytest_akmbench.agents import AgentRequest, AgentResult
 from pytest_akmbench.cell import masks
-from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint, run_cell
+from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
+from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
 from pytest_akmbench.system.procs import ProcessTracker

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from pytest_akmbench.agents import NopAgent
+from pytest_akmbench.agents.opencode.model import setup_digest
 from pytest_akmbench.cell import prompts
 from pytest_akmbench.cell.akm import AkmInfo
+from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint, fingerprint, limits_for
 from pytest_akmbench.cell.rundir import tree_hash
-from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint, fingerprint, limits_for
 from pytest_akmbench.corpus.hashes import fixture_hash
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.store.samples import fingerprint_hash
@@ -145,6 +146,19 @@ class TestWhatInvalidates:
         assert root.hash("akm", akm=dataclasses.replace(AKM, sha256="b" * 64)) != base
         assert root.hash("noakm", akm=AKM) == root.hash("noakm")  # the control arm runs no akm
 
+    def test_other_endpoint_behind_the_same_model_invalidates(self, root: Root) -> None:
+        """A providers file that sends the same model name to another endpoint is another run:
+        its samples must not be resumed as this run's (attribute's base check relies on it too)."""
+
+        def via(url: str) -> dict[str, Any]:
+            return setup_digest("local/m", "local", {"options": {"baseURL": url, "apiKey": "{env:K}"}}, "p.json")
+
+        first = {arm: root.hash(arm, providers=via("http://a:1/v1")) for arm in ("akm", "noakm")}
+        assert first == {arm: root.hash(arm, providers=via("http://a:1/v1")) for arm in ("akm", "noakm")}
+        for arm in ("akm", "noakm"):
+            assert root.hash(arm, providers=via("http://b:1/v1")) != first[arm]
+            assert root.hash(arm) != first[arm]
+
     def test_agent_version_invalidates(self, root: Root) -> None:
         agent = NopAgent()
         other = type("Other", (), {"name": agent.name, "version": agent.version + ".1"})()
@@ -162,6 +176,11 @@ class TestWhatDoesNot:
         )
         task, ctx = root.task(), root.ctx()
         assert cell_fingerprint(Cell(task, "akm", 1), ctx) == cell_fingerprint(Cell(task, "akm", 7), ctx)
+
+    def test_a_model_without_providers_file_does_not(self, root: Root) -> None:
+        """Without a providers file the model name says it all: samples stored before the
+        providers were recorded keep counting."""
+        assert root.hash("akm", providers=setup_digest("local/m", None, None, None)) == root.hash("akm")
 
     def test_equal_caps_do_not(self, root: Root) -> None:
         """A cap at or above the budget in force leaves the budget, and the fingerprint, as it was."""

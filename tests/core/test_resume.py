@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, AgentResult
-from pytest_akmbench.cell.runner import Cell, RunContext, cell_fingerprint, run_cell
+from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
+from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report.resume import StoredSamples, report_input

@@ -12,7 +12,8 @@ import pytest
 
 from pytest_akmbench.agents import AgentRequest, AgentResult, NopAgent, OracleAgent
 from pytest_akmbench.cell import akm
-from pytest_akmbench.cell.runner import Cell, RunContext, run_cell
+from pytest_akmbench.cell.context import Cell, RunContext
+from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
 from tests.support import real_akm

@@ -28,9 +28,10 @@ sys.path.insert(0, str(ROOT))
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo  # noqa: E402
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent  # noqa: E402
 from pytest_akmbench.cell import akm  # noqa: E402
+from pytest_akmbench.cell.context import Cell, RunContext  # noqa: E402
 from pytest_akmbench.cell.prompts import build_prompt  # noqa: E402
 from pytest_akmbench.cell.rundir import index_stash  # noqa: E402
-from pytest_akmbench.cell.runner import Cell, RunContext, prepare  # noqa: E402
+from pytest_akmbench.cell.runner import prepare  # noqa: E402
 from pytest_akmbench.corpus.tasks import load_corpus  # noqa: E402
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
 from tests.support import real_akm  # noqa: E402
