@@ -199,3 +199,33 @@ def test_akm_09_improve_post_beats_pre_and_garbage_accepts_nothing(tmp_path: Pat
     assert "_No proposal was accepted: none was generated._" in summary
     assert "- improve skill:shipyard-manifest: failed: direct reflect response missing" in summary
     assert len(samples(garbage)) == before + 1  # only the post cell ran again
+
+
+def test_two_episodes_give_a_learning_curve_and_resume(tmp_path: Path) -> None:
+    """Two episodes (akm 0.7): episode 1's train cells fail and its step accepts a lesson and a
+    revision; episode 2's train cells run on that evolved stash and pass, so its step evolves
+    nothing, and both episodes' post cells pass: a flat curve at 1.00, called a plateau. A rerun
+    finds every cell and both steps in the store."""
+    info = real_akm.get("0.7.0")
+    skip = ("-k", "not control and not synthetic", "--bench-evolve-episodes", "2")
+    proc = bench(tmp_path, info, *skip)
+    env = report(tmp_path)
+    learning = env["learning"]
+    points = [(p["episode"], p["post_pass_rate"], p["train_pass_rate"]) for p in learning["episodes"]]
+    assert points == [(1, 1.0, 0.0), (2, 1.0, 1.0)], proc.stdout[-3000:]
+    assert learning["pre_pass_rate"] == 0.0 and learning["time_to_improvement"] == 1
+    assert learning["trend"] == "plateau" and learning["slope"]["slope"] == 0.0
+    assert not learning["last_below_best"] and env["corpus"]["episodes"] == 2
+    assert {p["episode"] for p in env["proposals"]["log"]} == {1}  # episode 2 had nothing to fix
+    assert "learning over 2 episodes: plateau, slope +0.00/episode" in env["verdict"]
+    got = samples(tmp_path)
+    assert sorted(s["arm"] for s in got) == sorted(
+        ["evolve-pre", "evolve-train", "evolve-train", "evolve-post"]
+        + ["evolve-train-e2", "evolve-train-e2", "evolve-post-e2"]
+    )
+    post2 = next(s for s in got if s["arm"] == "evolve-post-e2")
+    assert post2["fingerprint"]["episode"] == 2 and "episode" not in got[0]["fingerprint"]
+    assert "| 2 | 1.00 [" in (tmp_path / "report" / "summary.md").read_text()
+    again = bench(tmp_path, info, *skip).stdout
+    assert again.count("(from store)") == 9 and len(samples(tmp_path)) == len(got), again[-2000:]
+    assert "PASSED (from store) corpus/tasks/shipyard/lint-command/task.yaml::proposals-e2" in again
