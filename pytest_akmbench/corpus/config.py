@@ -60,6 +60,7 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "baseline": (str,),
     "agent": (str,),
     "akm": (str,),
+    "evolveEpisodes": (int,),
     "phase2Enabled": (bool,),
     "phase2ReflectTimeoutMs": (int,),
     "phase2ReflectRetryTimeoutMs": (int,),
@@ -77,6 +78,7 @@ PHASE2_FIELDS = (
 TRACKS = ("utility", "attribute", "evolve")
 _POSITIVE = (
     "seeds",
+    "evolveEpisodes",
     "budgetTokens",
     "budgetWallMs",
     "budgetTurns",
@@ -276,6 +278,7 @@ class Settings:
     track: str = "utility"  # utility | attribute | evolve (docs/tracks.md)
     base: Path | None = None  # the attribute track's base report
     top: int = 5  # the attribute track's number of assets masked
+    evolve_episodes: int = 1  # the evolve track's episodes (docs/tracks.md, "Episodes")
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -319,6 +322,7 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "track": ("track", parse_track),
     "base": ("base", str),
     "top": (None, positive_int),
+    "evolve_episodes": ("evolveEpisodes", positive_int),
 }
 _PATHS = ("providers", "opencode_config", "akm", "opencode", "store", "report", "tmp", "baseline", "base")
 

@@ -12,8 +12,8 @@ spread over the workers.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from ..store.claims import Claim
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system import lifecycle, procs
 from ..tracks import evolve as core
-from ..tracks import evolve_markdown, evolve_report
+from .evolve_session import EvolveSession
 from .state import STATE_KEY, BenchState
 
 TRACKS = ("utility", "attribute", "evolve")
@@ -45,7 +45,9 @@ def install(config: pytest.Config, state: BenchState) -> None:
     track = EvolveTrack(state, plans, llm)
     state.track = track
     config.pluginmanager.register(track, "akmbench-evolve")
-    config.addinivalue_line("markers", "evolve(task, condition, seed, domain): a cell or step of the evolve track")
+    config.addinivalue_line(
+        "markers", "evolve(task, condition, seed, domain, episode): a cell or step of the evolve track"
+    )
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_Scheduling(), "akmbench-evolve-xdist")
 
@@ -66,11 +68,15 @@ class _Scheduling:
         return EvolveScheduling(config, log)
 
 
+_CHAIN = re.compile(r"(train|post)(-e\d+)?-s\d+|proposals(-e\d+)?")
+
+
 def scope(nodeid: str) -> str:
     """The work unit of an item: ``evolve-<domain>`` for the chain that depends on the proposal
-    step (``<domain>/<task>/task.yaml::train-s1``, ``::proposals``, ``::post-s2``), else itself."""
+    steps (``<domain>/<task>/task.yaml::train-s1``, ``::proposals``, ``::post-s2``, and a later
+    episode's ``::train-e2-s1``, ``::proposals-e2``, ``::post-e2-s1``), else itself."""
     path, _, name = nodeid.partition("::")
-    if name == "proposals" or name.rsplit("-s", 1)[0] in ("train", "post"):
+    if _CHAIN.fullmatch(name):
         return "evolve-" + Path(path).parent.parent.name
     return nodeid
 
@@ -82,6 +88,13 @@ class EvolveTrack:
         self.state = state
         self.plans = {p.domain: p for p in plans}
         self.llm = llm
+        self.episodes = state.settings.evolve_episodes
+
+    def conditions(self) -> list[tuple[str, int]]:
+        """Every (condition, episode) of the run: pre once, train and post in each episode,
+        control and synthetic once."""
+        per_episode = [(c, e) for e in range(1, self.episodes + 1) for c in ("train", "post")]
+        return [("pre", 1), *per_episode, ("control", 1), ("synthetic", 1)]
 
     # ------------------------------------------------------------ collection
 
@@ -89,18 +102,23 @@ class EvolveTrack:
         """The task's items: its cells per condition and seed, and the domain's step on its
         first train task."""
         plan = self.plans[task.domain]
-        conditions = ("train",) if task.slice == "train" else core.EVAL_CONDITIONS
-        for cond in conditions:
-            for seed in range(1, self.state.settings.seeds + 1):
-                yield EvolveItem.build(parent, task, cond, seed)
+        for cond, episode in self.conditions():
+            if (cond == "train") == (task.slice == "train"):
+                for seed in range(1, self.state.settings.seeds + 1):
+                    yield EvolveItem.build(parent, task, cond, seed, episode)
         if task is plan.train[0]:
-            yield EvolveItem.build(parent, task, "proposals", 0)
+            for episode in range(1, self.episodes + 1):
+                yield EvolveItem.build(parent, task, "proposals", 0, episode)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        def rank(item: pytest.Item) -> int:
-            cond = item.stash.get(COND_KEY, None)
-            return core.RANK.get("propose" if cond == "proposals" else cond or "", 9)
+        def rank(item: pytest.Item) -> tuple[int, int]:
+            cond, episode = item.stash.get(COND_KEY, ("", 0))
+            key = core.RANK.get("propose" if cond == "proposals" else cond, 9)
+            # pre first; then train, proposals, post of each episode in turn; control, synthetic last
+            return (
+                0 if cond == "pre" else episode if cond in ("train", "proposals", "post") else self.episodes + 1
+            ), key
 
         items.sort(key=rank)
 
@@ -115,55 +133,80 @@ class EvolveTrack:
 
     # ------------------------------------------------------------ contexts and samples
 
-    def context(self, cond: str, domain: str) -> tuple[RunContext, dict[str, Any] | None]:
-        """The run context of a condition: post cells run on the evolved stash."""
+    def context(self, cond: str, domain: str, episode: int = 1) -> tuple[RunContext, bool]:
+        """The run context of a condition, and whether it can run: post cells run on their
+        episode's evolved stash, a later episode's train cells on the previous one's; those
+        wait for the proposal step they depend on."""
         ctx = self.state.context()
-        if cond != "post":
-            return ctx, None
-        directory, record = self.step(domain)
-        if record is None:
-            return ctx, None
-        return dataclasses.replace(ctx, stashes_root=directory / "evolved", _hashes={}), record
+        after = episode if cond == "post" else episode - 1 if cond == "train" else 0
+        if after < 1:
+            return ctx, True
+        directory, record = self.step(domain, after)
+        if directory is None or record is None:
+            return ctx, False
+        return dataclasses.replace(ctx, stashes_root=directory / "evolved", _hashes={}), True
 
-    def fingerprint(self, cell: Cell, cond: str, ctx: RunContext) -> dict[str, Any]:
-        return {**cell_fingerprint(cell, ctx), "track": "evolve", "condition": cond}
+    def fingerprint(self, cell: Cell, cond: str, ctx: RunContext, episode: int = 1) -> dict[str, Any]:
+        fp = {**cell_fingerprint(cell, ctx), "track": "evolve", "condition": cond}
+        return fp if episode <= 1 else {**fp, "episode": episode}
 
-    def stored(self, task: Task, cond: str, seed: int, ctx: RunContext) -> dict[str, Any] | None:
+    def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> dict[str, Any] | None:
         cell = Cell(task, core.run_arm(cond), seed)
         index = self.state.stored()
-        return index.done((task.id, core.arm_label(cond), seed), fingerprint_hash(self.fingerprint(cell, cond, ctx)))
+        key = (task.id, core.arm_label(cond, episode), seed)
+        return index.done(key, fingerprint_hash(self.fingerprint(cell, cond, ctx, episode)))
 
-    def train_samples(self, plan: core.DomainPlan) -> tuple[list[dict[str, Any]], int]:
-        """The valid train samples the store holds for the plan, and how many were wanted."""
+    def train_samples(
+        self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The valid train samples of an episode the store holds for the plan (its train cells
+        ran in ``ctx`` when given), and how many were wanted."""
         self.state.stored().refresh()
-        ctx = self.state.context()
+        ctx, ready = (ctx, True) if ctx is not None else self.context("train", plan.domain, episode)
         wanted = [(t, s) for t in plan.train for s in range(1, self.state.settings.seeds + 1)]
-        found = [self.stored(t, "train", s, ctx) for t, s in wanted]
+        found = [self.stored(t, "train", s, ctx, episode) for t, s in wanted] if ready else []
         return [f for f in found if f is not None], len(wanted)
 
-    def step(self, domain: str) -> tuple[Path, dict[str, Any] | None]:
-        """The domain's current proposal step: its directory and record (None if not run)."""
+    def _inputs(self, domain: str, episode: int) -> tuple[dict[str, Any], Path, list[dict[str, Any]], int] | None:
+        """An episode's step inputs, the stash it starts from (the fixtures, or the previous
+        episode's evolved stash), its train samples and how many were wanted; None while the
+        previous episode's step has not run."""
         plan = self.plans[domain]
-        samples, _ = self.train_samples(plan)
-        akm_info = self.state.akm
-        assert akm_info is not None
-        inputs = core.step_input(plan, samples, akm_info, self.llm, self.state.settings.stashes_root)
-        directory = core.step_dir(self.state.store_dir, domain, inputs)
+        start = self.state.settings.stashes_root
+        previous = None
+        if episode > 1:
+            directory, record = self.step(domain, episode - 1)
+            if directory is None or record is None:
+                return None
+            start, previous = directory / "evolved", directory.name
+        ctx = dataclasses.replace(self.state.context(), stashes_root=start, _hashes={}) if previous else None
+        samples, wanted = self.train_samples(plan, episode, ctx)
+        assert self.state.akm is not None
+        inputs = core.step_input(plan, samples, self.state.akm, self.llm, start)
+        if episode > 1:
+            inputs.update(episode=episode, previous=previous)
+        return inputs, start, samples, wanted
+
+    def step(self, domain: str, episode: int = 1) -> tuple[Path | None, dict[str, Any] | None]:
+        """An episode's proposal step: its directory and record (None if not run)."""
+        found = self._inputs(domain, episode)
+        if found is None:
+            return None, None
+        directory = core.step_dir(self.state.store_dir, domain, found[0])
         return directory, core.load_step(directory)
 
-    def run_step(self, domain: str, tracker: procs.ProcessTracker) -> tuple[dict[str, Any], bool]:
-        """Run the domain's proposal step unless its record is stored; (record, from store)."""
-        plan = self.plans[domain]
-        samples, wanted = self.train_samples(plan)
+    def run_step(self, domain: str, tracker: procs.ProcessTracker, episode: int) -> tuple[dict[str, Any], bool]:
+        """Run an episode's proposal step unless its record is stored; (record, from store)."""
+        found = self._inputs(domain, episode)
+        if found is None:
+            pytest.fail(f"proposals: episode {episode - 1}'s proposal step of {domain} has not run", pytrace=False)
+        inputs, start, samples, wanted = found
         if len(samples) < wanted:
             pytest.fail(
                 f"proposals: {wanted - len(samples)} of {wanted} train cells of {domain} have no valid sample; "
                 "run them first (they are ordered before this step)",
                 pytrace=False,
             )
-        akm_info = self.state.akm
-        assert akm_info is not None
-        inputs = core.step_input(plan, samples, akm_info, self.llm, self.state.settings.stashes_root)
         directory = core.step_dir(self.state.store_dir, domain, inputs)
         claim = Claim(self.state.store_dir, f"evolve-step\0{directory.name}", owner=f"run {self.state.run_id}")
         claim.acquire()
@@ -171,16 +214,18 @@ class EvolveTrack:
             record = core.load_step(directory)
             if record is not None:
                 return record, True
+            assert self.state.akm is not None
             with core.llm_endpoint(self.llm) as url:
                 record = core.run_step(
-                    plan,
+                    self.plans[domain],
                     samples,
                     inputs,
-                    info=akm_info,
-                    stashes_root=self.state.settings.stashes_root,
+                    info=self.state.akm,
+                    stashes_root=start,
                     directory=directory,
                     llm_url=url,
                     procs=tracker,
+                    episode=episode,
                 )
             return record, False
         finally:
@@ -190,7 +235,7 @@ class EvolveTrack:
         return EvolveSession(self, config)
 
 
-COND_KEY = pytest.StashKey[str]()
+COND_KEY = pytest.StashKey[tuple[str, int]]()
 
 
 class EvolveItem(pytest.Item):
@@ -199,22 +244,26 @@ class EvolveItem(pytest.Item):
     task: Task
     cond: str
     seed: int
+    episode: int
 
     @classmethod
-    def build(cls, parent: pytest.File, task: Task, cond: str, seed: int) -> EvolveItem:
-        name = "proposals" if cond == "proposals" else f"{cond}-s{seed}"
-        item = cls.from_parent(parent, name=name)
-        item.task, item.cond, item.seed = task, cond, seed
-        item.stash[COND_KEY] = cond
-        item.add_marker(pytest.mark.evolve(task=task.id, condition=cond, seed=seed, domain=task.domain))
+    def build(cls, parent: pytest.File, task: Task, cond: str, seed: int, episode: int = 1) -> EvolveItem:
+        label = core.episode_label(cond, episode)
+        item = cls.from_parent(parent, name=label if cond == "proposals" else f"{label}-s{seed}")
+        item.task, item.cond, item.seed, item.episode = task, cond, seed, episode
+        item.stash[COND_KEY] = (cond, episode)
+        item.add_marker(
+            pytest.mark.evolve(task=task.id, condition=cond, seed=seed, domain=task.domain, episode=episode)
+        )
         item.extra_keyword_matches.update({task.id, task.domain, cond})
         return item
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
+        episode = f" (episode {self.episode})" if self.episode > 1 else ""
         what = (
-            f"proposal step of {self.task.domain}"
+            f"proposal step of {self.task.domain}{episode}"
             if self.cond == "proposals"
-            else f"{self.cond} {self.task.id}[s{self.seed}]"
+            else f"{self.cond} {self.task.id}[s{self.seed}]{episode}"
         )
         return self.path, 0, f"evolve: {what}"
 
@@ -236,7 +285,7 @@ class EvolveItem(pytest.Item):
 
     def _step(self, track: EvolveTrack, tracker: procs.ProcessTracker) -> None:
         try:
-            record, stored = track.run_step(self.task.domain, tracker)
+            record, stored = track.run_step(self.task.domain, tracker, self.episode)
         except BenchError as err:
             pytest.fail(f"proposals: {err}", pytrace=False)
         except Exception as err:  # an akm that broke mid-step: the step's own error, one line
@@ -247,24 +296,24 @@ class EvolveItem(pytest.Item):
             pytest.fail("proposals: leakage: the evolving stash logged feedback no train run gave", pytrace=False)
 
     def _cell(self, state: BenchState, track: EvolveTrack, tracker: procs.ProcessTracker) -> None:
-        ctx, record = track.context(self.cond, self.task.domain)
-        if self.cond == "post" and record is None:
-            pytest.fail(
-                f"harness error: the proposal step of {self.task.domain} has not run; run it first", pytrace=False
-            )
+        ctx, ready = track.context(self.cond, self.task.domain, self.episode)
+        if not ready:
+            step = "proposal step" if self.episode <= 1 or self.cond == "post" else "previous episode's proposal step"
+            pytest.fail(f"harness error: the {step} of {self.task.domain} has not run; run it first", pytrace=False)
         cell = Cell(self.task, core.run_arm(self.cond), self.seed)
-        fp = track.fingerprint(cell, self.cond, ctx)
-        key = f"{self.task.id}\0{core.arm_label(self.cond)}\0{self.seed}\0{fingerprint_hash(fp)}"
+        fp = track.fingerprint(cell, self.cond, ctx, self.episode)
+        label = core.arm_label(self.cond, self.episode)
+        key = f"{self.task.id}\0{label}\0{self.seed}\0{fingerprint_hash(fp)}"
         claim = Claim(state.store_dir, key, owner=f"run {state.run_id} (pid {os.getpid()})")
         claim.acquire()
         try:
             state.stored().refresh()
-            sample = track.stored(self.task, self.cond, self.seed, ctx)
+            sample = track.stored(self.task, self.cond, self.seed, ctx, self.episode)
             if sample is None:
                 sample = run_cell(cell, ctx, tracker)
                 if state.interrupts is not None:
                     state.interrupts.hold()  # a Ctrl-C now waits until the sample is stored and reported
-                sample.update(arm=core.arm_label(self.cond), fingerprint=fp, fingerprint_hash=fingerprint_hash(fp))
+                sample.update(arm=label, fingerprint=fp, fingerprint_hash=fingerprint_hash(fp))
                 sample = state.scrub.obj(sample)
                 SampleStore(state.store_dir).append(sample)
             else:
@@ -276,79 +325,3 @@ class EvolveItem(pytest.Item):
             pytest.fail(f"harness error (not the agent's fault): {sample['reason']}", pytrace=False)
         if sample["outcome"] != "pass":
             pytest.fail(f"{sample['outcome']}: {sample['reason']}", pytrace=False)
-
-
-class EvolveSession:
-    """The controller's end of an evolve run: the envelope and the summary from the store."""
-
-    def __init__(self, track: EvolveTrack, config: pytest.Config) -> None:
-        self.track = track
-        self.config = config
-        self.verdict: str | None = None
-        self.paths: tuple[Path, Path] | None = None
-
-    def add_node_ids(self, ids: list[str]) -> None:
-        """Under xdist (plugin/xdist_hooks.py): the report covers the plan, not the node ids."""
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
-            return
-        try:
-            envelope = self.envelope()
-        except BenchError as err:
-            self.verdict = f"evolve: no report: {err}"
-            return
-        self.paths = write(self.track.state.report_dir, envelope)
-        self.verdict = envelope["verdict"]
-
-    def envelope(self) -> dict[str, Any]:
-        state, track = self.track.state, self.track
-        state.stored().refresh()
-        samples: list[dict[str, Any]] = []
-        steps: dict[str, dict[str, Any]] = {}
-        missing: list[str] = []
-        for domain, plan in track.plans.items():
-            _, record = track.step(domain)
-            if record is None:
-                missing.append(domain)
-            else:
-                steps[domain] = record
-            for cond in ("train", *core.EVAL_CONDITIONS):
-                ctx, _ = track.context(cond, domain)
-                tasks = plan.train if cond == "train" else plan.eval
-                for task in tasks:
-                    for seed in range(1, state.settings.seeds + 1):
-                        found = track.stored(task, cond, seed, ctx) if (cond != "post" or record) else None
-                        if found is not None:
-                            samples.append(found)
-        plans = list(track.plans.values())
-        return evolve_report.build(
-            samples,
-            steps,
-            eval_tasks=[t.id for p in plans for t in p.eval],
-            train_tasks=[t.id for p in plans for t in p.train],
-            domains=list(track.plans),
-            seeds=state.settings.seeds,
-            agent={"harness": state.agent.name, "model": state.model},
-            akm_info=state.akm.as_dict() if state.akm else None,
-            llm=track.llm,
-            missing_steps=missing,
-        )
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.verdict is None:
-            return
-        if self.paths is not None:
-            terminalreporter.write_line(f"akmbench: evolve report {self.paths[0]} (summary {self.paths[1]})")
-        terminalreporter.write_line(self.verdict)
-
-
-def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path]:
-    """report.json and summary.md of an evolve run, each written whole."""
-    directory.mkdir(parents=True, exist_ok=True)
-    out = (directory / "report.json", directory / "summary.md")
-    for path, text in zip(out, (json.dumps(envelope, indent=2) + "\n", evolve_markdown.render(envelope))):
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    return out

@@ -59,6 +59,11 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("track", "NAME", "Track: utility (the default), attribute (needs --bench-base) or evolve (docs/tracks.md)"),
     ("base", "FILE", "Attribute track: the utility report.json whose akm runs are masked asset by asset"),
     ("top", "N", "Attribute track: mask the N most loaded assets of the base (default: 5)"),
+    (
+        "evolve-episodes",
+        "N",
+        "Evolve track: N episodes of train, proposals, post, each on the last one's stash (default: 1)",
+    ),
 ]
 FLAGS = [
     ("force-parallel", "Allow --parallel above 4 without a warning"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from ..corpus.hashes import fixture_hash
 from ..corpus.tasks import Task
 from ..errors import ConfigError, CorpusError
 from ..store.samples import fingerprint_hash
+from ..system import procs
 from ..system.procs import ProcessTracker
 from . import evolve_akm
 from .evolve_akm import AkmRunner
@@ -47,12 +49,18 @@ EVAL_CONDITIONS = ("pre", "post", "control", "synthetic")
 RANK = {"pre": 0, "train": 1, "propose": 2, "post": 3, "control": 4, "synthetic": 5}
 NEGATIVE_COUNT = 2  # a gold ref is evolved once it has this many negative signals...
 NEGATIVE_RATIO = 0.5  # ...or more than this share of negative ones
-STEP_SCHEMA = 1
+STEP_SCHEMA = 2  # 2: the proposal log names each proposal's verb
 
 
-def arm_label(condition: str) -> str:
+def arm_label(condition: str, episode: int = 1) -> str:
     """The arm a condition's samples carry in the store and the report."""
-    return f"evolve-{condition}"
+    return f"evolve-{episode_label(condition, episode)}"
+
+
+def episode_label(condition: str, episode: int) -> str:
+    """A condition in an episode: episode 1 keeps the bare name (a one-episode run's items,
+    samples and reports are those of a run before episodes existed), a later one adds ``-eN``."""
+    return condition if episode <= 1 else f"{condition}-e{episode}"
 
 
 def run_arm(condition: str) -> str:
@@ -177,13 +185,21 @@ def run_step(
     directory: Path,
     llm_url: str,
     procs: ProcessTracker,
+    episode: int = 1,
 ) -> dict[str, Any]:
-    """Feedback, proposals, accept, re-index for each of the domain's stash fixtures; the
+    """Feedback, proposals, accept, re-index for each of the domain's stash fixtures (as
+    ``stashes_root`` holds them: the corpus's, or the previous episode's evolved ones); the
     evolved stashes land in ``directory/evolved`` and the record in ``directory/step.json``."""
     shutil.rmtree(directory, ignore_errors=True)  # a step cut short starts over
     directory.mkdir(parents=True)
     tasks = {t.id: t for t in plan.train}
-    record: dict[str, Any] = {"schema": STEP_SCHEMA, "domain": plan.domain, "input": inputs, "fixtures": {}}
+    record: dict[str, Any] = {
+        "schema": STEP_SCHEMA,
+        "domain": plan.domain,
+        "episode": episode,
+        "input": inputs,
+        "fixtures": {},
+    }
     for fixture in plan.fixtures:
         mine = [s for s in samples if s["task_id"] in tasks and tasks[s["task_id"]].stash == fixture]
         runner = _runner(info, stashes_root / fixture, directory / "work" / fixture, llm_url, procs)
@@ -207,11 +223,33 @@ def _runner(info: akm.AkmInfo, fixture: Path, work: Path, llm_url: str, procs: P
     env = akm.cell_env(info, stash, akm.private_env(work / "home"))
     akm.write_config(info, env)
     llm_env = dict(env, XDG_CONFIG_HOME=str(work / "llm-config"))
-    config = json.loads(info.config)
-    config["llm"] = {"endpoint": llm_url, "model": "akm-proposals", "features": {"feedback_distillation": True}}
+    config = {**json.loads(info.config), **llm_config(info, llm_url)}
     (work / "llm-config" / "akm").mkdir(parents=True)
     (work / "llm-config" / "akm" / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return AkmRunner(info=info, env=env, llm_env=llm_env, cwd=stash, procs=procs)
+
+
+def llm_config(info: akm.AkmInfo, llm_url: str) -> dict[str, Any]:
+    """The akm config keys that send akm's proposal prompts to ``llm_url``. akm 0.9: an LLM
+    engine, the default one. akm 0.7: ``llm`` for distill, and for reflect (which runs an agent
+    CLI, the prompt as its last argument, the proposal JSON on its stdout) the harness's bridge
+    that sends the prompt to the same URL (tracks/evolve_agent.py); it passes on the process
+    marker, so a bridge akm leaves behind is still swept with the step."""
+    if info.line != "0.7":
+        engine = {"kind": "llm", "endpoint": llm_url, "model": "akm-proposals", "timeoutMs": 120_000}
+        return {"engines": {"akmbench": engine}, "defaults": {"llmEngine": "akmbench"}}
+    bridge = {
+        "bin": sys.executable,
+        "args": ["-m", "pytest_akmbench.tracks.evolve_agent", llm_url],
+        "stdio": "captured",
+        "parseOutput": "text",
+        "envPassthrough": ["HOME", "PATH", "LANG", "TMPDIR", procs.MARKER],
+        "timeoutMs": 120_000,
+    }
+    return {
+        "llm": {"endpoint": llm_url, "model": "akm-proposals", "features": {"feedback_distillation": True}},
+        "agent": {"default": "akmbench", "profiles": {"akmbench": bridge}},
+    }
 
 
 def _evolve_fixture(
@@ -241,17 +279,13 @@ def _evolve_fixture(
         )
         c = counts.setdefault(gold, {"positive": 0, "negative": 0})
         c[signal] += 1
-    found = evolve_akm.verbs(runner)
     refs = crossing(counts)
-    generated, warnings = [], []
-    if found["distill"] and found["proposal"]:
-        generated = [evolve_akm.distill(runner, ref) for ref in refs]
-    elif refs:
-        warnings.append(
-            f"akm {runner.info.version} has no distill verb (it offers: "
-            f"{', '.join(v for v, ok in found.items() if ok) or 'none'}); no proposal was generated"
-        )
-    decisions = [evolve_akm.decide(runner, p) for p in evolve_akm.list_proposals(runner)]
+    found, generated, warnings = _generate(runner, refs)
+    by_id = {g["proposal_id"]: g["verb"] for g in generated if g.get("proposal_id")}
+    decisions = [
+        evolve_akm.decide(runner, {**p, "verb": by_id.get(p["id"]) or _verb_of(p, found)})
+        for p in evolve_akm.list_proposals(runner)
+    ]
     index_stash(runner.info, runner.cwd, runner.env, runner.procs)
     return {
         "verbs": found,
@@ -263,6 +297,34 @@ def _evolve_fixture(
         "leakage": _leakage(runner, log, eval_refs),
         "warnings": warnings,
     }
+
+
+def _generate(runner: AkmRunner, refs: list[str]) -> tuple[dict[str, bool], list[dict[str, Any]], list[str]]:
+    """The proposal verbs the installed akm offers, and their run on each evolved ref: akm 0.9's
+    ``improve``; akm 0.7's ``distill`` (a lesson) and ``reflect`` (a revision), both on every
+    ref over the threshold, as the reference's phase 2 does."""
+    found = evolve_akm.verbs(runner)
+    generated: list[dict[str, Any]] = []
+    if not found["proposal"] or not (found["improve"] or found["distill"] or found["reflect"]):
+        offers = ", ".join(v for v, ok in found.items() if ok) or "none"
+        warning = f"akm {runner.info.version} has no proposal verbs (it offers: {offers}); no proposal was generated"
+        return found, generated, [warning] if refs else []
+    for ref in refs:
+        if found["improve"]:
+            generated.append(evolve_akm.improve(runner, ref))
+            continue
+        if found["distill"]:
+            generated.append(evolve_akm.distill(runner, ref))
+        if found["reflect"]:
+            generated.append(evolve_akm.reflect(runner, ref))
+    return found, generated, []
+
+
+def _verb_of(proposal: dict[str, Any], found: dict[str, bool]) -> str | None:
+    """The verb behind a proposal no generation record names (one queued before the step)."""
+    if found["improve"]:
+        return "improve"
+    return {"lesson": "distill", "revision": "reflect"}.get(proposal["kind"])
 
 
 def _leakage(runner: AkmRunner, log: list[dict[str, Any]], eval_refs: list[str]) -> dict[str, Any]:

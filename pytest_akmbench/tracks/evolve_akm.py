@@ -2,11 +2,12 @@
 verdict, accept or reject, and the re-index, each one akm command (docs/tracks.md, "evolve").
 
 Which verbs generate proposals is read from the installed akm's own ``--help``: akm 0.7 has
-``distill`` (a lesson from an asset and its feedback) and ``proposal``; akm 0.9 folded them
-into ``improve``, which this step does not drive yet, so it says so instead of guessing.
-A proposal passes lint when akm's own validation says so: 0.7's ``proposal show --json``
-prints ``{"proposal", "validation": {"ok", "findings"}}`` (the reference read other keys and
-so rejected every proposal). Pure: no pytest.
+``distill`` (a lesson from an asset and its feedback), ``reflect`` (a revision of the asset,
+written by an agent CLI akm spawns) and ``proposal``; akm 0.9 folded distill and reflect into
+``improve`` (its reflect process revises an asset with feedback; its distill only works on
+memories) and ``proposal``. A proposal passes lint when akm's own validation says so: both
+lines' ``proposal show`` print ``{"proposal", "validation": {"ok", "findings"}}`` (the
+reference read other keys and so rejected every proposal). Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -71,9 +72,60 @@ def distill(runner: AkmRunner, ref: str) -> dict[str, Any]:
     }
 
 
+def reflect(runner: AkmRunner, ref: str) -> dict[str, Any]:
+    """akm 0.7's ``akm reflect <ref>``: a revision of the asset from its feedback, written by
+    the agent CLI akm's config names (the harness's bridge to akm's LLM), or why not."""
+    code, out = runner.run("reflect", akm.format_ref(ref, runner.info.line), llm=True)
+    data = _json(out)
+    ok = code == 0 and data.get("ok") is not False
+    proposal = data.get("proposal") if isinstance(data.get("proposal"), dict) else {}
+    return {
+        "ref": ref,
+        "verb": "reflect",
+        "exit": code,
+        "outcome": "queued" if ok else "failed",
+        "proposal_id": proposal.get("id"),
+        "message": None if ok else _error_text(out),
+    }
+
+
+def improve(runner: AkmRunner, ref: str) -> dict[str, Any]:
+    """akm 0.9's ``akm improve <ref>``: its processes (reflect, for a non-memory asset) queue
+    proposals for the asset; the outcome is read from the run's own result (``actions``)."""
+    timeout_ms = str(int(TIMEOUT_S * 1000) - 10_000)
+    code, out = runner.run(
+        "improve", akm.format_ref(ref, runner.info.line), "--json-to-stdout", "--timeout-ms", timeout_ms, llm=True
+    )
+    data = _json_doc(out, "actions")
+    mine = [
+        a
+        for a in data.get("actions") or []
+        if isinstance(a, dict) and akm.same_asset(str(a.get("ref")), ref) and isinstance(a.get("result"), dict)
+    ]
+    queued = [a["result"]["proposal"] for a in mine if isinstance(a["result"].get("proposal"), dict)]
+    errors = [str(a["result"].get("error") or a.get("mode")) for a in mine if not a["result"].get("ok")]
+    return {
+        "ref": ref,
+        "verb": "improve",
+        "exit": code,
+        "outcome": "queued" if queued else "failed",
+        "proposal_id": queued[0].get("id") if queued else None,
+        "processes": [str(a.get("mode")) for a in mine],
+        "message": None
+        if queued
+        else "; ".join(errors) or (_error_text(out) if code != 0 else "improve queued no proposal for the asset"),
+    }
+
+
+def _json_flag(runner: AkmRunner) -> list[str]:
+    """akm 0.7 prints JSON with ``--json``; 0.9 prints JSON by default and refuses the flag."""
+    return ["--json"] if runner.info.line == "0.7" else []
+
+
 def list_proposals(runner: AkmRunner) -> list[dict[str, Any]]:
-    """The pending proposals: ``{id, target_ref, kind}``, read tolerantly (array or object)."""
-    _, out = runner.run("proposal", "list", "--json")
+    """The pending proposals: ``{id, target_ref, kind, source}``, read tolerantly (array or
+    object); a 0.9 ref's bundle prefix (``stash//skills/x``) is dropped."""
+    _, out = runner.run("proposal", "list", *_json_flag(runner))
     data = _json(out, want=(dict, list))
     raw = data.get("proposals", []) if isinstance(data, dict) else data
     rows = []
@@ -83,6 +135,7 @@ def list_proposals(runner: AkmRunner) -> list[dict[str, Any]]:
         ref = p.get("target_ref") or p.get("targetRef") or p.get("ref")
         if not isinstance(p.get("id"), str) or not isinstance(ref, str):
             continue
+        ref = ref.rsplit("//", 1)[-1]
         source = str(p.get("kind") or p.get("source") or "")
         kind = (
             "lesson"
@@ -91,13 +144,13 @@ def list_proposals(runner: AkmRunner) -> list[dict[str, Any]]:
             if source in ("revision", "reflect")
             else "unknown"
         )
-        rows.append({"id": p["id"], "target_ref": ref, "kind": kind})
+        rows.append({"id": p["id"], "target_ref": ref, "kind": kind, "source": source or None})
     return rows
 
 
 def lint(runner: AkmRunner, proposal_id: str) -> tuple[bool, str]:
     """Whether akm's own validation of the proposal passes, and its findings."""
-    _, out = runner.run("proposal", "show", proposal_id, "--json")
+    _, out = runner.run("proposal", "show", proposal_id, *_json_flag(runner))
     data = _json(out)
     validation = data.get("validation") if isinstance(data.get("validation"), dict) else {}
     lint_block = data.get("lint") if isinstance(data.get("lint"), dict) else {}
@@ -149,6 +202,19 @@ def _json(output: str, want: tuple[type, ...] = (dict,)) -> Any:
     except ValueError:
         return {}
     return data if isinstance(data, want) else {}
+
+
+def _json_doc(output: str, key: str) -> dict[str, Any]:
+    """The JSON object holding ``key`` in output where akm's progress lines surround it."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"^\{", output, re.MULTILINE):
+        try:
+            data, _ = decoder.raw_decode(output, match.start())
+        except ValueError:
+            continue
+        if isinstance(data, dict) and key in data:
+            return data
+    return {}
 
 
 def _error_text(output: str) -> str:

@@ -46,7 +46,7 @@ def render(env: dict[str, Any]) -> str:
             f"from eval runs {part['eval_runs_feeding'] if part['eval_runs_feeding'] is not None else 'unknown'}"
         )
     lines += ["", f"leakage check: {'passed' if leak['ok'] else 'FAILED' if leak['ok'] is False else 'not run'}", ""]
-    lines += ["## Learning curve", "", "_One episode per run: no learning curve (docs/tracks.md)._", ""]
+    lines += _learning(env.get("learning"))
     if env["warnings"]:
         lines += ["## Warnings", "", *[f"- {w}" for w in env["warnings"]], ""]
     return "\n".join(lines)
@@ -109,9 +109,10 @@ def _proposals(env: dict[str, Any]) -> list[str]:
     if not p["log"]:
         lines.append("_No proposal was accepted: none was generated._")
     else:
-        lines += ["| asset_ref | decision | lint | reason |", "|---|---|---|---|"]
+        lines += ["| asset_ref | verb | decision | lint | reason |", "|---|---|---|---|---|"]
         lines += [
-            f"| {x['target_ref']} | {x['decision']} | {'pass' if x['lint_pass'] else 'fail'} | {x.get('reason') or ''} |"
+            f"| {x['target_ref']} | {x.get('verb') or '—'} | {x['decision']} | {'pass' if x['lint_pass'] else 'fail'} | "
+            f"{x.get('reason') or ''} |"
             for x in p["log"]
         ]
     for g in failed:
@@ -149,3 +150,30 @@ def _feedback(env: dict[str, Any]) -> list[str]:
         f"feedback_agreement={_pct(agg['feedback_agreement'])}, coverage={_pct(agg['feedback_coverage'])}",
         "",
     ]
+
+
+def _learning(learning: dict[str, Any] | None) -> list[str]:
+    """The curve: each episode's post pass rate with its interval, the slope and the trend."""
+    lines = ["## Learning curve", ""]
+    if not learning:
+        return [*lines, "_No learning curve._", ""]
+    lines += [
+        f"pre (before any episode): {_pct(learning['pre_pass_rate'])}",
+        "",
+        "| episode | post [95% CI] | train |",
+        "|---|---|---|",
+    ]
+    for p in learning["episodes"]:
+        span = "" if p["low"] is None else f" [{p['low']:.2f}, {p['high']:.2f}]"
+        lines.append(f"| {p['episode']} | {_pct(p['post_pass_rate'])}{span} | {_pct(p.get('train_pass_rate'))} |")
+    fit = learning["slope"]
+    lines.append("")
+    if fit is None:
+        lines.append("_One episode: no slope (--bench-evolve-episodes N for a curve)._")
+    else:
+        lines.append(
+            f"slope {fit['slope']:+.2f}/episode [{fit['low']:+.2f}, {fit['high']:+.2f}] (p={fit['p_value']:.3g}, "
+            f"{fit['tasks']} tasks); trend: **{learning['trend']}**; best episode {learning['best_episode']}"
+            + ("; **the last episode is below the best**" if learning["last_below_best"] else "")
+        )
+    return [*lines, ""]

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..cell import akm
 from ..report import lift, metrics, stats
-from .evolve import EVAL_CONDITIONS, arm_label
+from . import evolve_learning
+from .evolve import EVAL_CONDITIONS, arm_label, episode_label
 
 SCHEMA_VERSION = 1
 Row = dict[str, Any]  # a sample, as the store holds it
@@ -115,7 +116,7 @@ def _feedback_integrity(log: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _proposals(steps: dict[str, dict[str, Any]]) -> dict[str, Any]:
     log = [
-        {"domain": d, "fixture": f, **p}
+        {"domain": step.get("domain", d), "episode": step.get("episode", 1), "fixture": f, **p}
         for d, step in sorted(steps.items())
         for f, part in sorted(step["fixtures"].items())
         for p in part["proposals"]
@@ -190,9 +191,13 @@ def build(
     akm_info: dict[str, Any] | None,
     llm: str,
     missing_steps: list[str],
+    episodes: int = 1,
 ) -> dict[str, Any]:
-    """The evolve envelope of a run (docs/report.md)."""
+    """The evolve envelope of a run (docs/report.md). With several episodes, ``post`` is the
+    last episode's (the stash the run ends with) and ``learning`` holds the curve."""
     cond = _by_condition(samples)
+    per_episode = [cond.get(episode_label("post", e), {}) for e in range(1, episodes + 1)]
+    cond["post"] = per_episode[-1]
     rows = {c: {t: metrics.per_task(cond.get(c, {}).get(t, [])) for t in eval_tasks} for c in EVAL_CONDITIONS}
     rates = {c: _rate(rows[c]) for c in EVAL_CONDITIONS}
     train_rows = {t: metrics.per_task(cond.get("train", {}).get(t, [])) for t in train_tasks}
@@ -201,7 +206,8 @@ def build(
     integrity = _feedback_integrity(log)
     leak = [part["leakage"] for step in steps.values() for part in step["fixtures"].values()]
     imp = improvement(cond, eval_tasks)
-    warnings = _warnings(steps, missing_steps, integrity, leak)
+    learning = _learning(cond, per_episode, eval_tasks, train_tasks, episodes)
+    warnings = _warnings(steps, missing_steps, integrity, leak) + evolve_learning.warnings(learning)
     envelope: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "track": "evolve",
@@ -212,6 +218,7 @@ def build(
         "corpus": {
             "domain": domains[0] if len(domains) == 1 else "all",
             "seedsPerArm": seeds,
+            "episodes": episodes,
             "train_tasks": train_tasks,
             "eval_tasks": eval_tasks,
         },
@@ -219,14 +226,8 @@ def build(
         "lessons": _lessons(proposals, cond.get("post", {})),
         "longitudinal": _longitudinal(rates, rows),
         "improvement": imp,
-        "learning": None,
-        "phases": {
-            "train": {"pass_rate": _rate(train_rows), "runs": sum(len(v) for v in cond.get("train", {}).values())},
-            **{
-                c: {"pass_rate": rates[c], "runs": sum(len(v) for v in cond.get(c, {}).values())}
-                for c in EVAL_CONDITIONS
-            },
-        },
+        "learning": learning,
+        "phases": _phases(cond, rates, train_rows),
         "per_task": [
             {"task_id": t, **{c: (rows[c][t] or {}).get("pass_rate") for c in EVAL_CONDITIONS}} for t in eval_tasks
         ],
@@ -236,6 +237,37 @@ def build(
     }
     envelope["verdict"] = verdict(envelope)
     return envelope
+
+
+def _phases(
+    cond: dict[str, dict[str, list[Row]]], rates: dict[str, float | None], train_rows: dict[str, Any]
+) -> dict[str, Any]:
+    runs = {c: sum(len(v) for v in cond.get(c, {}).values()) for c in ("train", *EVAL_CONDITIONS)}
+    return {
+        "train": {"pass_rate": _rate(train_rows), "runs": runs["train"]},
+        **{c: {"pass_rate": rates[c], "runs": runs[c]} for c in EVAL_CONDITIONS},
+    }
+
+
+def _learning(
+    cond: dict[str, dict[str, list[Row]]],
+    per_episode: list[dict[str, list[Row]]],
+    eval_tasks: list[str],
+    train_tasks: list[str],
+    episodes: int,
+) -> dict[str, Any]:
+    """The curve over the episodes' post cells, each point with its episode's train pass rate."""
+
+    def outcomes(runs: dict[str, list[Row]], tasks: list[str]) -> dict[str, list[bool]]:
+        return {t: metrics.valid_outcomes(runs.get(t, [])) for t in tasks}
+
+    pre = outcomes(cond.get("pre", {}), eval_tasks)
+    learning = evolve_learning.curve(pre, [outcomes(runs, eval_tasks) for runs in per_episode], eval_tasks)
+    for point in learning["episodes"]:
+        train = outcomes(cond.get(episode_label("train", point["episode"]), {}), train_tasks)
+        rates = [fmean(v) for v in train.values() if v]
+        point["train_pass_rate"] = fmean(rates) if rates else None
+    return learning
 
 
 def _warnings(
@@ -295,6 +327,8 @@ def verdict(env: dict[str, Any]) -> str:
     guard = imp["seed_spread_guard"]
     guard_text = "" if guard is None else f"; 2x seed-spread guard {'passed' if guard else 'not passed'}"
     props = f"{accepted} of {env['proposals']['total_proposals']} proposals accepted"
+    curve = evolve_learning.verdict_part(env["learning"]) if env["learning"] else None
+    props += f"; {curve}" if curve else ""
     if imp["claimed"]:
         return f"evolve: IMPROVED: {head}{ctrl}{guard_text}; {props}"
     why = "interval includes 0" if main["low"] <= 0 <= main["high"] else "not significant"

@@ -1,11 +1,12 @@
 """The evolve track with real akm, through pytest, the real opencode binary and the scripted model.
 
 The scripted ``learner`` agent fails a task until the stash holds a lesson on its gold asset, so
-the train cells fail, their negative feedback crosses the threshold, akm 0.7's ``distill`` asks
-the scripted ``lesson`` model for a lesson, the step accepts it, and the post cells pass while
-the pre and control cells (the untouched stash) keep failing. With the ``garbage`` model akm's
-lint refuses every lesson: nothing is accepted and the report says so. A run cut short by ``-x``
-or Ctrl-C resumes without rerunning a finished cell or the proposal step.
+the train cells fail, their negative feedback crosses the threshold, akm 0.7's ``distill`` and
+``reflect`` (akm 0.9's ``improve``) ask the scripted ``lesson`` model for a lesson and a
+revision, the step accepts them, and the post cells pass while the pre and control cells (the
+untouched stash) keep failing. With the ``garbage`` model akm refuses every answer: nothing is
+accepted and the report says so. A run cut short by ``-x`` or Ctrl-C resumes without rerunning
+a finished cell or the proposal step.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def report(out: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def info() -> akm.AkmInfo:
-    found = real_akm.get("0.7.0")  # distill + proposal; 0.9 folded them into improve
+    found = real_akm.get("0.7.0")  # distill, reflect + proposal; 0.9 folded them into improve
     return found
 
 
@@ -106,8 +107,11 @@ def test_post_beats_pre_with_the_control_flat(learned: tuple[Path, list[str]]) -
     assert lon["pre_pass_rate"] == 0.0 and lon["post_pass_rate"] == 1.0, outputs[1][-3000:]
     assert lon["control_delta"] == 0.0 and lon["control_pass_rate"] == 0.0
     assert env["phases"]["train"]["pass_rate"] == 0.0
-    assert env["proposals"]["total_accepted"] == 1
-    assert env["proposals"]["rows"][0]["asset_ref"] == "lesson:skill-shipyard-manifest-lesson"
+    assert env["proposals"]["total_accepted"] == 2
+    assert [(r["asset_ref"], r["accepted_count"]) for r in env["proposals"]["rows"]] == [
+        ("lesson:skill-shipyard-manifest-lesson", 1), ("skill:shipyard-manifest", 1)
+    ]  # fmt: skip
+    assert sorted(p["verb"] for p in env["proposals"]["log"]) == ["distill", "reflect"]
     lesson = env["lessons"]["lessons"][0]
     assert lesson["accepted"] and lesson["reuse_count"] == 1 and lesson["reuse_pass_rate"] == 1.0
     # One eval task cannot make an interval exclude 0: no improvement is claimed, and it says why.
@@ -151,10 +155,79 @@ def test_garbage_proposals_accept_nothing_and_say_so(
     proc = bench(tmp_path, info, "--bench-evolve-llm", "scripted/garbage", "-n", "2")
     env = report(tmp_path)
     assert env["proposals"]["total_accepted"] == 0 and env["proposals"]["total_proposals"] == 0, proc.stdout[-3000:]
-    assert [g["outcome"] for g in env["proposals"]["generation"]] == ["failed"]
+    assert [(g["verb"], g["outcome"]) for g in env["proposals"]["generation"]] == [
+        ("distill", "failed"), ("reflect", "failed")
+    ]  # fmt: skip
     assert env["lessons"]["lessons_accepted_count"] == 0
     assert env["longitudinal"]["post_pass_rate"] == 0.0
     assert env["verdict"].endswith("0 of 0 proposals accepted")
     assert "_No proposal was accepted: none was generated._" in (tmp_path / "report" / "summary.md").read_text()
     assert "Distilled lesson failed validation" in json.dumps(env["proposals"]["generation"])
     assert len(samples(tmp_path)) == before + 1  # only the post cell ran again
+
+
+def test_akm_09_improve_post_beats_pre_and_garbage_accepts_nothing(tmp_path: Path) -> None:
+    """akm 0.9: the step drives ``akm improve``; its revision of the gold skill (with the lesson
+    section the learner reads) is validated by akm and accepted, post passes while pre and the
+    control fail. Then akm's LLM answers garbage on a copy of the store: only the step and the
+    post cell run again, improve queues nothing, and the report says so."""
+    info = real_akm.get("0.9.0")
+    out = tmp_path / "lesson"
+    proc = bench(out, info)
+    env = report(out)
+    lon = env["longitudinal"]
+    assert (lon["pre_pass_rate"], lon["post_pass_rate"], lon["control_pass_rate"]) == (0.0, 1.0, 0.0), proc.stdout[
+        -3000:
+    ]
+    [row] = env["proposals"]["log"]
+    assert (row["target_ref"], row["kind"], row["verb"], row["decision"]) == (
+        "skills/shipyard-manifest", "revision", "improve", "accept"
+    )  # fmt: skip
+    assert env["akm"]["version"] == "0.9.0" and env["warnings"] == []
+    assert env["verdict"].endswith("1 of 1 proposals accepted") and env["verdict"] in proc.stdout
+    garbage = tmp_path / "garbage"
+    shutil.copytree(out / "store", garbage / "store")
+    before = len(samples(garbage))
+    proc = bench(garbage, info, "--bench-evolve-llm", "scripted/garbage")
+    env = report(garbage)
+    [gen] = env["proposals"]["generation"]
+    assert (gen["verb"], gen["outcome"]) == ("improve", "failed"), proc.stdout[-3000:]
+    assert "AKM_REFLECT_CONTENT_BEGIN" in gen["message"]
+    assert env["proposals"]["total_proposals"] == 0 and env["longitudinal"]["post_pass_rate"] == 0.0
+    assert env["verdict"].endswith("0 of 0 proposals accepted")
+    summary = (garbage / "report" / "summary.md").read_text()
+    assert "_No proposal was accepted: none was generated._" in summary
+    assert "- improve skill:shipyard-manifest: failed: direct reflect response missing" in summary
+    assert len(samples(garbage)) == before + 1  # only the post cell ran again
+
+
+def test_a_second_episode_extends_the_run_into_a_learning_curve(
+    learned: tuple[Path, list[str]], info: akm.AkmInfo, tmp_path: Path
+) -> None:
+    """The one-episode store, rerun with two episodes (akm 0.7): episode 1 comes from the store;
+    episode 2's train cells run on episode 1's evolved stash and pass, so its step evolves
+    nothing, and its post cell passes: a flat curve at 1.00, called a plateau. A rerun finds
+    every cell and both steps in the store."""
+    out, _ = learned
+    shutil.copytree(out / "store", tmp_path / "store")
+    before = len(samples(tmp_path))
+    proc = bench(tmp_path, info, "--bench-evolve-episodes", "2")
+    env = report(tmp_path)
+    learning = env["learning"]
+    points = [(p["episode"], p["post_pass_rate"], p["train_pass_rate"]) for p in learning["episodes"]]
+    assert points == [(1, 1.0, 0.0), (2, 1.0, 1.0)], proc.stdout[-3000:]
+    assert learning["pre_pass_rate"] == 0.0 and learning["time_to_improvement"] == 1
+    assert learning["trend"] == "plateau" and learning["slope"]["slope"] == 0.0
+    assert not learning["last_below_best"] and env["corpus"]["episodes"] == 2
+    assert {p["episode"] for p in env["proposals"]["log"]} == {1}  # episode 2 had nothing to fix
+    assert "learning over 2 episodes: plateau, slope +0.00/episode" in env["verdict"]
+    got = samples(tmp_path)
+    new = sorted(s["arm"] for s in got[before:])  # only episode 2 ran: episode 1 is the stored run's
+    assert new == ["evolve-post-e2", "evolve-train-e2", "evolve-train-e2"], new
+    post2 = next(s for s in got if s["arm"] == "evolve-post-e2")
+    assert post2["fingerprint"]["episode"] == 2 and "episode" not in got[0]["fingerprint"]
+    assert "PASSED (from store) corpus/tasks/shipyard/lint-command/task.yaml::proposals" in proc.stdout
+    assert "| 2 | 1.00 [" in (tmp_path / "report" / "summary.md").read_text()
+    again = bench(tmp_path, info, "--bench-evolve-episodes", "2").stdout
+    assert again.count("(from store)") == 11 and len(samples(tmp_path)) == len(got), again[-2000:]
+    assert "PASSED (from store) corpus/tasks/shipyard/lint-command/task.yaml::proposals-e2" in again

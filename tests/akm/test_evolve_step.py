@@ -1,6 +1,7 @@
 """The evolve track's proposal step alone, against real akm: feedback from train samples,
-akm's distill answered by the scripted model, the lint verdict, accept, re-index, the evolved
-stash and the leakage check. No agent runs: the train samples are given."""
+akm 0.7's distill and reflect and akm 0.9's improve answered by the scripted model, the lint
+verdict, accept, re-index, the evolved stash and the leakage check. No agent runs: the train
+samples are given."""
 
 from __future__ import annotations
 
@@ -51,18 +52,23 @@ def step(info: akm.AkmInfo, tmp_path: Path, llm: str, samples: list[dict[str, An
     return part
 
 
-def test_a_lesson_is_distilled_accepted_and_published(tmp_path: Path) -> None:
+def test_a_lesson_is_distilled_a_revision_reflected_both_accepted_and_published(tmp_path: Path) -> None:
     info = real_akm.get("0.7.0")
     part = step(info, tmp_path, "scripted/lesson", train("fail", "negative"))
     assert [(e["signal"], e["ok"]) for e in part["feedback"]] == [("negative", True)] * 2
     assert part["evolved_refs"] == ["skill:shipyard-manifest"]
-    assert [g["outcome"] for g in part["generation"]] == ["queued"]
-    [row] = part["proposals"]
-    assert (row["target_ref"], row["kind"], row["lint_pass"], row["decision"]) == (
-        "lesson:skill-shipyard-manifest-lesson", "lesson", True, "accept"
-    )  # fmt: skip
+    assert [(g["verb"], g["outcome"]) for g in part["generation"]] == [("distill", "queued"), ("reflect", "queued")]
+    rows = [(r["target_ref"], r["kind"], r["verb"], r["lint_pass"], r["decision"]) for r in part["proposals"]]
+    assert sorted(rows) == [
+        ("lesson:skill-shipyard-manifest-lesson", "lesson", "distill", True, "accept"),
+        ("skill:shipyard-manifest", "revision", "reflect", True, "accept"),
+    ]
     lesson = part["evolved"] / "lessons" / "skill-shipyard-manifest-lesson.md"
     assert "when_to_use: Before working on a task that needs skill:shipyard-manifest" in lesson.read_text()
+    # reflect's revision (written by the scripted model through the agent bridge) replaced the skill
+    skill = (part["evolved"] / "skills" / "shipyard-manifest" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: shipyard-manifest\n") and skill.rstrip().endswith("step by step.")
+    assert "## Lesson from feedback\n\n2 failed attempts skipped skill:shipyard-manifest" in skill
     assert not (part["evolved"] / ".akm").exists()
     assert part["evolved_stash_hash"] == fixture_hash(part["evolved"]) != part["original_stash_hash"]
     assert part["leakage"]["ok"] is True and part["leakage"]["feedback_events"] == 2
@@ -72,8 +78,11 @@ def test_garbage_is_refused_by_akms_lint(tmp_path: Path) -> None:
     info = real_akm.get("0.7.0")
     part = step(info, tmp_path, "scripted/garbage", train("fail"))
     assert part["proposals"] == []
-    [gen] = part["generation"]
-    assert gen["outcome"] == "failed" and "Distilled lesson failed validation" in gen["message"]
+    distill, reflect = part["generation"]
+    assert distill["outcome"] == "failed" and "Distilled lesson failed validation" in distill["message"]
+    assert (
+        reflect["outcome"] == "failed" and reflect["message"] == 'JSON Parse error: Unexpected identifier "Looks"'
+    )  # akm's parse
     assert part["evolved_stash_hash"] == part["original_stash_hash"]  # nothing changed
 
 
@@ -84,15 +93,31 @@ def test_passing_train_runs_evolve_nothing(tmp_path: Path) -> None:
     assert part["evolved_refs"] == [] and part["generation"] == [] and part["proposals"] == []
 
 
-def test_akm_09_has_no_distill_and_the_step_says_so(tmp_path: Path) -> None:
+def test_akm_09_improve_revises_the_asset_and_it_is_accepted(tmp_path: Path) -> None:
     info = real_akm.get("0.9.0")
     part = step(info, tmp_path, "scripted/lesson", train("fail"))
     assert part["verbs"]["improve"] is True and part["verbs"]["distill"] is False
     assert all(e["ok"] for e in part["feedback"]), part["feedback"]  # 0.9's negative feedback carries a reason
+    [gen] = part["generation"]
+    assert (gen["verb"], gen["outcome"], gen["processes"]) == ("improve", "queued", ["reflect"]), gen
+    [row] = part["proposals"]
+    assert (row["id"], row["target_ref"], row["kind"], row["verb"]) == (
+        gen["proposal_id"], "skills/shipyard-manifest", "revision", "improve"
+    )  # fmt: skip
+    assert row["lint_pass"] is True and row["decision"] == "accept" and part["warnings"] == []
+    skill = (part["evolved"] / "skills" / "shipyard-manifest" / "SKILL.md").read_text()
+    assert "when_to_use: Before working on a task that needs skills/shipyard-manifest" in skill
+    assert "## Lesson from feedback" in skill and "harbor.corp.internal" in skill  # the body kept whole
     assert part["leakage"]["ok"] is True and part["leakage"]["feedback_events"] == 2
-    assert part["proposals"] == [] and part["warnings"] == [
-        "akm 0.9.0 has no distill verb (it offers: improve, proposal); no proposal was generated"
-    ]
+
+
+def test_akm_09_garbage_queues_nothing_and_says_why(tmp_path: Path) -> None:
+    info = real_akm.get("0.9.0")
+    part = step(info, tmp_path, "scripted/garbage", train("fail"))
+    [gen] = part["generation"]
+    assert (gen["verb"], gen["outcome"], gen["proposal_id"]) == ("improve", "failed", None)
+    assert "AKM_REFLECT_CONTENT_BEGIN" in gen["message"]  # akm's own parser refused the answer
+    assert part["proposals"] == [] and part["evolved_stash_hash"] == part["original_stash_hash"]
 
 
 def test_the_step_leaves_no_process(tmp_path: Path) -> None:

@@ -212,6 +212,17 @@ class TestMessages:
         path = write_config(tmp_path, track="evolve")
         assert load_run_config(path).get("track") == "evolve"
 
+    def test_evolve_episodes_from_the_config_the_option_wins_and_zero_is_refused(self, tmp_path: Path) -> None:
+        path = write_config(tmp_path, track="evolve", evolveEpisodes=3)
+        cfg = load_run_config(path)
+        kw = {"rootdir": tmp_path, "ini": {}, "tasks_root": tmp_path, "stashes_root": tmp_path, "cwd": tmp_path}
+        assert resolve(cli={}, config=cfg, **kw).evolve_episodes == 3
+        assert resolve(cli={"evolve_episodes": "2"}, config=cfg, **kw).evolve_episodes == 2
+        assert resolve(cli={}, config=None, **kw).evolve_episodes == 1
+        with pytest.raises(ConfigError) as err:
+            load_run_config(write_config(tmp_path, evolveEpisodes=0))
+        assert str(err.value).endswith("evolveEpisodes: must be a positive integer, got 0")
+
     def test_attribute_track_and_its_base_load(self, tmp_path: Path) -> None:
         path = write_config(tmp_path, track="attribute", base="report/report.json")
         cfg = load_run_config(path)

@@ -17,7 +17,7 @@ from pytest_akmbench.agents.opencode import policies
 from pytest_akmbench.agents.opencode.policies import ScriptedCell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError, CorpusError
-from pytest_akmbench.tracks import evolve, evolve_markdown, evolve_report
+from pytest_akmbench.tracks import evolve, evolve_learning, evolve_markdown, evolve_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,6 +103,49 @@ class TestPolicies:
         assert head["description"].startswith("Lesson on skill:x, drawn from 1 failed") and head["when_to_use"]
         assert not policies.akm_llm_reply("garbage", []).startswith("---")
 
+    ASSET = "---\nname: x\ndescription: The x tool.\n---\n\n# x\n\n```sh\nx run\n```\n"
+
+    def test_akm_09_reflect_gets_its_frame_and_the_judge_a_score(self) -> None:
+        prompt = (
+            "Your task is to review this skill asset\n\nTarget ref: skills/x\n\nRecent feedback / signals:\n\n"
+            f"- [negative] failed\n\nCurrent asset content (verbatim):\n\n```\n\n{self.ASSET}\n```\n\n"
+            "Produce a single proposal that addresses the feedback.\n\nAKM_REFLECT_CONTENT_BEGIN\n"
+        )
+        text = policies.akm_llm_reply("lesson", [{"role": "user", "content": prompt}])
+        head, body = text.split("AKM_REFLECT_CONTENT_BEGIN\n")
+        patch = json.loads(head.split("AKM_REFLECT_FRONTMATTER_PATCH: ")[1])
+        assert patch == {"description": None, "when_to_use": "Before working on a task that needs skills/x"}
+        # the body alone (akm merges the front matter), its fences kept, the lesson section added
+        assert body.startswith("# x\n\n```sh\nx run\n```\n\n## Lesson from feedback\n\n1 failed attempts")
+        assert body.endswith("AKM_REFLECT_CONTENT_END\n")
+        judge = 'Score this revision ... Return ONLY valid JSON, no prose: {"score": <float>}'
+        assert json.loads(policies.akm_llm_reply("lesson", [{"role": "user", "content": judge}]))["score"] >= 4
+
+    def test_akm_07_reflect_gets_a_json_revision_with_the_front_matter(self) -> None:
+        prompt = (
+            "You are reviewing an akm stash asset (skill)\n\nTarget ref: skill:x\n\n"
+            f"Current asset content (verbatim):\n\n```\n{self.ASSET}```\n\nRecent feedback / signals:\n\n"
+            '- [negative] a\n\n- [negative] b\n\nRespond ONLY with a single JSON object.\nShape: {"ref": "<type>:<name>"}'
+        )
+        data = json.loads(policies.akm_llm_reply("lesson", [{"role": "user", "content": prompt}]))
+        assert data["ref"] == "skill:x"
+        assert data["content"].startswith(self.ASSET + "\n## Lesson from feedback\n\n2 failed attempts skipped skill:x")
+        assert policies.akm_llm_reply("garbage", [{"role": "user", "content": prompt}]) == policies.GARBAGE_TEXT
+
+    def test_learner_solves_with_a_revised_gold_asset(self) -> None:
+        corpus = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes")
+        task = corpus.by_id()["shipyard/fix-manifest"]
+        cell = ScriptedCell(policy="learner", task=task, arm="akm", run_dir=None, akm_line="0.9")
+        revised = json.dumps({"content": "# x\n\n## Lesson from feedback\n\nread it"})
+        msgs = [
+            {"role": "tool", "tool_call_id": "call_0", "content": "{}"},
+            {"role": "tool", "tool_call_id": "call_1", "content": revised},
+            {"role": "tool", "tool_call_id": "call_2", "content": '{"ok": false, "error": "not found"}'},
+        ]
+        assert policies.next_action(cell, msgs, 3).description == policies.APPLY
+        plain = [msgs[0], {**msgs[1], "content": '{"content": "# x"}'}, msgs[2]]
+        assert "--negative" in policies.next_action(cell, plain, 3).command
+
     def test_learner_gives_up_without_a_lesson_and_solves_with_one(self) -> None:
         corpus = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes")
         task = corpus.by_id()["shipyard/fix-manifest"]
@@ -182,7 +225,7 @@ class TestEnvelope:
     def test_proposals_lessons_and_leakage(self) -> None:
         proposals = [
             {"id": "1", "target_ref": "lesson:skill-x-lesson", "kind": "lesson", "lint_pass": True, "decision": "accept"},
-            {"id": "2", "target_ref": "lesson:skill-y-lesson", "kind": "lesson", "lint_pass": False, "decision": "reject", "reason": "lint failed: x"},
+            {"id": "2", "target_ref": "lesson:skill-y-lesson", "kind": "lesson", "verb": "distill", "lint_pass": False, "decision": "reject", "reason": "lint failed: x"},
         ]  # fmt: skip
         post = [sample("d/t", "post", 1, "pass", ["lesson:skill-x-lesson"]), sample("d/t", "post", 2, "fail")]
         env = build(post, {"d": step([], proposals, ok=False)}, ["d/t"])
@@ -199,7 +242,7 @@ class TestEnvelope:
         assert env["lessons"]["lesson_reuse_rate"] == 1.0
         assert env["leakage"]["ok"] is False and any(w.startswith("leakage:") for w in env["warnings"])
         md = evolve_markdown.render(env)
-        assert "| lesson:skill-y-lesson | reject | fail | lint failed: x |" in md
+        assert "| lesson:skill-y-lesson | distill | reject | fail | lint failed: x |" in md
         assert "leakage check: FAILED" in md
         json.dumps(env)  # the envelope is plain JSON
 
@@ -240,3 +283,76 @@ def test_xdist_work_units_chain_train_step_and_post_per_domain() -> None:
     for name in ("pre-s1", "control-s2", "synthetic-s1"):
         nodeid = f"corpus/tasks/shipyard/fix-manifest/task.yaml::{name}"
         assert scope(nodeid) == nodeid  # depends on nothing: its own unit
+
+
+class TestLearningCurve:
+    """The curve across episodes against independent computations (scipy, numpy)."""
+
+    # Per task, the passes of 2 seeds in each of 3 episodes: mostly rising, not uniformly.
+    PASSES = ((0, 1, 2), (0, 2, 2), (1, 1, 2), (0, 0, 1), (1, 2, 2), (2, 1, 2), (0, 1, 1), (1, 1, 0))
+
+    def outcomes(self, episode: int) -> dict[str, list[bool]]:
+        return {f"d/t{i}": [s < p[episode] for s in range(2)] for i, p in enumerate(self.PASSES)}
+
+    def test_slope_interval_and_p_against_scipy(self) -> None:
+        import numpy as np
+
+        tasks = [f"d/t{i}" for i in range(8)]
+        pre = {t: [False, False] for t in tasks}
+        learning = evolve_learning.curve(pre, [self.outcomes(e) for e in range(3)], tasks)
+        rates = [np.mean([p[e] / 2 for p in self.PASSES]) for e in range(3)]
+        assert [p["post_pass_rate"] for p in learning["episodes"]] == pytest.approx(rates)
+        fit = learning["slope"]
+        assert fit["slope"] == pytest.approx(sps.linregress([1, 2, 3], rates).slope)
+        per_task = [np.polyfit([1, 2, 3], [x / 2 for x in p], 1)[0] for p in self.PASSES]
+        exact = sps.permutation_test(
+            (np.array(per_task),), np.mean, permutation_type="samples", n_resamples=np.inf, alternative="two-sided"
+        )
+        assert fit["p_value"] == pytest.approx(exact.pvalue)
+        assert fit["low"] <= fit["slope"] <= fit["high"] and fit["tasks"] == 8
+        assert (fit["significant"], learning["trend"]) == (
+            (True, "improving") if exact.pvalue < 0.05 and fit["low"] > 0 else (False, "plateau")
+        )
+        assert learning["time_to_improvement"] == 1 and learning["best_episode"] == 3
+        for point in learning["episodes"]:  # each episode's interval holds its rate
+            assert point["low"] <= point["post_pass_rate"] <= point["high"] and point["runs"] == 16
+
+    def test_consistent_gains_improve_and_a_drop_at_the_end_is_flagged(self) -> None:
+        tasks = [f"d/t{i}" for i in range(8)]
+        up = [{t: [e >= 1] * 2 for t in tasks} for e in range(3)]  # 0, 1, 1 on every task
+        learning = evolve_learning.curve({t: [False] for t in tasks}, up, tasks)
+        assert learning["trend"] == "improving" and learning["slope"]["slope"] == pytest.approx(0.5)
+        assert learning["slope"]["p_value"] == pytest.approx(2 / 2**8)
+        assert not learning["last_below_best"] and evolve_learning.warnings(learning) == []
+        down = [*up[:2], {t: [i % 4 != 0] * 2 for i, t in enumerate(tasks)}]  # 1.0 then 0.75
+        learning = evolve_learning.curve({t: [False] for t in tasks}, down, tasks)
+        assert learning["last_below_best"] and learning["best_episode"] == 2
+        [warning] = evolve_learning.warnings(learning)
+        assert "below the best, 1.00 after episode 2" in warning
+        assert evolve_learning.verdict_part(learning).endswith("last episode below the best (episode 2)")
+
+    def test_one_episode_has_no_slope(self) -> None:
+        tasks = ["d/t"]
+        learning = evolve_learning.curve({"d/t": [False]}, [{"d/t": [True]}], tasks)
+        assert learning["slope"] is None and learning["trend"] is None
+        assert evolve_learning.verdict_part(learning) is None
+
+    def test_the_envelope_reads_each_episode_and_post_is_the_last(self) -> None:
+        tasks = [f"d/t{i}" for i in range(8)]
+        samples = [sample(t, "pre", 1, "fail") for t in tasks]
+        samples += [sample(t, "post", 1, "pass" if i < 4 else "fail") for i, t in enumerate(tasks)]
+        samples += [sample(t, "post-e2", 1, "pass") for t in tasks]
+        samples += [sample("d/train", "train", 1, "fail"), sample("d/train", "train-e2", 1, "pass")]
+        env = evolve_report.build(
+            samples, {}, eval_tasks=tasks, train_tasks=["d/train"], domains=["d"], seeds=1,
+            agent={"harness": "opencode", "model": "m"}, akm_info=None, llm="scripted/lesson",
+            missing_steps=[], episodes=2,
+        )  # fmt: skip
+        points = env["learning"]["episodes"]
+        assert [(p["post_pass_rate"], p["train_pass_rate"]) for p in points] == [(0.5, 0.0), (1.0, 1.0)]
+        assert env["longitudinal"]["post_pass_rate"] == 1.0 and env["corpus"]["episodes"] == 2
+        # four tasks gained, four stayed: a sign-flip test over 4 non-zero slopes cannot reach 5%
+        assert env["learning"]["trend"] == "plateau" and env["learning"]["slope"]["p_value"] == 2 / 2**4
+        assert "; learning over 2 episodes: plateau, slope +0.50/episode [" in env["verdict"]
+        md = evolve_markdown.render(env)
+        assert "| 2 | 1.00 [" in md and "trend: **plateau**" in md

@@ -3,6 +3,7 @@ policies are listed in :mod:`scripted`)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ POLICIES = (
     "garbage",
     "needs-asset",
 )
-# The policies that stand in for akm's own LLM (``akm distill``), not for the agent.
+# The policies that stand in for akm's own LLM (distill, reflect, improve), not for the agent.
 AKM_LLM_POLICIES = ("lesson", "garbage")
 IDLE_TEXT = "I have looked at the task and will not change anything."
 HEREDOC = "AKMBENCH_SOLVE_EOF"
@@ -35,6 +36,8 @@ APPLY = "Apply the solution"
 SHOW = "Show the matching asset"
 GIVE_UP = "No lesson on this asset yet; I could not work out the task."
 GARBAGE_TEXT = "Looks fine to me, nothing to learn here."
+# The section a revised asset gains from the scripted ``lesson`` model (akm reflect or improve).
+LESSON_HEADING = "## Lesson from feedback"
 
 
 @dataclass
@@ -179,7 +182,8 @@ def lesson_ref(gold: str, line: str) -> str:
 def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Action]:
     """``learner``: an agent that solves a task only once the stash holds a lesson on its gold
     asset. On the akm arm it searches, shows the gold asset and then the lesson akm's distill
-    would have made of it; with the lesson it runs the solution and gives positive feedback,
+    would have made of it; with the lesson (or a revised gold asset carrying a lesson section,
+    as akm's reflect and improve write it) it runs the solution and gives positive feedback,
     without it negative feedback and gives up. Other arms, and tasks without a gold asset, give
     up. The evolve track's tests use it: train cells fail until a proposal is accepted."""
     task = cell.task
@@ -196,7 +200,9 @@ def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Act
     outputs = {m.get("tool_call_id"): content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
     if "call_2" not in outputs:
         return plan
-    if '"content"' in outputs["call_2"]:
+    # A lesson asset (akm 0.7's distill) or a lesson section in the gold asset itself (a reflect
+    # or improve revision) teaches the task.
+    if '"content"' in outputs["call_2"] or LESSON_HEADING in outputs.get("call_1", ""):
         script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "exit 1\n"
         script += "" if script.endswith("\n") else "\n"
         plan.append(Action("tool", command=f"bash <<'{HEREDOC}'\n{script}{HEREDOC}", description=APPLY))
@@ -210,22 +216,66 @@ def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Act
 
 
 def akm_llm_reply(policy: str, messages: list[dict[str, Any]]) -> str:
-    """What the scripted model answers to akm's own LLM call (``akm distill``): ``lesson``
-    writes a lesson file akm's lint accepts (front matter with ``description`` and
-    ``when_to_use``), naming the asset the prompt is about; ``garbage`` answers with prose that
-    no lint accepts, so nothing can be proposed."""
+    """What the scripted model answers to akm's own LLM calls: ``lesson`` answers each of akm's
+    proposal prompts in the shape akm's validation accepts, ``garbage`` answers every one with
+    prose that no parser or lint accepts, so nothing can be proposed. The prompts it knows:
+    akm 0.7's ``distill`` (a lesson file), akm 0.7's ``reflect`` (sent through the harness's
+    agent bridge: a JSON revision), akm 0.9's ``improve`` reflect (its framed revision) and
+    0.9's quality judge (a JSON score)."""
     if policy == "garbage":
         return GARBAGE_TEXT
     prompt = "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "user")
+    negatives = prompt.count('"negative"') + prompt.count("[negative]")
+    if "AKM_REFLECT_CONTENT_BEGIN" in prompt:
+        ref, body = _reflect_input(prompt)
+        patch = json.dumps({"description": None, "when_to_use": f"Before working on a task that needs {ref}"})
+        return (
+            "AKM_REFLECT_CONFIDENCE: 0.9\n"
+            f"AKM_REFLECT_FRONTMATTER_PATCH: {patch}\n"
+            f"AKM_REFLECT_CONTENT_BEGIN\n{_with_lesson(body, ref, negatives)}AKM_REFLECT_CONTENT_END\n"
+        )
+    if '"score"' in prompt and "Return ONLY valid JSON" in prompt:
+        return json.dumps({"score": 4.5, "reason": "The revision addresses the feedback and keeps every fact."})
+    if 'Shape: {"ref"' in prompt:
+        ref, body = _reflect_input(prompt)
+        return json.dumps({"ref": ref, "content": _with_lesson(body, ref, negatives)})
     match = re.search(r"^Asset ref: (\S+)", prompt, re.MULTILINE)
     ref = match.group(1) if match else "the asset"
-    negatives = prompt.count('"negative"')
     return (
         "---\n"
         f"description: Lesson on {ref}, drawn from {negatives} failed attempts\n"
         f"when_to_use: Before working on a task that needs {ref}\n"
         "---\n"
         f"Read {ref} in full and follow its procedure step by step; the failed attempts skipped it.\n"
+    )
+
+
+# A reflect prompt's asset ends where akm's next section starts (the asset holds fences itself).
+_ASSET_END = re.compile(r"\n```\n\n(?=Recent feedback|Schema / lint hints|Produce a single proposal)")
+
+
+def _reflect_input(prompt: str) -> tuple[str, str]:
+    """The target ref of a reflect prompt and the asset it quotes (0.7 keeps the front matter in
+    the revision, 0.9 wants the body alone and merges the front matter itself)."""
+    match = re.search(r"^Target ref: (\S+)", prompt, re.MULTILINE)
+    ref = match.group(1) if match else "the asset"
+    head = "Current asset content (verbatim):\n\n```\n"
+    start = prompt.find(head)
+    if start < 0:
+        return ref, f"# {ref}\n"
+    start += len(head)
+    end = _ASSET_END.search(prompt, start)
+    asset = prompt[start : end.start() if end else len(prompt)].strip("\n") + "\n"
+    if "AKM_REFLECT_CONTENT_BEGIN" in prompt and asset.startswith("---"):
+        asset = asset.split("---", 2)[2].lstrip("\n")
+    return ref, asset
+
+
+def _with_lesson(body: str, ref: str, negatives: int) -> str:
+    """The asset with a lesson section appended: what the ``learner`` agent looks for."""
+    return (
+        f"{body.rstrip()}\n\n{LESSON_HEADING}\n\n"
+        f"{negatives} failed attempts skipped {ref}: read it in full and follow its procedure step by step.\n"
     )
 
 
