@@ -11,7 +11,9 @@ a finished cell or the proposal step.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -88,15 +90,27 @@ def info() -> akm.AkmInfo:
 @pytest.fixture(scope="module")
 def learned(info: akm.AkmInfo, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """A run stopped by -x at its first failing cell, one interrupted by Ctrl-C after the next
-    cell, then one resumed to the end, then one more that finds everything stored."""
-    out = tmp_path_factory.mktemp("evolve")
-    outputs = [bench(out, info, "-x").stdout]
-    assert len(samples(out)) == 1, outputs[0][-2000:]
-    assert interrupted(out, info, after=2) == pytest.ExitCode.INTERRUPTED
-    assert 2 <= len(samples(out)) < 6
-    outputs.append(bench(out, info).stdout)
-    outputs.append(bench(out, info).stdout)
-    return out, outputs
+    cell, then one resumed to the end, then one more that finds everything stored.
+
+    Built once per test run: under xdist the workers share it (the tests that use it only read
+    it, or copy its store), so the second worker waits for the first instead of building a copy.
+    """
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's own dir
+    out, done = root / "evolve-learned", root / "evolve-learned.json"
+    with (root / "evolve-learned.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # a build that failed in the other worker
+            out.mkdir()
+            outputs = [bench(out, info, "-x").stdout]
+            assert len(samples(out)) == 1, outputs[0][-2000:]
+            assert interrupted(out, info, after=2) == pytest.ExitCode.INTERRUPTED
+            assert 2 <= len(samples(out)) < 6
+            outputs.append(bench(out, info).stdout)
+            outputs.append(bench(out, info).stdout)
+            done.write_text(json.dumps(outputs))
+    return out, json.loads(done.read_text())
 
 
 def test_post_beats_pre_with_the_control_flat(learned: tuple[Path, list[str]]) -> None:
