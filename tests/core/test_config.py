@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus.config import Settings, config_options, load_run_config, resolve, run_caps
+from pytest_akmbench.corpus.config import Settings, config_options, in_file, load_run_config, resolve, run_caps
 from pytest_akmbench.corpus.values import (
     check_matrix,
     clamp_parallel,
@@ -207,6 +207,17 @@ class TestMessages:
             f"{path}: seeds: must be a positive integer, got 0"
             f" (and 1 more: python -m pytest_akmbench validate {path} lists them)"
         )
+
+    def test_an_error_names_its_run_config_once(self, tmp_path: Path) -> None:
+        """A task-selection error under a run config is prefixed with the config's path; one that
+        already names it (a load error) is not named twice; without a config it is left as it is."""
+        path = tmp_path / "run.json"
+        selection = ValueError("tasks: no task matches 'nope/*'")
+        assert in_file(path, selection) == f"{path}: tasks: no task matches 'nope/*'"
+        assert in_file(str(path), ValueError(f"{path}: seeds: must be a positive integer, got 0")) == (
+            f"{path}: seeds: must be a positive integer, got 0"
+        )
+        assert in_file(None, selection) == "tasks: no task matches 'nope/*'"
 
     def test_the_evolve_track_loads(self, tmp_path: Path) -> None:
         path = write_config(tmp_path, track="evolve")
