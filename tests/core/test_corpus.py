@@ -14,6 +14,7 @@ from pytest_akmbench.corpus.tasks import (
     load_task,
     restrict,
     select,
+    select_with_override,
     slice_of,
 )
 from pytest_akmbench.errors import CorpusError
@@ -293,6 +294,19 @@ class TestSelectors:
         assert [t.id for t in restrict(tasks, ["alpha/script-task"])] == ["alpha/script-task"]
         with pytest.raises(CorpusError, match="not in the selection: beta/regex-task"):
             restrict(tasks, ["beta/regex-task"])
+
+    def test_override_narrows_inside_the_config_selection(self, corpus: Corpus) -> None:
+        """A run config's selector, then --bench-tasks inside it: the slice label is the config's, a
+        domain override keeps the selection's order, and a task outside the selection is refused."""
+        tasks, label = select_with_override(corpus, "train", "beta")
+        train_beta = [t.id for t in select(corpus, "train")[0] if t.domain == "beta"]
+        assert label == "train" and [t.id for t in tasks] == train_beta
+        assert "beta/trained" in train_beta and "beta/evaluated" not in train_beta
+        tasks, _ = select_with_override(corpus, ["beta/regex-task", "alpha/script-task", "beta/trained"], "beta")
+        assert [t.id for t in tasks] == ["beta/regex-task", "beta/trained"]
+        assert select_with_override(corpus, "alpha", None) == select(corpus, "alpha")
+        with pytest.raises(CorpusError, match="no task with id or domain 'beta'"):
+            select_with_override(corpus, "alpha", "beta")
 
 
 class TestWorkspaceLayers:

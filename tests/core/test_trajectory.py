@@ -144,6 +144,25 @@ class TestHandWrittenStreams:
         assert t["searched_before_acting"] is True and t["time_to_first_search_ms"] == 201
         assert t["akm_events"] is True and t["akm_calls"] == 2
 
+    def test_an_asset_shown_again_is_loaded_once(self, tmp_path: Path) -> None:
+        """The gold skill shown three times, in both of akm's ref syntaxes, is one loaded asset; a
+        part of it (its SKILL.md) and another asset are each one more."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm show skill:hello-file", "hi", ts=1100),
+                bash("akm show skills/hello-file", "hi", ts=1200),
+                bash("akm show skill:hello-file/SKILL.md", "hi", ts=1250),
+                bash("akm show knowledge:other", "other", ts=1300),
+                bash("akm show skill:hello-file", "hi", ts=1400),
+            ],
+        )
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["show_count"] == 5
+        assert t["assets_loaded"] == [GOLD, "skill:hello-file/SKILL.md", "knowledge:other"]
+        assert t["irrelevant_assets_loaded"] == ["knowledge:other"] and t["warnings"] == []
+
     def test_agent_start_anchor(self, tmp_path: Path) -> None:
         """With the agent's start time, time_to_first_search includes the start-up."""
         stream = write_stream(tmp_path / "t.jsonl", [step(5000), bash("akm search x", hits(), ts=5100)])
