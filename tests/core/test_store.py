@@ -298,6 +298,16 @@ class TestWhatTheFilesLookLike:
         )
         assert sorted(os.listdir("/proc/self/fd")) == before
 
+    def test_a_store_that_cannot_be_read_says_why(self, tmp_path: Path) -> None:
+        """Reading fails with one line naming the store and the system's reason (a missing store
+        is only empty)."""
+        store = SampleStore(tmp_path / "s")
+        assert store.read() == ([], [])
+        store.path.mkdir(parents=True)  # samples.jsonl is a directory: the open fails
+        with pytest.raises(StoreError) as err:
+            store.read()
+        assert str(err.value) == f"{store.path}: cannot read sample store (Is a directory)"
+
     def test_store_and_transcript_directories_are_private(self, tmp_path: Path) -> None:
         old = os.umask(0o022)
         try:
