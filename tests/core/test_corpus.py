@@ -236,8 +236,12 @@ class TestValidation:
     def test_missing_stash_fixture(self, tmp_path: Path) -> None:
         """A stash without MANIFEST.json is an error naming the task file and the fix."""
         write_task(tmp_path / "tasks", "a/one", stash="nowhere")
-        with pytest.raises(CorpusError, match=r"task\.yaml: stash: fixture 'nowhere' not found .*--bench-stashes"):
+        with pytest.raises(CorpusError) as err:
             load_corpus(tmp_path / "tasks", tmp_path / "stashes")
+        assert str(err.value) == (
+            f"{tmp_path / 'tasks' / 'a' / 'one' / 'task.yaml'}: stash: fixture 'nowhere' not found "
+            f"(no {tmp_path / 'stashes' / 'nowhere' / 'MANIFEST.json'}); fix the name or pass --bench-stashes DIR"
+        )
 
 
 class TestSelectors:
