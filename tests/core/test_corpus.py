@@ -233,6 +233,17 @@ class TestValidation:
         with pytest.raises(CorpusError, match=r"id: duplicate task id 'a/one', also in"):
             load_corpus(tmp_path / "tasks", tmp_path / "stashes")
 
+    def test_akm_keywords_are_the_akm_arms_search_words(self, tmp_path: Path) -> None:
+        """A task's akm_keywords reach the akm arm's prompt as its search words; without them the
+        domain is searched."""
+        from pytest_akmbench.cell.prompts import keywords
+
+        write_stash(tmp_path / "stashes", "st")
+        write_task(tmp_path / "tasks", "ship-yard/one", extra={"akm_keywords": "lint the manifest"})
+        write_task(tmp_path / "tasks", "ship-yard/two")
+        one, two = load_corpus(tmp_path / "tasks", tmp_path / "stashes").tasks
+        assert (keywords(one), keywords(two)) == ("lint the manifest", "ship yard")
+
     def test_missing_stash_fixture(self, tmp_path: Path) -> None:
         """A stash without MANIFEST.json is an error naming the task file and the fix."""
         write_task(tmp_path / "tasks", "a/one", stash="nowhere")
