@@ -214,6 +214,14 @@ class TestValidation:
         assert fragment in message
         assert "\n" not in message
 
+    def test_control_character_in_yaml(self, tmp_path: Path) -> None:
+        """A character YAML refuses outright has no line to name: the message says only what is wrong."""
+        write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: bell\x07\n")
+        path = tmp_path / "a" / "one" / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value).startswith(f"{path}: invalid YAML: unacceptable character #x0007")
+
     def test_malformed_yaml(self, tmp_path: Path) -> None:
         """Unparsable YAML says where."""
         write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: [unclosed\n")

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report import lift
+from pytest_akmbench.report import lift, metrics
 from pytest_akmbench.report.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample, traj, wilson
 
@@ -449,6 +449,16 @@ class TestVerdictClaims:
         )
         assert "1 paired task (1 unpaired)" in env["verdict"]
         assert "| **delta** | 0.00        | [-1.00, +1.00]" in render_markdown(env)
+
+
+def test_interval_of_a_total_win_stays_within_one() -> None:
+    """akm passes every run of 6 tasks and noakm fails every one: the lift is 1 and its interval,
+    widened by the run noise, is still clipped to [-1, 1]."""
+    outcomes_a, outcomes_b = [[True] * 3] * 6, [[False] * 3] * 6
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "pass") for s in (1, 2, 3)])] * 6
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, "fail") for s in (1, 2, 3)])] * 6
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b)
+    assert result["delta"] == 1.0 and result["high"] == 1.0 and 0 < result["low"] < 1
 
 
 def test_artefact_bounds_count_both_arms_errors_on_shared_tasks_only() -> None:
