@@ -287,8 +287,9 @@ class TestSelectors:
 
     def test_domain_and_id(self, corpus: Corpus) -> None:
         """A bare word is a domain, a word with a slash a task id."""
+        assert select(corpus, "alpha") == (list(corpus.tasks[:2]), "all")
         assert [t.id for t in select(corpus, "alpha")[0]] == ["alpha/pytest-task", "alpha/script-task"]
-        assert [t.id for t in select(corpus, "beta/regex-task")[0]] == ["beta/regex-task"]
+        assert select(corpus, "beta/regex-task") == ([corpus.by_id()["beta/regex-task"]], "all")
 
     def test_list_keeps_order(self, corpus: Corpus) -> None:
         """A list selects those ids in the list's order."""

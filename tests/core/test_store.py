@@ -298,6 +298,17 @@ class TestWhatTheFilesLookLike:
         )
         assert sorted(os.listdir("/proc/self/fd")) == before
 
+    def test_reading_leaves_the_garbage_collector_on(self, tmp_path: Path) -> None:
+        """The reader pauses garbage collection while it reads, and turns it back on after: a
+        process that read the store must not grow without bound from then on."""
+        import gc
+
+        store = SampleStore(tmp_path / "s")
+        store.append({"x": 1})
+        assert gc.isenabled()
+        assert store.read() == ([{"x": 1}], [])
+        assert gc.isenabled()
+
     def test_a_store_that_cannot_be_read_says_why(self, tmp_path: Path) -> None:
         """Reading fails with one line naming the store and the system's reason (a missing store
         is only empty)."""

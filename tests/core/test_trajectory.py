@@ -163,6 +163,30 @@ class TestHandWrittenStreams:
         assert t["assets_loaded"] == [GOLD, "skill:hello-file/SKILL.md", "knowledge:other"]
         assert t["irrelevant_assets_loaded"] == ["knowledge:other"] and t["warnings"] == []
 
+    def test_show_sizes_and_feedback_counts_with_akms_log(self, tmp_path: Path) -> None:
+        """akm logs the skill it served (`skills/hello-file`) while the agent asked for a file of it:
+        the size the transcript shows still counts as loaded. Feedback is counted by polarity."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm show skill:hello-file/SKILL.md", "To greet, write hi.\n", ts=1100),
+                bash("akm feedback skill:hello-file --positive", "{}", ts=1200),
+                bash("akm feedback skill:hello-file --negative", "{}", ts=1300),
+                bash("akm feedback skill:hello-file --positive", "{}", ts=1400),
+            ],
+        )
+        events = [
+            event("show", 1101, "skills/hello-file"),
+            event("feedback", 1201, "skills/hello-file", signal="positive"),
+            event("feedback", 1301, "skills/hello-file", signal="negative"),
+            event("feedback", 1401, "skills/hello-file", signal="positive"),
+        ]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["asset_bytes_loaded"] == len("To greet, write hi.\n")
+        assert (t["feedback_count"], t["positive_feedback_count"], t["negative_feedback_count"]) == (3, 2, 1)
+        assert t["feedback_polarity"] == "mixed"
+
     def test_agent_start_anchor(self, tmp_path: Path) -> None:
         """With the agent's start time, time_to_first_search includes the start-up."""
         stream = write_stream(tmp_path / "t.jsonl", [step(5000), bash("akm search x", hits(), ts=5100)])
