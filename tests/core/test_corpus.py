@@ -222,6 +222,14 @@ class TestValidation:
             load_task(path)
         assert str(err.value).startswith(f"{path}: invalid YAML: unacceptable character #x0007")
 
+    def test_yaml_error_names_its_line(self, tmp_path: Path) -> None:
+        """The line a YAML error names is the file's own line number (counted from 1)."""
+        write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: x\n  bad: [1\nfoo: 2\n")
+        path = tmp_path / "a" / "one" / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: invalid YAML (line 3): mapping values are not allowed in this context"
+
     def test_malformed_yaml(self, tmp_path: Path) -> None:
         """Unparsable YAML says where."""
         write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: [unclosed\n")

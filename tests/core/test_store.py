@@ -328,6 +328,16 @@ class TestWhatTheFilesLookLike:
         store.append({"i": 2500})
         assert [r["i"] for r in reader][-1] == 2499
 
+    def test_a_read_that_fails_midway_says_why(self, tmp_path: Path) -> None:
+        """An I/O error while reading (here the store is a link to /proc/self/mem, whose first page
+        cannot be read) is one line with the system's reason."""
+        store = SampleStore(tmp_path / "s")
+        store.directory.mkdir(parents=True)
+        store.path.symlink_to("/proc/self/mem")
+        with pytest.raises(StoreError) as err:
+            store.read()
+        assert str(err.value) == f"{store.path}: cannot read sample store (Input/output error)"
+
     def test_reading_leaves_the_garbage_collector_on(self, tmp_path: Path) -> None:
         """The reader pauses garbage collection while it reads, and turns it back on after: a
         process that read the store must not grow without bound from then on."""
