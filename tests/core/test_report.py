@@ -461,6 +461,17 @@ def test_interval_of_a_total_win_stays_within_one() -> None:
     assert result["delta"] == 1.0 and result["high"] == 1.0 and 0 < result["low"] < 1
 
 
+def test_a_side_without_runs_compares_nothing_without_failing() -> None:
+    """A comparison where one side ran none of the tasks (an evolve condition that missed them):
+    no paired task, no interval, and each side's harness errors still counted."""
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "pass") for s in (1, 2)]), None]
+    outcomes_a: list[list[bool]] = [[True, True], []]
+    result = lift.compare_arms(("akm", "noakm"), rows_a, [None, None], outcomes_a, [[], []])
+    assert (result["tasks"], result["delta"], result["artefact_bounds"]) == (0, None, None)
+    assert result["harness_errors"]["noakm"] == {"runs": 0, "harness_errors": 0, "share": None}
+    assert result["harness_errors"]["akm"] == {"runs": 2, "harness_errors": 0, "share": 0.0}
+
+
 def test_artefact_bounds_count_both_arms_errors_on_shared_tasks_only() -> None:
     """The bounds a difference in harness errors can reach: each arm's errors counted as fails on
     one side and as passes on the other, over the tasks both arms ran (not one-sided tasks)."""
