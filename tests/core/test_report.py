@@ -459,6 +459,14 @@ def test_interval_of_a_total_win_stays_within_one() -> None:
     rows_b = [metrics.per_task([sample("a/t", "noakm", s, "fail") for s in (1, 2, 3)])] * 6
     result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b)
     assert result["delta"] == 1.0 and result["high"] == 1.0 and 0 < result["low"] < 1
+    # Alone (as the attribute and evolve tracks use it) a comparison is its own Holm family, and
+    # its diagnostics say how to reproduce its bootstrap.
+    assert result["holm_family"] == 1 and result["p_value_holm"] == result["p_value"]
+    diagnostics = result["diagnostics"]
+    assert (diagnostics["bootstrap_iterations"], diagnostics["bootstrap_seed"]) == (
+        lift.BOOTSTRAP_ITERATIONS,
+        lift.BOOTSTRAP_SEED,
+    )
 
 
 def test_a_side_without_runs_compares_nothing_without_failing() -> None:
