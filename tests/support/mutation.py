@@ -5,7 +5,7 @@ The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in
 the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
 module and every surviving mutant. ``--module report/stats`` (or ``stats``; repeatable) runs one module; ``--report``
 only prints the score of the last run (``--markdown``: as the table of docs/testing.md); ``--retry-survivors`` runs the survivors (and mutants no
-test ran) again, after tests were added. mutmut keeps its results in ``mutants/``, so an
+test ran) again, after tests were added; ``--sample N`` runs a seeded subset of N mutants per module. mutmut keeps its results in ``mutants/``, so an
 interrupted run resumes where it stopped.
 """
 
