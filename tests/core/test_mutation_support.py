@@ -24,6 +24,13 @@ def orphan(seconds):
     # a shell that starts a sleep in the background and exits: the sleep is re-parented to us
     out = subprocess.run(["bash", "-c", f"sleep {{seconds}} >/dev/null 2>&1 & echo $!"], capture_output=True, text=True)
     return int(out.stdout)
+
+def ended(pid):
+    # the orphan has exited and waits to be reaped by us (a zombie): it is the first pid a wait sees
+    deadline = time.monotonic() + 30
+    while open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
 """
 
 
@@ -47,6 +54,7 @@ def test_an_orphan_reaped_by_the_wait_does_not_stop_it() -> None:
             return running.pop(pid), os.waitstatus_to_exitcode(status)
 
         stray = orphan(0.1)
+        ended(stray)
         worker = subprocess.Popen(["bash", "-c", "sleep 1; exit 3"])
         running[worker.pid] = "mutant_7"
         print(json.dumps({"result": run.skip_strangers(wait)(None), "left": sorted(running), "stray": stray}))
@@ -67,7 +75,7 @@ def test_unwrapped_wait_stops_on_the_orphan() -> None:
             pid, status = os.wait()
             return running.pop(pid)
 
-        orphan(0.1)
+        ended(orphan(0.1))
         worker = subprocess.Popen(["sleep", "1"])
         running[worker.pid] = "mutant_7"
         try:
