@@ -393,4 +393,7 @@ class TestAkmSections:
         assert a["tool_calls_per_success"] == 6 / 1
         assert a["cost_per_success"] == 100
         assert a["search_to_show_ratio"] == pytest.approx(2 / 3)
+        # Of the 3 observed runs, 2 searched, 2 showed an asset, 1 gave feedback.
+        engagement = (a["search_engagement_rate"], a["show_engagement_rate"], a["feedback_engagement_rate"])
+        assert engagement == pytest.approx((2 / 3, 2 / 3, 1 / 3))
         assert ov["per_run"][3]["search_count"] is None

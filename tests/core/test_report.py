@@ -202,6 +202,24 @@ class TestEnvelope:
         assert env["failure_modes"] == {"by_label": {"loaded_wrong": 3}, "by_task": {"x/t": {"loaded_wrong": 3}}}
         assert env["domain_level_deltas"][0]["regression_count"] == 1
 
+    def test_transfer_by_domain_and_family(self) -> None:
+        """Task x/a ties (both arms pass every run), x/b regresses (akm fails, noakm passes), both in
+        family f. A tie is no negative transfer; the domain's and the family's rows give akm − noakm
+        for pass rate, tokens per pass and time."""
+        tasks = [make_task("x/a", task_family="f"), make_task("x/b", task_family="f")]
+        samples = [sample("x/a", "akm", s, "pass", tokens=1000, wallclock_ms=2000) for s in (1, 2, 3)]
+        samples += [sample("x/b", "akm", s, "fail", tokens=900, wallclock_ms=2000) for s in (1, 2, 3)]
+        samples += [
+            sample(t, "noakm", s, "pass", tokens=1500, wallclock_ms=3000) for t in ("x/a", "x/b") for s in (1, 2, 3)
+        ]
+        env = report.build(inp(tasks, samples), timestamp=TS)
+        assert env["negative_transfer_count"] == 1 and env["top_regressed_tasks"][0]["task_id"] == "x/b"
+        (domain,) = env["domain_level_deltas"]
+        assert (domain["pass_rate_akm"], domain["pass_rate_noakm"], domain["pass_rate_delta"]) == (0.5, 1.0, -0.5)
+        assert (domain["tokens_per_pass_delta"], domain["wallclock_ms_delta"]) == (-500.0, -1000.0)
+        (family,) = env["corpus_coverage"]["by_task_family"]
+        assert (family["category"], family["pass_rate_delta"], family["negative_transfer_count"]) == ("f", -0.5, 1)
+
     def test_corpus_coverage_camel_case(self) -> None:
         """coverage keeps camelCase inner keys; rows per tag value."""
         tasks, samples = lift_corpus()
