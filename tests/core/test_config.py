@@ -5,7 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus.config import Settings, config_options, load_run_config, resolve, run_caps
+from pytest_akmbench.corpus.config import (
+    Settings,
+    config_options,
+    corpus_near,
+    expand_path,
+    in_file,
+    load_run_config,
+    resolve,
+    run_caps,
+)
 from pytest_akmbench.corpus.values import (
     check_matrix,
     clamp_parallel,
@@ -182,6 +191,19 @@ class TestPathExpansion:
         want = expected.replace("CFG", str(tmp_path)).replace("HOME", str(tmp_path / "home"))
         assert cfg.resolve_path("akm") == Path(want)
 
+    def test_home_comes_from_the_environment_given(self, tmp_path: Path) -> None:
+        """Provider discovery expands with the environment of the run it was given, `~` included."""
+        env = {"HOME": "/home/bench-user", "REF": "x"}
+        assert expand_path("~/providers/$REF.json", tmp_path, env) == Path("/home/bench-user/providers/x.json")
+
+    def test_the_corpus_of_a_config_is_the_nearest_above_it(self, tmp_path: Path) -> None:
+        """`--bench-config <project>/configs/x.json` finds <project>/corpus from anywhere."""
+        (tmp_path / "p" / "corpus" / "tasks").mkdir(parents=True)
+        (tmp_path / "p" / "configs" / "deep").mkdir(parents=True)
+        assert corpus_near(tmp_path / "p" / "configs" / "deep" / "x.json") == tmp_path / "p" / "corpus"
+        (tmp_path / "q").mkdir()
+        assert corpus_near(tmp_path / "q" / "x.json") is None
+
     def test_absent_or_empty_path_is_none(self, tmp_path: Path) -> None:
         assert load_run_config(write_config(tmp_path)).resolve_path("akm") is None
         assert load_run_config(write_config(tmp_path, akm="")).resolve_path("akm") is None
@@ -207,6 +229,17 @@ class TestMessages:
             f"{path}: seeds: must be a positive integer, got 0"
             f" (and 1 more: python -m pytest_akmbench validate {path} lists them)"
         )
+
+    def test_an_error_names_its_run_config_once(self, tmp_path: Path) -> None:
+        """A task-selection error under a run config is prefixed with the config's path; one that
+        already names it (a load error) is not named twice; without a config it is left as it is."""
+        path = tmp_path / "run.json"
+        selection = ValueError("tasks: no task matches 'nope/*'")
+        assert in_file(path, selection) == f"{path}: tasks: no task matches 'nope/*'"
+        assert in_file(str(path), ValueError(f"{path}: seeds: must be a positive integer, got 0")) == (
+            f"{path}: seeds: must be a positive integer, got 0"
+        )
+        assert in_file(None, selection) == "tasks: no task matches 'nope/*'"
 
     def test_the_evolve_track_loads(self, tmp_path: Path) -> None:
         path = write_config(tmp_path, track="evolve")

@@ -14,6 +14,7 @@ from pytest_akmbench.corpus.tasks import (
     load_task,
     restrict,
     select,
+    select_with_override,
     slice_of,
 )
 from pytest_akmbench.errors import CorpusError
@@ -213,6 +214,22 @@ class TestValidation:
         assert fragment in message
         assert "\n" not in message
 
+    def test_control_character_in_yaml(self, tmp_path: Path) -> None:
+        """A character YAML refuses outright has no line to name: the message says only what is wrong."""
+        write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: bell\x07\n")
+        path = tmp_path / "a" / "one" / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value).startswith(f"{path}: invalid YAML: unacceptable character #x0007")
+
+    def test_yaml_error_names_its_line(self, tmp_path: Path) -> None:
+        """The line a YAML error names is the file's own line number (counted from 1)."""
+        write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: x\n  bad: [1\nfoo: 2\n")
+        path = tmp_path / "a" / "one" / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: invalid YAML (line 3): mapping values are not allowed in this context"
+
     def test_malformed_yaml(self, tmp_path: Path) -> None:
         """Unparsable YAML says where."""
         write_task(tmp_path, "a/one", raw_yaml="id: a/one\ntitle: [unclosed\n")
@@ -232,11 +249,26 @@ class TestValidation:
         with pytest.raises(CorpusError, match=r"id: duplicate task id 'a/one', also in"):
             load_corpus(tmp_path / "tasks", tmp_path / "stashes")
 
+    def test_akm_keywords_are_the_akm_arms_search_words(self, tmp_path: Path) -> None:
+        """A task's akm_keywords reach the akm arm's prompt as its search words; without them the
+        domain is searched."""
+        from pytest_akmbench.cell.prompts import keywords
+
+        write_stash(tmp_path / "stashes", "st")
+        write_task(tmp_path / "tasks", "ship-yard/one", extra={"akm_keywords": "lint the manifest"})
+        write_task(tmp_path / "tasks", "ship-yard/two")
+        one, two = load_corpus(tmp_path / "tasks", tmp_path / "stashes").tasks
+        assert (keywords(one), keywords(two)) == ("lint the manifest", "ship yard")
+
     def test_missing_stash_fixture(self, tmp_path: Path) -> None:
         """A stash without MANIFEST.json is an error naming the task file and the fix."""
         write_task(tmp_path / "tasks", "a/one", stash="nowhere")
-        with pytest.raises(CorpusError, match=r"task\.yaml: stash: fixture 'nowhere' not found .*--bench-stashes"):
+        with pytest.raises(CorpusError) as err:
             load_corpus(tmp_path / "tasks", tmp_path / "stashes")
+        assert str(err.value) == (
+            f"{tmp_path / 'tasks' / 'a' / 'one' / 'task.yaml'}: stash: fixture 'nowhere' not found "
+            f"(no {tmp_path / 'stashes' / 'nowhere' / 'MANIFEST.json'}); fix the name or pass --bench-stashes DIR"
+        )
 
 
 class TestSelectors:
@@ -263,8 +295,9 @@ class TestSelectors:
 
     def test_domain_and_id(self, corpus: Corpus) -> None:
         """A bare word is a domain, a word with a slash a task id."""
+        assert select(corpus, "alpha") == (list(corpus.tasks[:2]), "all")
         assert [t.id for t in select(corpus, "alpha")[0]] == ["alpha/pytest-task", "alpha/script-task"]
-        assert [t.id for t in select(corpus, "beta/regex-task")[0]] == ["beta/regex-task"]
+        assert select(corpus, "beta/regex-task") == ([corpus.by_id()["beta/regex-task"]], "all")
 
     def test_list_keeps_order(self, corpus: Corpus) -> None:
         """A list selects those ids in the list's order."""
@@ -293,6 +326,19 @@ class TestSelectors:
         assert [t.id for t in restrict(tasks, ["alpha/script-task"])] == ["alpha/script-task"]
         with pytest.raises(CorpusError, match="not in the selection: beta/regex-task"):
             restrict(tasks, ["beta/regex-task"])
+
+    def test_override_narrows_inside_the_config_selection(self, corpus: Corpus) -> None:
+        """A run config's selector, then --bench-tasks inside it: the slice label is the config's, a
+        domain override keeps the selection's order, and a task outside the selection is refused."""
+        tasks, label = select_with_override(corpus, "train", "beta")
+        train_beta = [t.id for t in select(corpus, "train")[0] if t.domain == "beta"]
+        assert label == "train" and [t.id for t in tasks] == train_beta
+        assert "beta/trained" in train_beta and "beta/evaluated" not in train_beta
+        tasks, _ = select_with_override(corpus, ["beta/regex-task", "alpha/script-task", "beta/trained"], "beta")
+        assert [t.id for t in tasks] == ["beta/regex-task", "beta/trained"]
+        assert select_with_override(corpus, "alpha", None) == select(corpus, "alpha")
+        with pytest.raises(CorpusError, match="no task with id or domain 'beta'"):
+            select_with_override(corpus, "alpha", "beta")
 
 
 class TestWorkspaceLayers:

@@ -57,6 +57,14 @@ class TestParse:
             gates.parse(expr)
         assert "\n" not in str(err.value) and "--bench-gate" in str(err.value)
 
+    def test_a_malformed_gate_lists_the_forms_a_gate_takes(self) -> None:
+        with pytest.raises(ValueError) as err:
+            gates.parse("lift=>0")
+        assert str(err.value) == (
+            "--bench-gate 'lift=>0': expected METRIC OP NUMBER (e.g. akm.pass_rate>=0.6), "
+            "lift.significant, no-regression:PATH or no-task-regression:PATH"
+        )
+
 
 class TestEvaluate:
     def test_thresholds(self, tmp_path: Path) -> None:

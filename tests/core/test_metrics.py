@@ -247,6 +247,39 @@ class TestAggregate:
         assert metrics.aggregate([None, None]) is None
         assert metrics.delta(None, {"pass_rate": 1}) is None
 
+    def test_task_delta_is_akm_minus_noakm(self) -> None:
+        """A task's delta in the report: akm − noakm per figure (pass rate up, tokens and time down
+        are better); a figure either arm lacks is None."""
+        akm = metrics.per_task([sample("a/t", "akm", s, "pass", tokens=800, wallclock_ms=2000) for s in (1, 2)])
+        noakm = metrics.per_task(
+            [sample("a/t", "noakm", 1, "pass", wallclock_ms=5000), sample("a/t", "noakm", 2, "fail", wallclock_ms=3000)]
+        )
+        assert metrics.delta(akm, noakm) == {
+            "pass_rate": 0.5,
+            "tokens_per_pass": None,
+            "tokens_per_run": None,
+            "wallclock_ms": -2000.0,
+        }
+
+    def test_token_measurement_counts_each_kind(self) -> None:
+        """The report's token_measurement block: 3 measured, 1 the agent cannot measure, 2 with
+        nothing recorded; coverage is 3 of 6 and the figures are not reliable."""
+        runs = [sample("a/t", "akm", s, "pass", tokens=10) for s in (1, 2, 3)]
+        runs += [sample("a/t", "akm", 4, "pass", token_measurement="unsupported")]
+        runs += [sample("a/t", "akm", s, "fail") for s in (5, 6)]
+        assert metrics.token_measurement(runs) == {
+            "total_runs": 6,
+            "runs_with_measured_tokens": 3,
+            "runs_missing_measurement": 2,
+            "runs_unsupported_measurement": 1,
+            "coverage": 0.5,
+            "reliable": False,
+        }
+        every = metrics.token_measurement(runs[:3])
+        assert every["reliable"] is True and every["coverage"] == 1.0 and every["runs_missing_measurement"] == 0
+        assert metrics.token_measurement(runs[:1])["reliable"] is True
+        assert metrics.token_measurement([])["coverage"] is None and metrics.token_measurement([])["reliable"] is False
+
     def test_tokens_per_run_leaves_harness_errors_out(self) -> None:
         """A harness-error run that burned 30,000 tokens does not count in tokens_per_run."""
         runs = [sample("a/t", "akm", 1, "pass", tokens=1500), sample("a/t", "akm", 2, "harness_error", tokens=30_000)]
@@ -360,4 +393,7 @@ class TestAkmSections:
         assert a["tool_calls_per_success"] == 6 / 1
         assert a["cost_per_success"] == 100
         assert a["search_to_show_ratio"] == pytest.approx(2 / 3)
+        # Of the 3 observed runs, 2 searched, 2 showed an asset, 1 gave feedback.
+        engagement = (a["search_engagement_rate"], a["show_engagement_rate"], a["feedback_engagement_rate"])
+        assert engagement == pytest.approx((2 / 3, 2 / 3, 1 / 3))
         assert ov["per_run"][3]["search_count"] is None

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report import lift
+from pytest_akmbench.report import lift, metrics
 from pytest_akmbench.report.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample, traj, wilson
 
@@ -201,6 +201,24 @@ class TestEnvelope:
         ]
         assert env["failure_modes"] == {"by_label": {"loaded_wrong": 3}, "by_task": {"x/t": {"loaded_wrong": 3}}}
         assert env["domain_level_deltas"][0]["regression_count"] == 1
+
+    def test_transfer_by_domain_and_family(self) -> None:
+        """Task x/a ties (both arms pass every run), x/b regresses (akm fails, noakm passes), both in
+        family f. A tie is no negative transfer; the domain's and the family's rows give akm − noakm
+        for pass rate, tokens per pass and time."""
+        tasks = [make_task("x/a", task_family="f"), make_task("x/b", task_family="f")]
+        samples = [sample("x/a", "akm", s, "pass", tokens=1000, wallclock_ms=2000) for s in (1, 2, 3)]
+        samples += [sample("x/b", "akm", s, "fail", tokens=900, wallclock_ms=2000) for s in (1, 2, 3)]
+        samples += [
+            sample(t, "noakm", s, "pass", tokens=1500, wallclock_ms=3000) for t in ("x/a", "x/b") for s in (1, 2, 3)
+        ]
+        env = report.build(inp(tasks, samples), timestamp=TS)
+        assert env["negative_transfer_count"] == 1 and env["top_regressed_tasks"][0]["task_id"] == "x/b"
+        (domain,) = env["domain_level_deltas"]
+        assert (domain["pass_rate_akm"], domain["pass_rate_noakm"], domain["pass_rate_delta"]) == (0.5, 1.0, -0.5)
+        assert (domain["tokens_per_pass_delta"], domain["wallclock_ms_delta"]) == (-500.0, -1000.0)
+        (family,) = env["corpus_coverage"]["by_task_family"]
+        assert (family["category"], family["pass_rate_delta"], family["negative_transfer_count"]) == ("f", -0.5, 1)
 
     def test_corpus_coverage_camel_case(self) -> None:
         """coverage keeps camelCase inner keys; rows per tag value."""
@@ -449,6 +467,35 @@ class TestVerdictClaims:
         )
         assert "1 paired task (1 unpaired)" in env["verdict"]
         assert "| **delta** | 0.00        | [-1.00, +1.00]" in render_markdown(env)
+
+
+def test_interval_of_a_total_win_stays_within_one() -> None:
+    """akm passes every run of 6 tasks and noakm fails every one: the lift is 1 and its interval,
+    widened by the run noise, is still clipped to [-1, 1]."""
+    outcomes_a, outcomes_b = [[True] * 3] * 6, [[False] * 3] * 6
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "pass") for s in (1, 2, 3)])] * 6
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, "fail") for s in (1, 2, 3)])] * 6
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b)
+    assert result["delta"] == 1.0 and result["high"] == 1.0 and 0 < result["low"] < 1
+    # Alone (as the attribute and evolve tracks use it) a comparison is its own Holm family, and
+    # its diagnostics say how to reproduce its bootstrap.
+    assert result["holm_family"] == 1 and result["p_value_holm"] == result["p_value"]
+    diagnostics = result["diagnostics"]
+    assert (diagnostics["bootstrap_iterations"], diagnostics["bootstrap_seed"]) == (
+        lift.BOOTSTRAP_ITERATIONS,
+        lift.BOOTSTRAP_SEED,
+    )
+
+
+def test_a_side_without_runs_compares_nothing_without_failing() -> None:
+    """A comparison where one side ran none of the tasks (an evolve condition that missed them):
+    no paired task, no interval, and each side's harness errors still counted."""
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "pass") for s in (1, 2)]), None]
+    outcomes_a: list[list[bool]] = [[True, True], []]
+    result = lift.compare_arms(("akm", "noakm"), rows_a, [None, None], outcomes_a, [[], []])
+    assert (result["tasks"], result["delta"], result["artefact_bounds"]) == (0, None, None)
+    assert result["harness_errors"]["noakm"] == {"runs": 0, "harness_errors": 0, "share": None}
+    assert result["harness_errors"]["akm"] == {"runs": 2, "harness_errors": 0, "share": 0.0}
 
 
 def test_artefact_bounds_count_both_arms_errors_on_shared_tasks_only() -> None:

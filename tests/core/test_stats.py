@@ -200,6 +200,16 @@ class TestPairedBootstrapDelta:
         assert res["delta"] == 0.0
         assert res["low"] < 0 < res["high"]
 
+    def test_bad_arguments_are_refused_by_name(self) -> None:
+        """One resample is enough for an interval (both bounds that resample's delta); none, or a
+        level outside (0, 1), is refused naming the value."""
+        one = paired_bootstrap_delta([([T], [F]), ([F], [F])], iterations=1, seed=3)
+        assert one["iterations"] == 1 and one["low"] == one["high"] and one["low"] in (0.0, 0.5, 1.0)
+        with pytest.raises(ValueError, match=r"^iterations must be >= 1, got 0$"):
+            paired_bootstrap_delta([([T], [F])], iterations=0)
+        with pytest.raises(ValueError, match=r"^confidence must be in \(0, 1\), got 1.0$"):
+            paired_bootstrap_delta([([T], [F])], confidence=1.0)
+
     def test_empty_sides_dropped_and_no_tasks(self) -> None:
         """Tasks with an empty side are dropped; no tasks gives all None."""
         res = paired_bootstrap_delta([([], [T]), ([T], [])], iterations=10, seed=1)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.errors import StoreError
-from pytest_akmbench.store.samples import SampleStore, fingerprint_hash, latest_valid
+from pytest_akmbench.store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
 
 FP_A = {"model": "m1", "arm_config": {"k": 1}}
 FP_B = {"model": "m2", "arm_config": {"k": 1}}
@@ -297,6 +297,67 @@ class TestWhatTheFilesLookLike:
             "check that the results directory is writable and the disk is not full"
         )
         assert sorted(os.listdir("/proc/self/fd")) == before
+
+    def test_a_cursor_reads_only_what_was_appended_since(self, tmp_path: Path) -> None:
+        """The resume index reads a growing store with a cursor: each read yields only the records
+        appended since the last, with their line numbers, and an unterminated tail is read again."""
+        store = SampleStore(tmp_path / "s")
+        for i in range(3):
+            store.append({"i": i})
+        cursor = Cursor()
+        assert [r["i"] for r in store.iter_records(cursor=cursor)] == [0, 1, 2]
+        assert (cursor.offset, cursor.lines) == (store.path.stat().st_size, 3)
+        store.append({"i": 3})
+        store.append({"i": 4})
+        assert [r["i"] for r in store.iter_records(cursor=cursor)] == [3, 4]
+        with store.path.open("ab") as f:
+            f.write(b'{"i": 5')  # a writer killed mid-record
+        warnings: list[str] = []
+        assert list(store.iter_records(warnings, cursor=cursor)) == []
+        assert warnings == [f"{store.path}:6: skipped unreadable record (torn or corrupt line)"]
+        assert cursor.lines == 5
+
+    def test_a_read_sees_the_store_as_it_was_when_it_began(self, tmp_path: Path) -> None:
+        """Records appended while a read is under way are left to the next read (the reader
+        stops at the size it saw when it began)."""
+        store = SampleStore(tmp_path / "s")
+        for i in range(2500):
+            store.append({"i": i})
+        reader = store.iter_records()
+        assert next(reader)["i"] == 0  # the first batch of lines is read
+        store.append({"i": 2500})
+        assert [r["i"] for r in reader][-1] == 2499
+
+    def test_a_read_that_fails_midway_says_why(self, tmp_path: Path) -> None:
+        """An I/O error while reading (here the store is a link to /proc/self/mem, whose first page
+        cannot be read) is one line with the system's reason."""
+        store = SampleStore(tmp_path / "s")
+        store.directory.mkdir(parents=True)
+        store.path.symlink_to("/proc/self/mem")
+        with pytest.raises(StoreError) as err:
+            store.read()
+        assert str(err.value) == f"{store.path}: cannot read sample store (Input/output error)"
+
+    def test_reading_leaves_the_garbage_collector_on(self, tmp_path: Path) -> None:
+        """The reader pauses garbage collection while it reads, and turns it back on after: a
+        process that read the store must not grow without bound from then on."""
+        import gc
+
+        store = SampleStore(tmp_path / "s")
+        store.append({"x": 1})
+        assert gc.isenabled()
+        assert store.read() == ([{"x": 1}], [])
+        assert gc.isenabled()
+
+    def test_a_store_that_cannot_be_read_says_why(self, tmp_path: Path) -> None:
+        """Reading fails with one line naming the store and the system's reason (a missing store
+        is only empty)."""
+        store = SampleStore(tmp_path / "s")
+        assert store.read() == ([], [])
+        store.path.mkdir(parents=True)  # samples.jsonl is a directory: the open fails
+        with pytest.raises(StoreError) as err:
+            store.read()
+        assert str(err.value) == f"{store.path}: cannot read sample store (Is a directory)"
 
     def test_store_and_transcript_directories_are_private(self, tmp_path: Path) -> None:
         old = os.umask(0o022)

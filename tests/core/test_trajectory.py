@@ -144,6 +144,49 @@ class TestHandWrittenStreams:
         assert t["searched_before_acting"] is True and t["time_to_first_search_ms"] == 201
         assert t["akm_events"] is True and t["akm_calls"] == 2
 
+    def test_an_asset_shown_again_is_loaded_once(self, tmp_path: Path) -> None:
+        """The gold skill shown three times, in both of akm's ref syntaxes, is one loaded asset; a
+        part of it (its SKILL.md) and another asset are each one more."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm show skill:hello-file", "hi", ts=1100),
+                bash("akm show skills/hello-file", "hi", ts=1200),
+                bash("akm show skill:hello-file/SKILL.md", "hi", ts=1250),
+                bash("akm show knowledge:other", "other", ts=1300),
+                bash("akm show skill:hello-file", "hi", ts=1400),
+            ],
+        )
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["show_count"] == 5
+        assert t["assets_loaded"] == [GOLD, "skill:hello-file/SKILL.md", "knowledge:other"]
+        assert t["irrelevant_assets_loaded"] == ["knowledge:other"] and t["warnings"] == []
+
+    def test_show_sizes_and_feedback_counts_with_akms_log(self, tmp_path: Path) -> None:
+        """akm logs the skill it served (`skills/hello-file`) while the agent asked for a file of it:
+        the size the transcript shows still counts as loaded. Feedback is counted by polarity."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm show skill:hello-file/SKILL.md", "To greet, write hi.\n", ts=1100),
+                bash("akm feedback skill:hello-file --positive", "{}", ts=1200),
+                bash("akm feedback skill:hello-file --negative", "{}", ts=1300),
+                bash("akm feedback skill:hello-file --positive", "{}", ts=1400),
+            ],
+        )
+        events = [
+            event("show", 1101, "skills/hello-file"),
+            event("feedback", 1201, "skills/hello-file", signal="positive"),
+            event("feedback", 1301, "skills/hello-file", signal="negative"),
+            event("feedback", 1401, "skills/hello-file", signal="positive"),
+        ]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["asset_bytes_loaded"] == len("To greet, write hi.\n")
+        assert (t["feedback_count"], t["positive_feedback_count"], t["negative_feedback_count"]) == (3, 2, 1)
+        assert t["feedback_polarity"] == "mixed"
+
     def test_agent_start_anchor(self, tmp_path: Path) -> None:
         """With the agent's start time, time_to_first_search includes the start-up."""
         stream = write_stream(tmp_path / "t.jsonl", [step(5000), bash("akm search x", hits(), ts=5100)])

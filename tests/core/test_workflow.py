@@ -384,8 +384,9 @@ class TestAggregate:
         row = page.one("table", id="workflow-table").one("tr", **{"data-workflow": "lookup"})
         assert [c.text for c in row.select("td")][:3] == ["lookup", "1", "1"]
         assert "missing_required_event" in page.one("table", id="workflow-violations").text
-        gates = report_gates.evaluate(env, ["workflow_compliance>=0.5", "workflow_strict_pass_rate<=0"], tmp_path)
-        assert [g["ok"] for g in gates] == [False, True]
+        exprs = ["workflow_compliance>=0.5", "workflow_compliance<=0.25", "workflow_strict_pass_rate<=0"]
+        gates = report_gates.evaluate(env, exprs, tmp_path)
+        assert [g["ok"] for g in gates] == [False, True, True] and gates[1]["observed"] == 0.25
         del env["workflow"]  # a run without workflow specs: the gate fails, it never passes unseen
         assert not report_gates.evaluate(env, ["workflow_compliance>=0"], tmp_path)[0]["ok"]
 

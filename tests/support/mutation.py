@@ -5,14 +5,16 @@ The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in
 the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
 module and every surviving mutant. ``--module report/stats`` (or ``stats``; repeatable) runs one module; ``--report``
 only prints the score of the last run (``--markdown``: as the table of docs/testing.md); ``--retry-survivors`` runs the survivors (and mutants no
-test ran) again, after tests were added. mutmut keeps its results in ``mutants/``, so an
+test ran) again, after tests were added; ``--sample N`` runs a seeded subset of N mutants per module. mutmut keeps its results in ``mutants/``, so an
 interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -69,6 +71,23 @@ def results(files: list[str], functions: dict[str, list[str]]) -> dict[str, dict
         if names:
             codes = {k: v for k, v in codes.items() if any(f".x_{n}__mutmut_" in k for n in names)}
         out[module_of(path)] = codes
+    return out
+
+
+def sample(files: list[str], functions: dict[str, list[str]], modules: list[str], size: int, seed: int) -> list[str]:
+    """A fixed subset of each chosen module's mutants: ``size`` names drawn with ``random.Random(seed)``
+    from all of them (run or not), so the same arguments always pick the same mutants. The names
+    come from mutmut's meta file, written when the mutants are generated (by a first run)."""
+    out = []
+    for path in files:
+        meta = ROOT / "mutants" / (path + ".meta")
+        if not chosen(path, modules) or not meta.is_file():
+            continue
+        globs = patterns([path], functions, [])
+        names = sorted(
+            k for k in json.loads(meta.read_text())["exit_code_by_key"] if any(fnmatch.fnmatchcase(k, g) for g in globs)
+        )
+        out += sorted(random.Random(f"{seed}:{path}").sample(names, min(size, len(names))))
     return out
 
 
@@ -143,12 +162,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print the score table in markdown (docs/testing.md)")
     parser.add_argument("--retry-survivors", action="store_true", help="run the survivors again (after adding tests)")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--sample", type=int, metavar="N", help="run only N mutants per module, a seeded subset")
+    parser.add_argument("--seed", type=int, default=19, help="the seed of --sample's subset (default 19)")
     args = parser.parse_args(argv)
     files, functions = config()
     if args.retry_survivors:
         print(f"{forget_survivors(files, args.module)} survivors to run again")
     if not args.report:
         globs = patterns(files, functions, args.module)
+        if globs and args.sample:
+            globs = sample(files, functions, args.module, args.sample, args.seed)
+            if not globs:
+                parser.error(
+                    "--sample needs the mutants generated first: run the module once (Ctrl-C after 'Generating mutants')"
+                )
         if not globs:
             parser.error(f"no module named {args.module}; known: {', '.join(module_of(f) for f in files)}")
         run = subprocess.run(
