@@ -234,6 +234,9 @@ class TestStoredSamplesStayValid:
             "sandbox",
         }
         assert fp["prompt_version"] == prompts.prompt_version("akm")
+        entry = setup_digest("local/m", "local", {"options": {"baseURL": "http://a:1/v1"}}, "p.json")
+        with_file = cell_fingerprint(Cell(root.task(), "noakm", 1), root.ctx(providers=entry))
+        assert set(with_file) - set(fp) == {"providers"} and with_file["providers"] == entry["digest"]
 
     def test_each_task_has_its_own_hash_within_a_run(self, root: Root) -> None:
         ctx = root.ctx()

@@ -4,6 +4,7 @@ fails as a user expects), and the envelope's workflow block against independent 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 from statsmodels.stats.proportion import proportion_confint
 
+from pytest_akmbench.cell.context import Cell, cell_fingerprint
 from pytest_akmbench.cell.workflow import RunFacts, check_cell, evaluate
 from pytest_akmbench.cell.workflow_trace import build_trace, runs_tests
 from pytest_akmbench.corpus.tasks import load_corpus
@@ -410,3 +412,7 @@ class TestFingerprint:
         }
         changed = {k for k in before if before[k] != after[k]}
         assert changed == {("akm", "alpha/script-task")}
+        # The form stored samples carry: the spec's id and the first 16 hex of its file's sha256.
+        file_digest = hashlib.sha256((workflows / "lookup.yaml").read_bytes()).hexdigest()[:16]
+        fp = cell_fingerprint(Cell(root.task(), "akm", 1), root.ctx())
+        assert fp["workflows"] == {"lookup": file_digest}
