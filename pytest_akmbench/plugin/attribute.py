@@ -90,13 +90,15 @@ def providers_setup(state: BenchState) -> dict[str, Any]:
 
 
 def _check_providers(state: BenchState, plan: Plan) -> None:
-    """The fingerprints leave the providers out (they name the model only): the reference
-    dropped them on masked reruns, so here they must be the base run's too."""
+    """The reference dropped the providers on masked reruns, so here they must be the base
+    run's. The fingerprints hold them only when a providers file gives the model (cell/context.py),
+    and a base may have no fingerprints at all: the report's digest is checked in every case."""
     where, mine, theirs = f"--bench-base {plan.base.path}", providers_setup(state), plan.base.providers
     if theirs is None:
         raise ConfigError(
             f"{where}: the base report records no single provenance.providers (it was written before this "
-            "check existed, or its samples ran under different providers); rerun its utility run to rewrite the report (its finished cells come from the store)"
+            "check existed, or its samples ran under different providers); rerun its utility run to rewrite "
+            "the report (its finished cells come from the store)"
         )
     if theirs.get("digest") != mine["digest"]:
         raise ConfigError(
