@@ -12,16 +12,14 @@ skipped cells and gives the report its ``spend.cap`` block.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from ..report import resume
-from ..report.spend import run_cost, run_tokens
-from . import options
+from ..report import adaptive_run, resume
+from ..report.adaptive_run import spent
 from .nodes import CELL_KEY, STORED_KEY
 from .state import BenchState
 
@@ -39,33 +37,12 @@ class Cap:
         return f"${value:.4f}" if self.kind == "usd" else f"{int(value)} tokens"
 
 
-# (setting, kind, what a good value looks like)
-_SPEC = (("budget_usd", "usd", "a positive number of US dollars, e.g. 2.50"), ("budget_run_tokens", "tokens", "a positive whole number of tokens, e.g. 200000"))  # fmt: skip
-
-
-def parse(config: pytest.Config) -> list[Cap]:
-    """The caps the options set; a bad value is a one-line usage error naming where it came from."""
-    caps = []
-    for name, kind, good in _SPEC:
-        cli, ini = options.raw(config, name)
-        raw = cli if cli is not None else ini
-        if raw is None:
-            continue
-        origin = f"--bench-{name.replace('_', '-')}" if cli is not None else f"ini bench_{name}"
-        try:
-            value = float(str(raw).strip()) if kind == "usd" else int(str(raw).strip())
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and value > 0):
-            raise pytest.UsageError(f"{origin}: {str(raw)!r} is not {good}; set it to the run's spend limit")
-        caps.append(Cap(kind, value, origin))
-    return caps
-
-
-def spent(records: list[dict[str, Any]]) -> dict[str, float]:
-    """What ``records`` spent: cost (USD, reported costs) and tokens (measured totals)."""
-    tokens = [t.get("total", 0) for t in (run_tokens(r) for r in records) if t is not None]
-    return {"usd": sum(c for c in (run_cost(r) for r in records) if c is not None), "tokens": float(sum(tokens))}
+def parse(state: BenchState) -> list[Cap]:
+    """The caps set on the command line, in the run config or the ini (corpus/config.py resolves
+    them and refuses a bad value in one line naming where it came from)."""
+    s = state.settings
+    found = [("usd", s.budget_usd, "budget_usd"), ("tokens", s.budget_run_tokens, "budget_run_tokens")]
+    return [Cap(kind, value, s.origins[name]) for kind, value, name in found if value is not None]
 
 
 class SpendCaps:
@@ -118,23 +95,16 @@ class SpendCaps:
 
     def block(self, stored: resume.StoredSamples) -> dict[str, Any]:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
-        records = stored.of_run(self.state.run_id)
-        fresh = SpendCaps(self.state, self.caps)  # the report's index, summed from its start
-        hit = fresh.reached(records)
-        cap = hit[0] if hit else self.caps[0]
-        value = spent(records)[cap.kind]
-        return {
-            "kind": cap.kind,
-            "limit": cap.limit,
-            "spent": value,
-            "reached": hit is not None,
-            "not_run": self.not_run,
-        }
+        return adaptive_run.cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The caps as the store's run record keeps them (store/runs.py)."""
+        return [{"kind": c.kind, "limit": c.limit, "origin": c.origin} for c in self.caps]
 
 
 def install(config: pytest.Config, state: BenchState) -> None:
     """Register the caps, when any is set, in this process (controller and workers alike)."""
-    caps = parse(config)
+    caps = parse(state)
     if caps and state.settings.track != "utility":
         # Only the utility report says that a cap stopped the run; elsewhere a cell left out
         # would go unexplained.
