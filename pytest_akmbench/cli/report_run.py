@@ -1,5 +1,5 @@
 """What the offline ``report`` command needs beyond the samples: whether the reported run was
-adaptive and which cells its plan needed, and its spend cap (docs/report.md, "Rebuilding").
+adaptive and which cells its plan needed, and its spend cap (docs/report.md, "Rebuilding offline").
 
 The run's own record in the store (store/runs.py) says it; for a run that left none (it was
 killed before its end), the run config's ``until``/``floor``/``maxSeeds`` and caps, or the

@@ -5,8 +5,8 @@ store (the samples this run appended, every worker's, read incrementally) and, o
 reached, skips the cell with ``not run: spend cap …`` instead of running it. Cells already running
 finish; a skipped cell stores nothing, so a later run (resume) runs it. Two workers that check at
 the same moment may each start one more cell past the cap: the cap bounds when cells *start*, and
-the overshoot is at most one cell per worker. Remote workers cannot read the store: there the cap
-is not checked before a cell (the report still shows the spend). The controller counts the
+the overshoot is at most one cell per worker. A remote worker cannot read the store: the controller
+checks the cap when the worker claims a cell (plugin/remote.py) and the cell is skipped alike. The controller counts the
 skipped cells and gives the report its ``spend.cap`` block.
 """
 
@@ -72,10 +72,17 @@ class SpendCaps:
             return  # not a cell, or one the store answers at no cost, or a worker with no store
         index = self.state.stored()
         index.refresh()
-        hit = self.reached(index.of_run(self.state.run_id))
-        if hit is not None:
-            cap, value = hit
-            pytest.skip(f"{REASON} {cap.text(cap.limit)} reached ({cap.text(value)} spent by this run; {cap.origin})")
+        why = self.reason(index.of_run(self.state.run_id))
+        if why is not None:
+            pytest.skip(why)
+
+    def reason(self, records: list[dict[str, Any]]) -> str | None:
+        """Why no further cell starts, once ``records`` (this run's) reach a cap; else None."""
+        hit = self.reached(records)
+        if hit is None:
+            return None
+        cap, value = hit
+        return f"{REASON} {cap.text(cap.limit)} reached ({cap.text(value)} spent by this run; {cap.origin})"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

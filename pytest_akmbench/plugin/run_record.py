@@ -1,5 +1,5 @@
 """The controller's record of an adaptive or capped run in the store (store/runs.py), so the
-offline ``report`` command rebuilds the report this session writes (docs/report.md, "Rebuilding")."""
+offline ``report`` command rebuilds the report this session writes (docs/report.md, "Rebuilding offline")."""
 
 from __future__ import annotations
 

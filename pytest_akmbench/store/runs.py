@@ -1,4 +1,4 @@
-"""``<store>/runs.jsonl``: what a run decided that its samples do not say (docs/report.md, "Rebuilding").
+"""``<store>/runs.jsonl``: what a run decided that its samples do not say (docs/report.md, "Rebuilding offline").
 
 An adaptive run (``--bench-until decisive``) and a run under a spend cap end up with cells that
 never ran on purpose; the offline ``report`` command must know that to give the report the

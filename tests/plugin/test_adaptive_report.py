@@ -15,6 +15,7 @@ from tests.plugin.test_adaptive import ARGS, POLICY_AGENT, runs_logged
 from tests.plugin.test_plugin import INI, read_report
 from tests.support.corpus import standard_corpus
 from tests.support.dom import parse
+from tests.support.remote import SLEEP_AGENT, agent_log, bench_argv, copy_project, make_project, records
 
 ADAPTIVE = ["--bench-floor", "2", "--bench-max-seeds", "5"]
 SAME = ("adaptive", "complete", "spend", "verdict")
@@ -164,3 +165,25 @@ class TestRunConfig:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert f"{path}: {message}" in result.stderr.str()
         assert "Traceback" not in result.stderr.str() and not runs_logged(bench.path)
+
+
+class TestRemoteCap:
+    def test_the_controller_enforces_the_cap_for_a_remote_worker(self, tmp_path: Path) -> None:
+        """A remote worker (--tx popen//chdir=<copy>) cannot read the store: the controller checks the
+        cap when the worker claims a cell. 110 tokens a cell under a 200-token cap: two cells run (one
+        more may start as the second is stored, the overshoot a local worker has too), the rest are
+        skipped as `not run: spend cap` on the worker and stored nowhere; the report has the cap block."""
+        measured = 'token_measurement="measured", tokens={"input": 100, "output": 10, "total": 110}'
+        ctl = make_project(tmp_path / "ctl")
+        (ctl / "conftest.py").write_text(SLEEP_AGENT.replace('token_measurement="unsupported"', measured))
+        far = copy_project(ctl, tmp_path / "far")
+        argv = bench_argv("--tx", f"popen//chdir={far}", "--bench-budget-run-tokens", "200", "-rs")
+        proc = subprocess.run(argv, cwd=ctl, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out
+        ran = [line for line in agent_log(far) if line[0] == "start"]
+        stored = records(ctl)
+        assert 2 <= len(ran) <= 3 and len(stored) == len(ran) and not agent_log(ctl), out
+        assert "not run: spend cap 200 tokens reached" in out and f"{len(ran)} passed, {6 - len(ran)} skipped" in out
+        cap = json.loads((ctl / "report" / "report.json").read_text())["spend"]["cap"]
+        assert (cap["reached"], cap["not_run"], cap["spent"]) == (True, 6 - len(ran), 110.0 * len(ran))
