@@ -8,6 +8,7 @@ configuration content, as the reference does.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,12 +18,12 @@ from ..cell.context import RunContext
 from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, in_file, load_run_config, resolve, run_caps
 from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
+from ..report import adaptive_run, gates, merge
 from ..report import envelope as report
 from ..report import files as report_files
-from ..report import gates, merge
 from ..report.resume import report_input
 from ..system import lifecycle
-from . import inputs
+from . import inputs, report_run
 
 DEFAULT_OUT = ".akmbench/report"
 DEFAULT_STORE = ".akmbench/store"
@@ -53,6 +54,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     arms, seeds = (merged.arms(), merged.seeds()) if planned is not None else (settings.arms, settings.seeds)
     cells = planned or [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, seeds + 1)]
     ctx = _stored_run(args, settings, merged.latest(settings.agent), stores[0])
+    run = report_run.recall(stores, ctx, settings, tasks, corpus.tasks, merged.stored, fixed=not chosen)
+    if run.cells is not None and run.tasks is not None:  # an adaptive run: the cells its plan needed
+        tasks, arms, seeds, cells = run.tasks, run.arms, run.max_seeds, run.cells
     inp = report_input(
         tasks=tasks,
         arms=arms,
@@ -61,14 +65,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         slice_label=slice_label,
         ctx=ctx,
         store_dir=stores[0],
-        floor=settings.floor,
+        floor=run.floor or settings.floor,
         cwd=cwd,
         gates=args.gate or (),
         stored=merged.stored,
     )
+    complete = inp.complete and (run.block is None or run.block["stopping_reason"] is not None)
+    inp = dataclasses.replace(inp, complete=complete, spend_cap=run.cap)
     problems = merge.check(merged, tasks, cells, ctx) if merging else []
     inp = merge.finish(inp, merged, problems)
-    envelope = report.build(inp)
+    envelope = adaptive_run.stamp(report.build(inp), run.block)
     if merging:
         envelope["merge"] = merged.block()
     out = Path(args.out or DEFAULT_OUT)
@@ -117,6 +123,10 @@ def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
             "floor": args.floor,
             "budget_tokens": args.budget_tokens,
             "budget_wall_ms": args.budget_wall_ms,
+            "until": args.until,
+            "max_seeds": args.max_seeds,
+            "budget_usd": args.budget_usd,
+            "budget_run_tokens": args.budget_run_tokens,
         },
         tasks_root=inputs.tasks_root(args.corpus),
         stashes_root=Path(args.stashes).resolve(),
@@ -205,9 +215,13 @@ def _report_parser(sub: Any) -> None:
     rep.add_argument("--agent-version", help="agent version (default: the latest sample's)")
     rep.add_argument("--model", help="model (default: the latest sample's)")
     rep.add_argument("--run-id", help="which run counts as this report's own (default: the latest)")
-    rep.add_argument("--floor", default=str(DEFAULT_FLOOR), help="reporting floor (default: 3)")
+    rep.add_argument("--floor", help=f"reporting floor (default: the run config's floor, else {DEFAULT_FLOOR})")
     rep.add_argument("--budget-tokens", help="as --bench-budget-tokens")
     rep.add_argument("--budget-wall-ms", help="as --bench-budget-wall-ms")
+    rep.add_argument("--until", help="as --bench-until, for a run that left no record in the store")
+    rep.add_argument("--max-seeds", help="as --bench-max-seeds, with --until")
+    rep.add_argument("--budget-usd", help="as --bench-budget-usd, for a run that left no record in the store")
+    rep.add_argument("--budget-run-tokens", help="as --bench-budget-run-tokens, likewise")
     rep.add_argument(
         "--gate", action="append", metavar="EXPR", help="a gate deciding the exit status, as --bench-gate (repeatable)"
     )

@@ -17,8 +17,11 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..system.sandbox import parse_mode
+from .config_fields import PHASE2_FIELDS as PHASE2_FIELDS
+from .config_fields import PROVIDER_FIELDS as PROVIDER_FIELDS
+from .config_fields import TRACKS as TRACKS
+from .config_fields import run_config_problems as run_config_problems
 from .values import (
-    MAX_SEEDS,
     parallel_count,
     parse_arms,
     parse_bool,
@@ -26,6 +29,10 @@ from .values import (
     positive_float,
     positive_int,
     seed_count,
+    seeds_most,
+    token_cap,
+    until_choice,
+    usd_cap,
 )
 
 DEFAULT_SEEDS = 3
@@ -33,59 +40,6 @@ DEFAULT_FLOOR = 3
 DEFAULT_BUDGET_TOKENS = 30000
 DEFAULT_BUDGET_WALL_MS = 120000
 DEFAULT_VERIFY_TIMEOUT_S = 120.0
-
-# Run-config fields: the reference's schema v1, the standalone akm-bench's additions (track,
-# model, opencodeConfig/Ref, phase2*), and this project's agent, akm and budgetTurns.
-_FIELDS: dict[str, tuple[type, ...]] = {
-    "$schema": (str,),
-    "schemaVersion": (int,),
-    "track": (str,),
-    "base": (str,),
-    "name": (str,),
-    "description": (str,),
-    "providers": (dict,),
-    "providersRef": (str,),
-    "opencodeConfig": (dict,),
-    "opencodeConfigRef": (str,),
-    "defaultModel": (str,),
-    "model": (str,),
-    "tasks": (str, list),
-    "arms": (list,),
-    "seeds": (int,),
-    "budgetTokens": (int,),
-    "budgetWallMs": (int,),
-    "budgetTurns": (int,),
-    "parallel": (int,),
-    "forceParallel": (bool,),
-    "baseline": (str,),
-    "agent": (str,),
-    "akm": (str,),
-    "evolveEpisodes": (int,),
-    "phase2Enabled": (bool,),
-    "phase2ReflectTimeoutMs": (int,),
-    "phase2ReflectRetryTimeoutMs": (int,),
-    "phase2SkipReflectOnAllNegative": (bool,),
-}
-# One source of provider entries per run config.
-PROVIDER_FIELDS = ("providers", "providersRef", "opencodeConfig", "opencodeConfigRef")
-# Settings of the evolve track: accepted so a standalone akm-bench config loads, unused here.
-PHASE2_FIELDS = (
-    "phase2Enabled",
-    "phase2ReflectTimeoutMs",
-    "phase2ReflectRetryTimeoutMs",
-    "phase2SkipReflectOnAllNegative",
-)
-TRACKS = ("utility", "attribute", "evolve")
-_POSITIVE = (
-    "seeds",
-    "evolveEpisodes",
-    "budgetTokens",
-    "budgetWallMs",
-    "budgetTurns",
-    "parallel",
-    "phase2ReflectTimeoutMs",
-    "phase2ReflectRetryTimeoutMs",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,45 +140,6 @@ def read_run_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
-    """Every problem of a parsed run config, each a line naming the file and the field."""
-    problems: list[str] = []
-    typed: dict[str, Any] = {}  # the known fields of the right type: the checks below read only these
-    for key, value in data.items():
-        if key not in _FIELDS:
-            problems.append(f"{path}: unknown field {key!r}; known fields: {', '.join(sorted(_FIELDS))}")
-            continue
-        want = _FIELDS[key]
-        if (isinstance(value, bool) and bool not in want) or not isinstance(value, want):
-            names = " or ".join("array" if t is list else "object" if t is dict else t.__name__ for t in want)
-            problems.append(f"{path}: {key}: expected {names}, got {json.dumps(value)}")
-        else:
-            typed[key] = value
-    if data.get("schemaVersion") != 1 or isinstance(data.get("schemaVersion"), bool):
-        problems.append(f"{path}: schemaVersion: must be 1, got {json.dumps(data.get('schemaVersion'))}")
-    sources = [key for key in PROVIDER_FIELDS if key in data]
-    if len(sources) > 1:
-        problems.append(f"{path}: {' and '.join(sources)}: give one source of providers, not {len(sources)}")
-    if "model" in typed and "defaultModel" in typed and typed["model"] != typed["defaultModel"]:
-        problems.append(f"{path}: model and defaultModel: both name the run's model; keep one")
-    if "track" in typed and typed["track"] not in TRACKS:
-        problems.append(f"{path}: track: must be one of {', '.join(TRACKS)}, got {json.dumps(typed['track'])}")
-    for key in _POSITIVE:
-        if key in typed and typed[key] < 1:
-            problems.append(f"{path}: {key}: must be a positive integer, got {typed[key]}")
-    if typed.get("seeds", 0) > MAX_SEEDS:
-        problems.append(f"{path}: seeds: {typed['seeds']} seeds is too many: at most {MAX_SEEDS} trials per cell")
-    tasks = typed.get("tasks")
-    if isinstance(tasks, list) and not all(isinstance(t, str) and t for t in tasks):
-        problems.append(f"{path}: tasks: every entry must be a task id string")
-    if "arms" in typed:
-        try:
-            parse_arms(typed["arms"])
-        except ValueError as err:
-            problems.append(f"{path}: arms: {err}")
-    return problems
-
-
 def config_options(cfg: RunConfig | None) -> dict[str, Any]:
     """The run config's provider and model fields, as the agent adapter's discovery reads them."""
     return {
@@ -279,6 +194,10 @@ class Settings:
     base: Path | None = None  # the attribute track's base report
     top: int = 5  # the attribute track's number of assets masked
     evolve_episodes: int = 1  # the evolve track's episodes (docs/tracks.md, "Episodes")
+    until: str | None = None  # "decisive": adaptive seeds (docs/adaptive.md)
+    max_seeds: int | None = None  # the most seeds of an adaptive run
+    budget_usd: float | None = None  # the run's spend caps (README, "Spend caps")
+    budget_run_tokens: int | None = None
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -316,13 +235,17 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "fresh": (None, parse_bool),
     "soundness": (None, parse_bool),
     "baseline": ("baseline", str),
-    "floor": (None, positive_int),
+    "floor": ("floor", positive_int),
     "sandbox": (None, parse_mode),
     "sandbox_ro": (None, lambda v: tuple(v) if isinstance(v, (list, tuple)) else (str(v),)),
     "track": ("track", parse_track),
     "base": ("base", str),
     "top": (None, positive_int),
     "evolve_episodes": ("evolveEpisodes", positive_int),
+    "until": ("until", until_choice),
+    "max_seeds": ("maxSeeds", seeds_most),
+    "budget_usd": ("budgetUsd", usd_cap),
+    "budget_run_tokens": ("budgetRunTokens", token_cap),
 }
 _PATHS = ("providers", "opencode_config", "akm", "opencode", "store", "report", "tmp", "baseline", "base")
 

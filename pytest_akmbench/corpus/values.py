@@ -4,6 +4,7 @@ options, ini keys and the CLI), the limits of one run, and the baseline file."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,48 @@ def positive_float(text: str | float) -> float:
         raise ValueError(f"expected a positive number, got {text!r}") from None
     if not value > 0:
         raise ValueError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def until_choice(text: str) -> str:
+    """``--bench-until``'s one value (docs/adaptive.md)."""
+    if str(text).strip() != "decisive":
+        raise ValueError(f"unknown value {text!r}; the one choice is decisive")
+    return "decisive"
+
+
+def seeds_most(text: str | int) -> int:
+    """``--bench-max-seeds``: the most seeds an adaptive run gives a task."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_SEEDS:
+        raise ValueError(f"{text!r} is not a whole number of seeds of at least 1 (at most {MAX_SEEDS})")
+    return value
+
+
+def usd_cap(text: str | float) -> float:
+    """A run's spend cap in US dollars: positive and finite."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{text!r} is not a positive number of US dollars, e.g. 2.50; set it to the run's spend limit")
+    return value
+
+
+def token_cap(text: str | int) -> int:
+    """A run's spend cap in tokens: a positive whole number."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(
+            f"{text!r} is not a positive whole number of tokens, e.g. 200000; set it to the run's spend limit"
+        )
     return value
 
 

@@ -19,10 +19,9 @@ import pytest
 
 from ..cell.context import Cell
 from ..errors import ConfigError
-from ..report import sequential
+from ..report import adaptive_run, sequential
 from ..report.resume import StoredSamples
 from ..system import lifecycle
-from . import options
 from .caps import PLUGIN as CAPS_PLUGIN
 from .nodes import CELL_KEY
 from .state import BenchState
@@ -36,16 +35,15 @@ WAIT_KEY = pytest.StashKey[float]()
 BARRIER_DISTS = ("no", "load", "worksteal")  # replaced by RoundScheduling; the others group cells
 
 
-def _setting(config: pytest.Config, name: str) -> tuple[Any, str]:
-    cli, ini = options.raw(config, name)
-    flag = "--bench-" + name.replace("_", "-")
-    return (cli, flag) if cli is not None else (ini, f"ini bench_{name}")
+def _setting(state: BenchState, name: str) -> tuple[Any, str]:
+    """A value resolved from the command line, run config or ini (corpus/config.py), and its origin."""
+    return getattr(state.settings, name), state.settings.origins.get(name, "")
 
 
 def activate(config: pytest.Config, state: BenchState) -> None:
     """Make this run adaptive when ``--bench-until`` asks for it; refuse what it cannot do."""
-    until, where = _setting(config, "until")
-    most, most_where = _setting(config, "max_seeds")
+    until, where = _setting(state, "until")
+    most, most_where = _setting(state, "max_seeds")
     if until is None:
         if most is not None:
             raise pytest.UsageError(f"{most_where}: needs --bench-until decisive")
@@ -191,25 +189,17 @@ class AdaptiveHooks:
 
     def plan(self, index: StoredSamples) -> sequential.Plan:
         """The plan the store implies now, with this run's harness errors counted as run."""
-        arms = self.state.settings.arms
         by_task = {t.id: t for t in self.state.tasks}
-        outcomes: dict[sequential.Key, bool] = {}
-        for t in self.tasks:
-            for arm in arms:
-                for seed in range(1, self.max_seeds + 1):
-                    key = (t, arm, seed)
-                    if key not in self._fps:
-                        self._fps[key] = self.state.fingerprint_hash(Cell(by_task[t], arm, seed))
-                    record = index.done(key, self._fps[key])
-                    if record is not None:
-                        outcomes[key] = record["outcome"] == "pass"
-        errored = {
-            (r["task_id"], r["arm"], r["seed"])
-            for r in index.of_run(self.state.run_id)
-            if r["outcome"] == "harness_error"
-            and self._fps.get((r["task_id"], r["arm"], r["seed"])) == r.get("fingerprint_hash")
-        }
-        return sequential.plan(self.tasks, arms, outcomes, errored, floor=self.floor, max_seeds=self.max_seeds)
+        return adaptive_run.plan_from_store(
+            [by_task[t] for t in self.tasks],
+            self.state.settings.arms,
+            index,
+            self.state.fingerprint_hash,
+            self.state.run_id,
+            floor=self.floor,
+            max_seeds=self.max_seeds,
+            cache=self._fps,
+        )
 
     @pytest.hookimpl(tryfirst=True)  # before the cell's fixtures run it
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -285,11 +275,13 @@ class AdaptiveHooks:
         ran = {c[0] for c in cells}
         if ran:  # under xdist the controller collected nothing: the node ids say which tasks
             self.tasks = [t for t in self.tasks if t in ran]
-        current = self.plan(stored)
-        arms = self.state.settings.arms
-        needed = set(current.cells(arms))
-        part = sequential.block(current, arms=arms, floor=self.floor, max_seeds=self.max_seeds)
-        part["barrier_wait_s"] = round(self.waited_s, 3)
+        needed, part = adaptive_run.part(
+            self.plan(stored),
+            self.state.settings.arms,
+            floor=self.floor,
+            max_seeds=self.max_seeds,
+            waited_s=self.waited_s,
+        )
         return {c for c in cells if c in needed}, part
 
 
@@ -305,15 +297,4 @@ def narrow(
 
 def stamp(envelope: dict[str, Any], part: dict[str, Any] | None) -> dict[str, Any]:
     """The envelope with the ``adaptive`` block; its verdict and warnings say the design."""
-    if part is None:
-        return envelope
-    caveat = (
-        "adaptive run: the p-values and intervals of the comparisons assume a fixed number of seeds; "
-        "the sign e-process of the adaptive block is the test valid under its stopping"
-    )
-    return {
-        **envelope,
-        "adaptive": part,
-        "verdict": f"{sequential.headline(part)} — {envelope['verdict']}",
-        "warnings": [*envelope["warnings"], caveat],
-    }
+    return adaptive_run.stamp(envelope, part)

@@ -5,23 +5,21 @@ store (the samples this run appended, every worker's, read incrementally) and, o
 reached, skips the cell with ``not run: spend cap …`` instead of running it. Cells already running
 finish; a skipped cell stores nothing, so a later run (resume) runs it. Two workers that check at
 the same moment may each start one more cell past the cap: the cap bounds when cells *start*, and
-the overshoot is at most one cell per worker. Remote workers cannot read the store: there the cap
-is not checked before a cell (the report still shows the spend). The controller counts the
+the overshoot is at most one cell per worker. A remote worker cannot read the store: the controller
+checks the cap when the worker claims a cell (plugin/remote.py) and the cell is skipped alike. The controller counts the
 skipped cells and gives the report its ``spend.cap`` block.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from ..report import resume
-from ..report.spend import run_cost, run_tokens
-from . import options
+from ..report import adaptive_run, resume
+from ..report.adaptive_run import spent
 from .nodes import CELL_KEY, STORED_KEY
 from .state import BenchState
 
@@ -39,33 +37,12 @@ class Cap:
         return f"${value:.4f}" if self.kind == "usd" else f"{int(value)} tokens"
 
 
-# (setting, kind, what a good value looks like)
-_SPEC = (("budget_usd", "usd", "a positive number of US dollars, e.g. 2.50"), ("budget_run_tokens", "tokens", "a positive whole number of tokens, e.g. 200000"))  # fmt: skip
-
-
-def parse(config: pytest.Config) -> list[Cap]:
-    """The caps the options set; a bad value is a one-line usage error naming where it came from."""
-    caps = []
-    for name, kind, good in _SPEC:
-        cli, ini = options.raw(config, name)
-        raw = cli if cli is not None else ini
-        if raw is None:
-            continue
-        origin = f"--bench-{name.replace('_', '-')}" if cli is not None else f"ini bench_{name}"
-        try:
-            value = float(str(raw).strip()) if kind == "usd" else int(str(raw).strip())
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and value > 0):
-            raise pytest.UsageError(f"{origin}: {str(raw)!r} is not {good}; set it to the run's spend limit")
-        caps.append(Cap(kind, value, origin))
-    return caps
-
-
-def spent(records: list[dict[str, Any]]) -> dict[str, float]:
-    """What ``records`` spent: cost (USD, reported costs) and tokens (measured totals)."""
-    tokens = [t.get("total", 0) for t in (run_tokens(r) for r in records) if t is not None]
-    return {"usd": sum(c for c in (run_cost(r) for r in records) if c is not None), "tokens": float(sum(tokens))}
+def parse(state: BenchState) -> list[Cap]:
+    """The caps set on the command line, in the run config or the ini (corpus/config.py resolves
+    them and refuses a bad value in one line naming where it came from)."""
+    s = state.settings
+    found = [("usd", s.budget_usd, "budget_usd"), ("tokens", s.budget_run_tokens, "budget_run_tokens")]
+    return [Cap(kind, value, s.origins[name]) for kind, value, name in found if value is not None]
 
 
 class SpendCaps:
@@ -95,10 +72,17 @@ class SpendCaps:
             return  # not a cell, or one the store answers at no cost, or a worker with no store
         index = self.state.stored()
         index.refresh()
-        hit = self.reached(index.of_run(self.state.run_id))
-        if hit is not None:
-            cap, value = hit
-            pytest.skip(f"{REASON} {cap.text(cap.limit)} reached ({cap.text(value)} spent by this run; {cap.origin})")
+        why = self.reason(index.of_run(self.state.run_id))
+        if why is not None:
+            pytest.skip(why)
+
+    def reason(self, records: list[dict[str, Any]]) -> str | None:
+        """Why no further cell starts, once ``records`` (this run's) reach a cap; else None."""
+        hit = self.reached(records)
+        if hit is None:
+            return None
+        cap, value = hit
+        return f"{REASON} {cap.text(cap.limit)} reached ({cap.text(value)} spent by this run; {cap.origin})"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -118,23 +102,16 @@ class SpendCaps:
 
     def block(self, stored: resume.StoredSamples) -> dict[str, Any]:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
-        records = stored.of_run(self.state.run_id)
-        fresh = SpendCaps(self.state, self.caps)  # the report's index, summed from its start
-        hit = fresh.reached(records)
-        cap = hit[0] if hit else self.caps[0]
-        value = spent(records)[cap.kind]
-        return {
-            "kind": cap.kind,
-            "limit": cap.limit,
-            "spent": value,
-            "reached": hit is not None,
-            "not_run": self.not_run,
-        }
+        return adaptive_run.cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The caps as the store's run record keeps them (store/runs.py)."""
+        return [{"kind": c.kind, "limit": c.limit, "origin": c.origin} for c in self.caps]
 
 
 def install(config: pytest.Config, state: BenchState) -> None:
     """Register the caps, when any is set, in this process (controller and workers alike)."""
-    caps = parse(config)
+    caps = parse(state)
     if caps and state.settings.track != "utility":
         # Only the utility report says that a cap stopped the run; elsewhere a cell left out
         # would go unexplained.

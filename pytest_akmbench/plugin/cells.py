@@ -110,6 +110,8 @@ def _run_remote(
     kind, body = state.remote.claim(cell, fp, item.nodeid)
     if kind == "stop":
         pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
+    if kind == "capped":
+        pytest.skip(body)  # the run's spend cap, checked by the controller (plugin/remote.py)
     if kind == "error":
         request.session.shouldstop = body
         pytest.fail(f"harness_error: {body}", pytrace=False)

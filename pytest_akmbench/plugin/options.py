@@ -142,7 +142,7 @@ ADAPTIVE = [
 
 # Every setting read as (command line, ini) pair; the gates are read on their own.
 SETTINGS = [n.replace("-", "_") for n, _, _ in OPTIONS] + [n.replace("-", "_") for n, _ in FLAGS]
-SETTINGS += ["parallel", "sandbox_ro"]
+SETTINGS += ["parallel", "sandbox_ro", "until", "max_seeds"]
 
 
 def raw(config: pytest.Config, name: str) -> tuple[Any, Any]:

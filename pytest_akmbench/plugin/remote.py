@@ -35,6 +35,8 @@ from ..report.resume import StoredSamples
 from ..store.claims import Claim
 from ..store.samples import SampleStore
 from ..system import lifecycle, procs
+from .caps import PLUGIN as CAPS_PLUGIN
+from .caps import SpendCaps
 
 if TYPE_CHECKING:
     from ..cell.context import Cell
@@ -108,9 +110,22 @@ class RemoteHub:
         self._initial: Any = None
         self.session: pytest.Session | None = None
         self._original: Any = None
+        self.caps: SpendCaps | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+        caps = session.config.pluginmanager.get_plugin(CAPS_PLUGIN)
+        self.caps = caps if isinstance(caps, SpendCaps) else None
+
+    def _capped(self) -> str | None:
+        """The spend cap's skip reason once this run reached it: a remote worker cannot read the
+        store, so the controller checks for it, as a local worker does itself (plugin/caps.py)."""
+        if self.caps is None:
+            return None
+        with self.lock:
+            index = self.state.stored()
+            index.refresh()
+            return self.caps.reason(index.of_run(self.state.run_id))
 
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
         if not any(is_remote(s) for s in specs):
@@ -163,6 +178,10 @@ class RemoteHub:
             record = self._initial.done(trial, body["fp"])
             if record is not None:
                 channel.send(("stored", record))
+                return
+            capped = self._capped()
+            if capped is not None:
+                channel.send(("capped", capped))  # the worker skips the cell with this reason
                 return
             claim = Claim(
                 state.store_dir,

@@ -20,7 +20,7 @@ from ..report import envelope as report
 from ..report import files as report_files
 from ..report import github, resume, spend
 from ..store import integrity
-from . import adaptive, caps, shard
+from . import adaptive, caps, run_record, shard
 from .attribute import providers_setup
 from .nodes import CELL_KEY
 from .progress import arm_totals
@@ -172,7 +172,7 @@ class BenchSession:
             inp = dataclasses.replace(
                 inp,
                 complete=complete,
-                warnings=[*self.problems, *inp.warnings],
+                warnings=[*self.problems, *inp.warnings, *run_record.save(self.config, state)],
                 spend_cap=caps.report_block(self.config, stored),
             )
             inp, extra = shard.for_report(self.config, inp)  # a shard covers part of the cells

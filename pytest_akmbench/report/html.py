@@ -13,7 +13,7 @@ from html import escape
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import soundness, spend, workflow_sections
+from . import adaptive_run, soundness, spend, workflow_sections
 from .fmt import num, signed
 from .html_parts import interval_text, money, section, table, td
 from .html_plots import (
@@ -74,6 +74,7 @@ def render(envelope: dict[str, Any]) -> str:
         + outcomes_section(envelope)
         + tokens_section(envelope)
         + spend.html_lines(envelope)
+        + adaptive_run.html_lines(envelope)
     )
     parts += trajectory_section(envelope)
     parts += workflow_sections.html_lines(envelope)

@@ -440,7 +440,7 @@ class TestMoreMessages:
             self.load_error(tmp_path, track="speed") == 'track: must be one of utility, attribute, evolve, got "speed"'
         )
         assert self.load_error(tmp_path, seedz=1).startswith(
-            "unknown field 'seedz'; known fields: $schema, agent, akm, arms, base, baseline, budgetTokens, "
+            "unknown field 'seedz'; known fields: $schema, agent, akm, arms, base, baseline, budgetRunTokens, "
         )
 
     def test_limits_are_inclusive(self, tmp_path: Path) -> None:

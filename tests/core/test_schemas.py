@@ -12,7 +12,7 @@ import tomllib
 import yaml
 
 from pytest_akmbench.agents.opencode import providers
-from pytest_akmbench.corpus import config, tasks
+from pytest_akmbench.corpus import config, config_fields, tasks
 from pytest_akmbench.errors import BenchError
 from pytest_akmbench.report import envelope as report
 from tests.core.test_metrics import sample
@@ -46,7 +46,7 @@ def test_each_corpus_task_validates() -> None:
 
 
 def test_the_schemas_name_exactly_the_fields_the_code_knows() -> None:
-    assert set(schema("run-config")["properties"]) == set(config._FIELDS)
+    assert set(schema("run-config")["properties"]) == set(config_fields.FIELDS)
     assert set(schema("task")["properties"]) == set(tasks._KNOWN_KEYS)
     assert set(schema("providers")["properties"]) == set(providers.ALLOWED_KEYS)
 
@@ -67,11 +67,28 @@ def _code_accepts_config(data: dict[str, Any], tmp_path: Path) -> bool:
         {"schemaVersion": 1, "track": "other"},
         {"schemaVersion": 1, "providersRef": "p.json", "opencodeConfigRef": "o.json"},
         {"schemaVersion": 1, "forceParallel": "yes"},
+        {"schemaVersion": 1, "until": "never"},
+        {"schemaVersion": 1, "maxSeeds": 0},
+        {"schemaVersion": 1, "maxSeeds": 1001},
+        {"schemaVersion": 1, "floor": 0},
+        {"schemaVersion": 1, "budgetUsd": 0},
+        {"schemaVersion": 1, "budgetUsd": "5"},
+        {"schemaVersion": 1, "budgetRunTokens": 1.5},
+        {"schemaVersion": 1, "budgetRunTokens": 0},
     ],
 )
 def test_a_config_the_code_refuses_the_schema_refuses(data: dict[str, Any], tmp_path: Path) -> None:
     assert not _code_accepts_config(data, tmp_path)
     assert problems(data, "run-config") != []
+
+
+def test_the_adaptive_and_cap_fields_are_accepted_by_both(tmp_path: Path) -> None:
+    for extra in (
+        {"budgetUsd": 2.5, "budgetRunTokens": 200000},
+        {"until": "decisive", "floor": 2, "maxSeeds": 8, "budgetUsd": 3},
+    ):
+        data = {"schemaVersion": 1, **extra}
+        assert _code_accepts_config(data, tmp_path) and problems(data, "run-config") == []
 
 
 def _code_accepts_task(data: dict[str, Any], tmp_path: Path) -> bool:

@@ -1,0 +1,162 @@
+"""An adaptive run's plan read from the store, its report part and the cap block, shared by the
+session and the offline ``report`` command so both give the same envelope (docs/adaptive.md).
+
+The plan is ``report/sequential.py``'s, over the valid samples under the run's fingerprints
+plus the run's own harness errors (a round whose cell errored still counts as run).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+from ..cell.context import Cell
+from ..corpus.tasks import Task
+from . import sequential
+from .resume import StoredSamples
+from .spend import run_cost, run_tokens
+
+CAVEAT = (
+    "adaptive run: the p-values and intervals of the comparisons assume a fixed number of seeds; "
+    "the sign e-process of the adaptive block is the test valid under its stopping"
+)
+
+
+def plan_from_store(
+    tasks: Sequence[Task],
+    arms: Sequence[str],
+    index: StoredSamples,
+    fingerprint: Callable[[Cell], str],
+    run_id: str,
+    *,
+    floor: int,
+    max_seeds: int,
+    cache: dict[sequential.Key, str] | None = None,
+) -> sequential.Plan:
+    """The plan the store implies now, with ``run_id``'s harness errors counted as run.
+    ``cache`` keeps the cells' fingerprint hashes between calls (the barrier asks often)."""
+    fps = {} if cache is None else cache
+    outcomes: dict[sequential.Key, bool] = {}
+    for task in tasks:
+        for arm in arms:
+            for seed in range(1, max_seeds + 1):
+                key = (task.id, arm, seed)
+                if key not in fps:
+                    fps[key] = fingerprint(Cell(task, arm, seed))
+                record = index.done(key, fps[key])
+                if record is not None:
+                    outcomes[key] = record["outcome"] == "pass"
+    errored = {
+        (r["task_id"], r["arm"], r["seed"])
+        for r in index.of_run(run_id)
+        if r["outcome"] == "harness_error" and fps.get((r["task_id"], r["arm"], r["seed"])) == r.get("fingerprint_hash")
+    }
+    ids = [t.id for t in tasks]
+    return sequential.plan(ids, arms, outcomes, errored, floor=floor, max_seeds=max_seeds)
+
+
+def part(
+    plan: sequential.Plan, arms: Sequence[str], *, floor: int, max_seeds: int, waited_s: float
+) -> tuple[set[sequential.Key], dict[str, Any]]:
+    """The cells the report is made of (those the plan needed) and the ``adaptive`` block."""
+    block = sequential.block(plan, arms=arms, floor=floor, max_seeds=max_seeds)
+    block["barrier_wait_s"] = round(waited_s, 3)
+    return set(plan.cells(arms)), block
+
+
+def stamp(envelope: dict[str, Any], block: dict[str, Any] | None) -> dict[str, Any]:
+    """The envelope with the ``adaptive`` block; its verdict and warnings say the design."""
+    if block is None:
+        return envelope
+    return {
+        **envelope,
+        "adaptive": block,
+        "verdict": f"{sequential.headline(block)} — {envelope['verdict']}",
+        "warnings": [*envelope["warnings"], CAVEAT],
+    }
+
+
+def spent(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """What ``records`` spent: cost (USD, reported costs) and tokens (measured totals)."""
+    tokens = [t.get("total", 0) for t in (run_tokens(dict(r)) for r in records) if t is not None]
+    costs = [c for c in (run_cost(dict(r)) for r in records) if c is not None]
+    return {"usd": sum(costs), "tokens": float(sum(tokens))}
+
+
+def cap_block(caps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], not_run: int) -> dict[str, Any]:
+    """The envelope's ``spend.cap`` from the run's own ``records``: the first cap they reach,
+    else the first one set (each cap a ``{"kind": "usd"|"tokens", "limit": ...}``)."""
+    so_far = spent(records)
+    hit = next((c for c in caps if so_far[c["kind"]] >= c["limit"]), None)
+    cap = hit or caps[0]
+    return {
+        "kind": cap["kind"],
+        "limit": cap["limit"],
+        "spent": so_far[cap["kind"]],
+        "reached": hit is not None,
+        "not_run": not_run,
+    }
+
+
+# ---------------------------------------------------------------- the page's section
+
+_LOOK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("round", "look"),
+    ("tasks", "tasks run"),
+    ("pairs", "pairs"),
+    ("akm_only", "akm only"),
+    ("noakm_only", "noakm only"),
+    ("e_value", "e-value"),
+)
+_FACTS = (
+    ("stopping_reason", "stopping reason"),
+    ("e_value", "e-value at the last look"),
+    ("e_value_max", "largest e-value"),
+    ("threshold", "decisive at"),
+    ("direction", "ahead"),
+    ("cells_used", "cells used"),
+    ("cells_max", "cells at most"),
+    ("barrier_wait_s", "time cells waited at the barrier (s)"),
+)
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else "n/a" if value is None else str(value)
+
+
+def _value(value: Any) -> str:
+    """The exact figure, for a reader (or a check) that needs the JSON's number."""
+    return escape(json.dumps(value))
+
+
+def html_lines(envelope: Mapping[str, Any]) -> list[str]:
+    """The page's "Adaptive seeds" section: the design, why it stopped, each look and its e-value,
+    with the same text as the summary's (``sequential.markdown_lines``); nothing for a fixed run."""
+    block = envelope.get("adaptive")
+    if not block:
+        return []
+    design = next((line for line in sequential.markdown_lines(envelope) if line.startswith("Design:")), "")
+    facts = "".join(
+        f'<tr><th>{escape(label)}</th><td data-field="{key}" data-value="{_value(block.get(key))}">'
+        f"{escape(_shown(block.get(key)))}</td></tr>"
+        for key, label in _FACTS
+    )
+    head = "".join(f"<th>{escape(label)}</th>" for _, label in _LOOK_COLUMNS)
+    rows = "".join(
+        f'<tr data-look="{look["round"]}">'
+        + "".join(
+            f'<td class="n" data-field="{key}" data-value="{_value(look[key])}">{escape(_shown(look[key]))}</td>'
+            for key, _ in _LOOK_COLUMNS
+        )
+        + "</tr>"
+        for look in block["history"]
+    )
+    return [
+        '<h2 id="adaptive">Adaptive seeds</h2>',
+        f'<p class="note" id="adaptive-headline">{escape(sequential.headline(block))}.</p>',
+        f'<p class="note">{escape(design)}</p>',
+        f'<table id="adaptive-facts"><tbody>{facts}</tbody></table>',
+        f'<table id="adaptive-looks"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>',
+    ]

@@ -1,0 +1,93 @@
+"""``<store>/runs.jsonl``: what a run decided that its samples do not say (docs/report.md, "Rebuilding offline").
+
+An adaptive run (``--bench-until decisive``) and a run under a spend cap end up with cells that
+never ran on purpose; the offline ``report`` command must know that to give the report the
+session wrote. At its end the controller of such a run appends one line: the run id, its tasks
+in collection order and arms (the adaptive plan's stream order), the adaptive settings and the
+time cells waited at the barrier, the caps and how many cells a cap kept from starting. The
+latest line of a run id is that run's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+
+RUNS_FILE = "runs.jsonl"
+RUN_SCHEMA = 1
+
+
+def append(store_dir: Path, record: Mapping[str, Any]) -> None:
+    """One fsync'd line, under a lock: benches may share a store."""
+    path = store_dir / RUNS_FILE
+    payload = (json.dumps({"schema": RUN_SCHEMA, **record}, separators=(",", ":")) + "\n").encode()
+    try:
+        store_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot record the run ({exc.strerror or exc}); check the store is writable") from exc
+
+
+def find(stores: Sequence[Path], run_id: str, warnings: list[str] | None = None) -> dict[str, Any] | None:
+    """The latest record of ``run_id`` in any of ``stores`` (the later store wins a tie), or None."""
+    found = None
+    for store_dir in stores:
+        for record in read(store_dir, warnings):
+            if record["run_id"] == run_id:
+                found = record
+    return found
+
+
+def read(store_dir: Path, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+    """The store's run records in append order; an unreadable line is skipped with a warning."""
+    path = store_dir / RUNS_FILE
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the run records ({exc.strerror or exc})") from exc
+    out: list[dict[str, Any]] = []
+    for lineno, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line) if line.strip() else None
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and _well_formed(record):
+            out.append(record)
+        elif line.strip() and warnings is not None:
+            warnings.append(f"{path}:{lineno}: skipped unreadable run record")
+    return out
+
+
+def _well_formed(record: Any) -> bool:
+    if not isinstance(record, dict) or record.get("schema") != RUN_SCHEMA or not isinstance(record.get("run_id"), str):
+        return False
+    tasks, arms, adaptive = record.get("tasks"), record.get("arms"), record.get("adaptive")
+    if not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
+        return False
+    if not (isinstance(arms, list) and all(isinstance(a, str) for a in arms)):
+        return False
+    if adaptive is not None:
+        ints = [adaptive.get(k) for k in ("floor", "max_seeds")] if isinstance(adaptive, dict) else [None]
+        if not all(type(v) is int and v >= 1 for v in ints):
+            return False
+    caps = record.get("caps")
+    return isinstance(caps, list) and all(
+        isinstance(c, dict) and c.get("kind") in ("usd", "tokens") and isinstance(c.get("limit"), (int, float))
+        for c in caps
+    )
