@@ -28,6 +28,10 @@ from .nodes import CELL_KEY
 from .state import BenchState
 
 DEFAULT_MAX_SEEDS = 10
+# The first round of an adaptive run unless --bench-floor says otherwise: with the futility stop,
+# 2 reaches the fixed design's power with fewer cells than 3 (docs/adaptive.md). It is also the
+# run's reporting floor, so no task of the run is below it.
+DEFAULT_FLOOR = 2
 POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
 LOOKAHEAD = 2  # cells a worker holds under xdist: the one it runs and the next
 STALL_MARGIN_S = 120.0  # beyond a cell's wall budget and verify timeout, before the barrier gives up
@@ -56,6 +60,8 @@ def activate(config: pytest.Config, state: BenchState) -> None:
         max_seeds = _positive(most, most_where) if most is not None else DEFAULT_MAX_SEEDS
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
+    if "floor" not in state.settings.origins:
+        state.settings = dataclasses.replace(state.settings, floor=DEFAULT_FLOOR)
     settings = state.settings
     problem = _refusal(config, state, max_seeds)
     if problem:
