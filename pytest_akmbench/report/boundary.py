@@ -9,8 +9,8 @@ time, for any reason, keeps its error rate at most alpha. Ville's inequality giv
 unbounded horizon; a bounded one needs less, and the difference is power.
 
 :func:`chance` is the futility rule's conditional power: the chance, were the discordant pairs
-to go on favouring the leading arm at the rate they have so far, that the stream reaches the
-level within the pairs the run may still take.
+to go on favouring the leading arm at the rate they have so far (raised by half its standard
+error), that the stream reaches the level within the pairs the run may still take.
 """
 
 from __future__ import annotations
@@ -105,10 +105,14 @@ def log_threshold(horizon: int, alpha: float = ALPHA) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def chance(plus: int, minus: int, more: int, horizon: int, alpha: float, enough: float) -> float:
+def chance(plus: int, minus: int, more: int, horizon: int, alpha: float, enough: float, optimism: float = 0.0) -> float:
     """The futility rule's conditional power: the chance of becoming decisive within ``more``
-    further discordant pairs if each favours the leading arm at its rate so far."""
+    further discordant pairs if each favours the leading arm at its rate so far, raised by
+    ``optimism`` standard errors of that rate."""
     lead, trail = max(plus, minus), min(plus, minus)
-    theta = lead / (lead + trail) if lead + trail else 0.5
+    n = lead + trail
+    theta = lead / n if n else 0.5
+    if n:
+        theta = min(1.0, theta + optimism * math.sqrt(theta * (1 - theta) / n))
     level = log_threshold(horizon, alpha)
     return min(1.0, crossing(_boundary(horizon, level), theta, lead, trail, more, enough))

@@ -39,6 +39,10 @@ STOPS = ("decisive", "futile", "max_seeds", "settled")
 # rejection, so the error rate is untouched; the cells it saves and the power it costs are
 # measured by benchmarks/adaptive_bench.py (docs/adaptive.md).
 FUTILITY = 0.05
+# The trend the futility chance assumes: the leading arm's share of the discordant pairs so far,
+# raised by this many standard errors. An early trend is noisy; taken as it is, it stopped 2% of
+# the runs with a +0.2 lift over 40 tasks that would have been decisive (the benchmark's).
+OPTIMISM = 0.5
 Key = tuple[str, str, int]  # (task id, arm, seed)
 
 __all__ = ["ALPHA", "FUTILITY", "Look", "Plan", "block", "headline", "log_e_value", "markdown_lines", "plan"]
@@ -170,7 +174,7 @@ def _chance(
     paired = sum(tally.paired[t] for t in active)
     rate = sum(tally.discordant[t] for t in active) / paired if paired else 0.0
     more = round(len(active) * rounds * rate)
-    return boundary.chance(plus, minus, more, horizon, alpha, enough)
+    return boundary.chance(plus, minus, more, horizon, alpha, enough, OPTIMISM)
 
 
 def block(

@@ -87,21 +87,26 @@ class TestLevel:
 
 
 class TestChance:
-    @pytest.mark.parametrize(("plus", "minus", "more"), [(12, 6, 40), (5, 9, 80), (20, 20, 60)])
-    def test_agrees_with_a_simulated_walk(self, plus: int, minus: int, more: int) -> None:
+    @pytest.mark.parametrize(
+        ("plus", "minus", "more", "optimism"), [(12, 6, 40, 0.0), (5, 9, 80, 0.0), (20, 20, 60, 0.0), (20, 20, 60, 0.5)]
+    )
+    def test_agrees_with_a_simulated_walk(self, plus: int, minus: int, more: int, optimism: float) -> None:
         """The chance of becoming decisive in ``more`` pairs that favour the leading arm at its
-        rate so far, against 20,000 simulated continuations (3 standard errors)."""
+        rate so far (plus ``optimism`` standard errors), against 20,000 simulated continuations
+        (3 standard errors)."""
         horizon = 170
         lead, trail = max(plus, minus), min(plus, minus)
+        rate = lead / (lead + trail)
+        rate += optimism * math.sqrt(rate * (1 - rate) / (lead + trail))
         rng = np.random.default_rng(plus * 100 + minus)
-        steps = rng.random((20_000, more)) < lead / (lead + trail)
+        steps = rng.random((20_000, more)) < rate
         wins = lead + np.cumsum(steps, axis=1)
         n = lead + trail + np.arange(1, more + 1)
         table = log_e_table(horizon)
         level = boundary.log_threshold(horizon)
         hit = (table[n, wins] >= level) | (table[n, n - wins] >= level)
         expected = float(np.mean(hit.any(axis=1)))
-        got = boundary.chance(plus, minus, more, horizon, sequential.ALPHA, 2.0)
+        got = boundary.chance(plus, minus, more, horizon, sequential.ALPHA, 2.0, optimism)
         assert got == pytest.approx(expected, abs=3 * math.sqrt(max(expected * (1 - expected), 1e-4) / 20_000))
 
 
@@ -156,7 +161,7 @@ class TestPlan:
             table[(t, "noakm")] = [not akm_first, akm_first] + [False] * 8
         p = plan(list("abcdefghij"), ARMS, outcomes_of(table), floor=2, max_seeds=10)
         assert p.stop == "futile" and p.chance is not None and p.chance < 0.05
-        assert p.chance == boundary.chance(10, 10, 80, 100, 0.05, 2.0)
+        assert p.chance == boundary.chance(10, 10, 80, 100, 0.05, 2.0, sequential.OPTIMISM)
 
     def test_a_lead_keeps_the_run_going(self) -> None:
         """akm alone passed 3 of 20 pairs so far: not decisive yet, far from futile."""
