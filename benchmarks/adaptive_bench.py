@@ -126,6 +126,7 @@ def _makespan(items: list[tuple[int, float]], barrier: bool) -> float:
 
 def scenario(m: int, lift: float, reps: int, spread: str, seed: int, futility: float) -> dict[str, float]:
     rng = random.Random(seed)
+    walls = random.Random(seed + 1)  # the idle simulation's own draws: the benches stay the same for any design
     tasks = [f"t{i:02d}" for i in range(m)]
     fixed_claims = fixed_right = half_claims = half_right = 0
     stops: Counter[str | None] = Counter()
@@ -145,7 +146,7 @@ def scenario(m: int, lift: float, reps: int, spread: str, seed: int, futility: f
             a["claims"] += p.stop == "decisive"
             a["right"] += p.direction == "akm"
             a["cells"].append(len(p.cells(ARMS)))
-            with_barrier, without = idle([look.tasks * len(ARMS) for look in p.looks], rng)
+            with_barrier, without = idle([look.tasks * len(ARMS) for look in p.looks], walls)
             a["idle"].append(with_barrier)
             a["idle_free"].append(without)
     fixed_cells = m * len(ARMS) * FIXED_SEEDS
