@@ -7,8 +7,11 @@ independent Bernoulli draw.
 
   fixed     5 seeds per task and arm; the report's paired sign-flip test over tasks
             (report/significance.py, p < 0.05; 2000 random sign vectors above 14 tasks).
-  adaptive  --bench-until decisive --bench-max-seeds 10 at a floor of 2 and of 3 seeds: the plan
-            of report/sequential.py over outcomes drawn up front (it reads only those it needs).
+  half      the same test with half the fixed design's cells (3 seeds on half the tasks, 2 on
+            the others): what a fixed design can do with the adaptive target's budget.
+  adaptive  --bench-until decisive --bench-max-seeds 10 at a floor of 2 (the default) and of 3
+            seeds: the plan of report/sequential.py over outcomes drawn up front (it reads only
+            those it needs), its futility stop at the default chance (``--futility``, 0: off).
 
 Size is the share of null benches that claim a difference; power the share of benches with a
 lift that claim akm ahead. Cells are the mean per bench, and the share of the fixed design's.
@@ -22,6 +25,7 @@ compared with the same cells and scheduling without barriers.
 
     python benchmarks/adaptive_bench.py                  # 17 and 40 tasks, lifts 0, 0.1, 0.2; 400 benches each
     python benchmarks/adaptive_bench.py --reps 1000 --tasks 17
+    python benchmarks/adaptive_bench.py --futility 0       # without the futility stop
 """
 
 from __future__ import annotations
@@ -58,12 +62,14 @@ def draw(rng: random.Random, m: int, lift: float, spread: str) -> dict[tuple[str
     return outcomes
 
 
-def fixed(outcomes: dict[tuple[str, str, int], bool], tasks: list[str]) -> tuple[bool, bool]:
-    """(claims a difference, claims akm ahead) of the fixed design's first FIXED_SEEDS seeds."""
+def fixed(outcomes: dict[tuple[str, str, int], bool], tasks: list[str], half: bool = False) -> tuple[bool, bool]:
+    """(claims a difference, claims akm ahead) of the fixed design's first FIXED_SEEDS seeds, or
+    with ``half`` of its first 3 seeds on the first half of the tasks and 2 on the others."""
+    seeds = [(3 if i < (len(tasks) + 1) // 2 else 2) if half else FIXED_SEEDS for i in range(len(tasks))]
     deltas = [
-        Fraction(sum(outcomes[(t, "akm", s)] for s in range(1, FIXED_SEEDS + 1)), FIXED_SEEDS)
-        - Fraction(sum(outcomes[(t, "noakm", s)] for s in range(1, FIXED_SEEDS + 1)), FIXED_SEEDS)
-        for t in tasks
+        Fraction(sum(outcomes[(t, "akm", s)] for s in range(1, n + 1)), n)
+        - Fraction(sum(outcomes[(t, "noakm", s)] for s in range(1, n + 1)), n)
+        for t, n in zip(tasks, seeds, strict=True)
     ]
     test = significance.sign_flip_test(deltas, resamples=2000)
     claim = test["p_value"] is not None and test["p_value"] < significance.ALPHA
@@ -118,27 +124,35 @@ def _makespan(items: list[tuple[int, float]], barrier: bool) -> float:
     return end
 
 
-def scenario(m: int, lift: float, reps: int, spread: str, seed: int) -> dict[str, float]:
+def scenario(m: int, lift: float, reps: int, spread: str, seed: int, futility: float) -> dict[str, float]:
     rng = random.Random(seed)
+    walls = random.Random(seed + 1)  # the idle simulation's own draws: the benches stay the same for any design
     tasks = [f"t{i:02d}" for i in range(m)]
-    fixed_claims = fixed_right = 0
+    fixed_claims = fixed_right = half_claims = half_right = 0
+    stops: Counter[str | None] = Counter()
     adaptive = {f: {"claims": 0, "right": 0, "cells": [], "idle": [], "idle_free": []} for f in FLOORS}
     for _ in range(reps):
         outcomes = draw(rng, m, lift, spread)
         claim, right = fixed(outcomes, tasks)
         fixed_claims += claim
         fixed_right += right
+        claim, right = fixed(outcomes, tasks, half=True)
+        half_claims += claim
+        half_right += right
         for floor in FLOORS:
-            p = sequential.plan(tasks, ARMS, outcomes, floor=floor, max_seeds=MOST)
+            p = sequential.plan(tasks, ARMS, outcomes, floor=floor, max_seeds=MOST, futility=futility)
+            stops[p.stop] += floor == FLOORS[0]
             a = adaptive[floor]
             a["claims"] += p.stop == "decisive"
             a["right"] += p.direction == "akm"
             a["cells"].append(len(p.cells(ARMS)))
-            with_barrier, without = idle([look.tasks * len(ARMS) for look in p.looks], rng)
+            with_barrier, without = idle([look.tasks * len(ARMS) for look in p.looks], walls)
             a["idle"].append(with_barrier)
             a["idle_free"].append(without)
     fixed_cells = m * len(ARMS) * FIXED_SEEDS
     row = {"fixed_claims": fixed_claims / reps, "fixed_power": fixed_right / reps, "fixed_cells": fixed_cells}
+    row |= {"half_claims": half_claims / reps, "half_power": half_right / reps}
+    row |= {f"stop_{reason}": n / reps for reason, n in stops.items()}
     for floor, a in adaptive.items():
         cells = statistics.fmean(a["cells"])
         row |= {
@@ -158,27 +172,43 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, nargs="*", default=[17, 40])
     parser.add_argument("--lifts", type=float, nargs="*", default=[0.0, 0.1, 0.2])
     parser.add_argument("--spread", choices=("beta", "u"), default="beta")
+    parser.add_argument("--futility", type=float, default=sequential.FUTILITY)
     args = parser.parse_args()
     started = time.monotonic()
-    print(f"{args.reps} benches per row, pass rates {args.spread}, fixed {FIXED_SEEDS} seeds vs adaptive max {MOST}")
-    head = "| tasks | lift | fixed: claims | fixed: cells |"
-    rule = "|---:|---:|---:|---:|"
+    print(
+        f"{args.reps} benches per row, pass rates {args.spread}, fixed {FIXED_SEEDS} seeds vs adaptive max {MOST}, "
+        f"futility below {args.futility:g}"
+    )
+    head = "| tasks | lift | fixed: claims | fixed: cells | half: claims |"
+    rule = "|---:|---:|---:|---:|---:|"
     for f in FLOORS:
-        head += f" floor {f}: claims | floor {f}: cells (share) | floor {f}: idle (no barrier) |"
-        rule += "---:|---:|---:|"
-    print(head)
-    print(rule)
+        head += f" floor {f}: claims | floor {f}: cells (share) |"
+        rule += "---:|---:|"
+    print(head + " stops (floor 2): decisive/futile/max/settled | idle (no barrier) | target |")
+    print(rule + "---|---:|---|")
     for m in args.tasks:
         for k, lift in enumerate(args.lifts):
-            r = scenario(m, lift, args.reps, args.spread, seed=1000 * m + k)
-            line = f"| {m} | {lift:+.1f} | {_rate(r, 'fixed', lift)} | {r['fixed_cells']} |"
+            r = scenario(m, lift, args.reps, args.spread, seed=1000 * m + k, futility=args.futility)
+            line = f"| {m} | {lift:+.1f} | {_rate(r, 'fixed', lift)} | {r['fixed_cells']} | {_rate(r, 'half', lift)} |"
             for f in FLOORS:
-                line += (
-                    f" {_rate(r, f'a{f}', lift)} | {r[f'a{f}_cells']:.0f} ({r[f'a{f}_share']:.0%}) |"
-                    f" {r[f'a{f}_idle']:.1%} ({r[f'a{f}_idle_free']:.1%}) |"
-                )
+                line += f" {_rate(r, f'a{f}', lift)} | {r[f'a{f}_cells']:.0f} ({r[f'a{f}_share']:.0%}) |"
+            stops = "/".join(f"{r.get('stop_' + why, 0):.2f}" for why in ("decisive", "futile", "max_seeds", "settled"))
+            line += f" {stops} | {r['a2_idle']:.1%} ({r['a2_idle_free']:.1%}) | {_target(r, lift)} |"
             print(line, flush=True)
-    print(f"claims: size under lift 0, else power (akm ahead); {time.monotonic() - started:.0f} s")
+    print(f"claims: size under lift 0, else power (akm ahead); target: floor 2's; {time.monotonic() - started:.0f} s")
+
+
+def _target(row: dict[str, float], lift: float) -> str:
+    """The issue's target for the default design: size at most 5%; else at least the fixed
+    design's power with at most half its cells."""
+    if lift == 0:
+        return "met" if row["a2_claims"] <= 0.05 else "size over 5%"
+    misses = []
+    if row["a2_power"] < row["fixed_power"]:
+        misses.append("power")
+    if row["a2_share"] > 0.5:
+        misses.append("cells")
+    return "met" if not misses else "missed: " + ", ".join(misses)
 
 
 def _rate(row: dict[str, float], prefix: str, lift: float) -> str:

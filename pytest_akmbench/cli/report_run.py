@@ -17,12 +17,10 @@ from ..cell.context import RunContext, cell_fingerprint
 from ..corpus.config import Settings
 from ..corpus.tasks import Task
 from ..errors import ConfigError
-from ..report import adaptive_run
+from ..report import adaptive_run, sequential
 from ..report.resume import StoredSamples
 from ..store import runs
 from ..store.samples import fingerprint_hash
-
-DEFAULT_MAX_SEEDS = 10  # as a bench run's --bench-max-seeds
 
 
 @dataclass
@@ -95,5 +93,6 @@ def _from_settings(settings: Settings, selected: Sequence[Task]) -> dict[str, An
         return None
     adaptive = None
     if settings.until is not None:
-        adaptive = {"floor": settings.floor, "max_seeds": settings.max_seeds or DEFAULT_MAX_SEEDS}
+        floor = settings.floor if "floor" in settings.origins else sequential.DEFAULT_FLOOR
+        adaptive = {"floor": floor, "max_seeds": settings.max_seeds or sequential.DEFAULT_MAX_SEEDS}
     return {"tasks": [t.id for t in selected], "arms": list(settings.arms), "adaptive": adaptive, "caps": caps}

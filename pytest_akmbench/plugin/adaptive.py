@@ -26,7 +26,8 @@ from .caps import PLUGIN as CAPS_PLUGIN
 from .nodes import CELL_KEY
 from .state import BenchState
 
-DEFAULT_MAX_SEEDS = 10
+DEFAULT_MAX_SEEDS = sequential.DEFAULT_MAX_SEEDS
+DEFAULT_FLOOR = sequential.DEFAULT_FLOOR
 POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
 LOOKAHEAD = 2  # cells a worker holds under xdist: the one it runs and the next
 STALL_MARGIN_S = 120.0  # beyond a cell's wall budget and verify timeout, before the barrier gives up
@@ -54,6 +55,8 @@ def activate(config: pytest.Config, state: BenchState) -> None:
         max_seeds = _positive(most, most_where) if most is not None else DEFAULT_MAX_SEEDS
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
+    if "floor" not in state.settings.origins:
+        state.settings = dataclasses.replace(state.settings, floor=DEFAULT_FLOOR)
     settings = state.settings
     problem = _refusal(config, state, max_seeds)
     if problem:

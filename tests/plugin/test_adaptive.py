@@ -77,8 +77,9 @@ def unneeded(result: pytest.RunResult) -> int:
 
 class TestStopping:
     def test_decisive_stops_early(self, bench: pytest.Pytester) -> None:
-        """akm solves every task, noakm none: after the floor of 2 seeds (6 discordant pairs, e = 14.4)
-        the third round reaches e >= 20; seeds 4 and 5 never run and are NOT NEEDED, not failures."""
+        """akm solves every task, noakm none: after the floor of 2 seeds (6 discordant pairs, e = 5.33,
+        below the 6.75 a run of at most 15 pairs needs) the third round reaches e = 23.3; seeds 4
+        and 5 never run and are NOT NEEDED, not failures."""
         result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "5", "--bench-report", "out", "-v")
         result.assert_outcomes(passed=9, failed=9)
         assert unneeded(result) == 12
@@ -87,7 +88,8 @@ class TestStopping:
         block = read_report(bench.path)["adaptive"]
         assert (block["stopping_reason"], block["looks"], block["direction"]) == ("decisive", 3, "akm")
         assert (block["cells_used"], block["cells_max"], block["akm_only"], block["noakm_only"]) == (18, 30, 9, 0)
-        assert block["e_value"] >= 20 > block["history"][1]["e_value"]
+        assert block["e_value"] >= block["threshold"] > block["history"][1]["e_value"]
+        assert (block["horizon_pairs"], block["chance"]) == (15, None)
         report = read_report(bench.path)
         assert len(report["runs"]) == 18 and report["complete"] is True
         assert report["verdict"].startswith("adaptive seeds: 3 looks, stopped: decisive")
@@ -95,16 +97,30 @@ class TestStopping:
         assert "## Adaptive seeds" in summary and "| 3 | 3 | 9 | 9 | 0 |" in summary
         assert problems(report, "report") == []
 
-    def test_max_reached(self, bench: pytest.Pytester) -> None:
-        """Both arms solve the even seeds only: every pair ties, every task's outcomes vary, so every
-        task is deepened until the most seeds ran; the reason says so."""
+    def test_futile_when_every_pair_ties(self, bench: pytest.Pytester) -> None:
+        """Both arms solve the even seeds only: every pair ties, so more seeds at that rate can never
+        be decisive: the run stops after the floor (the default, 2) as futile, and says why."""
         (bench.path / "policy").write_text("even")
-        result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "4", "--bench-report", "out")
-        result.assert_outcomes(passed=12, failed=12)
+        result = bench.runpytest(*ARGS, "--bench-max-seeds", "4", "--bench-report", "out", "-v")
+        result.assert_outcomes(passed=6, failed=6)
+        assert unneeded(result) == 12
+        assert result.stdout.str().count("NOT NEEDED") == 12
+        report = read_report(bench.path)
+        block = report["adaptive"]
+        assert (block["stopping_reason"], block["looks"], block["floor"], block["chance"]) == ("futile", 2, 2, 0.0)
+        assert (block["cells_used"], block["cells_max"], block["decisive"]) == (12, 24, False)
+        assert report["verdict"].startswith("adaptive seeds: 2 looks, stopped: futile")
+        assert report["complete"] is True and problems(report, "report") == []
+
+    def test_max_reached(self, bench: pytest.Pytester) -> None:
+        """The most seeds are the floor: every task runs them, and the reason says so."""
+        (bench.path / "policy").write_text("even")
+        result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "2", "--bench-report", "out")
+        result.assert_outcomes(passed=6, failed=6)
         assert unneeded(result) == 0
         block = read_report(bench.path)["adaptive"]
-        assert (block["stopping_reason"], block["looks"], block["decisive"]) == ("max_seeds", 4, False)
-        assert block["cells_used"] == block["cells_max"] == 24
+        assert (block["stopping_reason"], block["looks"], block["decisive"]) == ("max_seeds", 2, False)
+        assert block["cells_used"] == block["cells_max"] == 12
 
     def test_settled_tasks_stop_at_the_floor(self, bench: pytest.Pytester) -> None:
         """Every cell passes: after the floor no task's outcome varies, nothing is deepened."""
@@ -182,7 +198,7 @@ class TestRefusals:
         [
             (["-k", "s1"], "needs every arm and seed of a selected task"),
             (["--bench-arms", "akm"], "run both arms"),
-            (["--bench-max-seeds", "2"], "below the floor of 3"),
+            (["--bench-max-seeds", "1"], "below the floor of 2"),
             (["--bench-max-seeds", "x"], "--bench-max-seeds: 'x' is not a whole number"),
             (["--bench-shard", "1/2"], "run the adaptive run whole, without --bench-shard"),
             (["-n", "2", "--dist", "loadfile"], "--dist loadfile could hold a round's cells behind the next round's"),

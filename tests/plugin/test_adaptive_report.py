@@ -79,9 +79,10 @@ class TestOfflineReport:
         assert rebuilt["warnings"][0].startswith("stopped: spend cap 300 tokens reached")
 
     def test_a_run_without_its_record_is_rebuilt_from_the_run_config(self, bench: pytest.Pytester) -> None:
-        """A run killed before it could record itself: the run config's until/floor/maxSeeds give the
-        same plan (the barrier's wait, known only to the session, is 0)."""
-        path = config(bench.path, until="decisive", floor=2, maxSeeds=5)
+        """A run killed before it could record itself: the run config's until/maxSeeds, with the
+        adaptive default floor the run used (2, not the fixed design's 3), give the same plan (the
+        barrier's wait, known only to the session, is 0)."""
+        path = config(bench.path, until="decisive", maxSeeds=5)
         bench.runpytest("corpus", "--bench-config", str(path), "--bench-report", "out", "-p", "no:cacheprovider")
         (bench.path / ".akmbench" / "store" / "runs.jsonl").unlink()
         code, out, rebuilt = offline(bench.path, "--config", str(path))
