@@ -18,8 +18,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first (tests/support/schedule.py); every xdist worker sorts alike."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the longest tests first (tests/support/schedule.py); every worker sorts
+    alike. A serial run keeps the collected order: it gains nothing from another, and a test
+    moved out of its module would set the module's fixtures up twice."""
+    if not hasattr(config, "workerinput"):
+        return
     from tests.support.schedule import longest_first
 
     items[:] = [items[i] for i in longest_first(items)]
