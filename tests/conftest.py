@@ -10,6 +10,25 @@ import pytest
 pytest_plugins = ["pytester"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, tests are handed out one at a time unless ``--maxschedchunk`` says otherwise
+    (tests/support/schedule.py)."""
+    if hasattr(config.option, "maxschedchunk") and config.option.maxschedchunk is None:
+        config.option.maxschedchunk = 1
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the longest tests first (tests/support/schedule.py); every worker sorts
+    alike. A serial run keeps the collected order: it gains nothing from another, and a test
+    moved out of its module would set the module's fixtures up twice."""
+    if not hasattr(config, "workerinput"):
+        return
+    from tests.support.schedule import longest_first
+
+    items[:] = [items[i] for i in longest_first(items)]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _reports_match_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every report.json a test of this process wrote (under the session's temporary root) is

@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 
+DONE_POLL_S = 0.2  # how often ``run`` asks ``done`` about a running command's output
+
+
 class ProcessTracker:
     """Spawns a cell's processes in new sessions and kills all of them on ``kill_all``.
 
@@ -105,12 +108,16 @@ class ProcessTracker:
         env: Mapping[str, str],
         timeout_s: float,
         output_limit: int = 64 * 1024,
+        done: Callable[[str], bool] | None = None,
     ) -> tuple[int | None, str, bool]:
         """Run to completion with a timeout; returns (exit code or None, output tail, timed_out).
 
         Output (stdout and stderr merged) goes to an unnamed file rather than a pipe, so a
         background child that inherited it cannot keep us waiting after the command exits.
-        Only the last ``output_limit`` bytes are kept.
+        Only the last ``output_limit`` bytes are kept. ``done``, when given, is asked about the
+        output so far while the command runs: once it says the command's work is complete (a
+        command that lingers after printing its result), the command is stopped and its exit
+        code counts as 0.
         """
         with tempfile.TemporaryFile() as out:
             proc = self.spawn(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -120,6 +127,9 @@ class ProcessTracker:
             finished = threading.Event()
             timer = threading.Thread(target=self._expire, args=(proc, timeout_s, expired, finished), daemon=True)
             timer.start()
+            completed = False if done is None else _wait_until_done(proc, out, done, expired)
+            if completed:
+                self.stop(proc)
             proc.wait()
             finished.set()
             timer.join()
@@ -128,7 +138,7 @@ class ProcessTracker:
             size = out.seek(0, os.SEEK_END)
             out.seek(max(0, size - output_limit))
             text = out.read().decode("utf-8", "replace")
-        return (None if timed_out else proc.returncode), text, timed_out
+        return (0 if completed else None if timed_out else proc.returncode), text, timed_out
 
     def _expire(
         self, proc: subprocess.Popen[bytes], timeout_s: float, expired: threading.Event, finished: threading.Event
@@ -196,6 +206,26 @@ class ProcessTracker:
                 if stream is not None:
                     stream.close()
         self._procs.clear()
+
+
+def _wait_until_done(
+    proc: subprocess.Popen[bytes], out: IO[bytes], done: Callable[[str], bool], expired: threading.Event
+) -> bool:
+    """Wait for ``proc`` to exit or its output to satisfy ``done`` (then True). The output is
+    read with ``pread``: the file offset is shared with the child, which is still writing."""
+    seen = -1
+    while not expired.is_set():
+        try:
+            proc.wait(timeout=DONE_POLL_S)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        size = os.fstat(out.fileno()).st_size
+        if size != seen:
+            seen = size
+            if done(os.pread(out.fileno(), size, 0).decode("utf-8", "replace")):
+                return True
+    return False
 
 
 def is_executable(path: Path) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,13 @@ class AkmRunner:
     cwd: Path
     procs: ProcessTracker
 
-    def run(self, *args: str, llm: bool = False) -> tuple[int, str]:
+    def run(self, *args: str, llm: bool = False, done: Callable[[str], bool] | None = None) -> tuple[int, str]:
         code, output, timed_out = self.procs.run(
-            [str(self.info.path), *args], cwd=self.cwd, env=self.llm_env if llm else self.env, timeout_s=TIMEOUT_S
+            [str(self.info.path), *args],
+            cwd=self.cwd,
+            env=self.llm_env if llm else self.env,
+            timeout_s=TIMEOUT_S,
+            done=done,
         )
         return (-1 if timed_out or code is None else code), output
 
@@ -75,7 +80,7 @@ def distill(runner: AkmRunner, ref: str) -> dict[str, Any]:
 def reflect(runner: AkmRunner, ref: str) -> dict[str, Any]:
     """akm 0.7's ``akm reflect <ref>``: a revision of the asset from its feedback, written by
     the agent CLI akm's config names (the harness's bridge to akm's LLM), or why not."""
-    code, out = runner.run("reflect", akm.format_ref(ref, runner.info.line), llm=True)
+    code, out = runner.run("reflect", akm.format_ref(ref, runner.info.line), llm=True, done=_reflect_printed)
     data = _json(out)
     ok = code == 0 and data.get("ok") is not False
     proposal = data.get("proposal") if isinstance(data.get("proposal"), dict) else {}
@@ -87,6 +92,14 @@ def reflect(runner: AkmRunner, ref: str) -> dict[str, Any]:
         "proposal_id": proposal.get("id"),
         "message": None if ok else _error_text(out),
     }
+
+
+def _reflect_printed(output: str) -> bool:
+    """Whether akm 0.7's reflect has printed its queued proposal, the last thing it does. It
+    then lingers for its agent timeout (two minutes) on a stream-drain timer it never clears,
+    so the step ends it here rather than wait (docs/tracks.md, "evolve")."""
+    data = _json(output)
+    return data.get("ok") is True and isinstance(data.get("proposal"), dict)
 
 
 def improve(runner: AkmRunner, ref: str) -> dict[str, Any]:

@@ -262,6 +262,28 @@ class TestNoSurvivors:
         assert len(pids.read_text().split()) == 3  # all three were really started
         assert alive_with(f"sleep 6{tag}") == []
 
+    def test_a_command_that_lingers_after_its_result_is_stopped_once_done(self, tmp_path: Path) -> None:
+        """``run(done=...)``: a command that prints its result and then lingers (akm 0.7's reflect,
+        for two minutes) ends as a success when its output says it is done; none of it is left.
+        Without ``done`` it would run into the timeout, reported as timed out with no exit code."""
+        tag = f"{os.getpid()}{int(time.time() * 1000) % 100000}"
+        script = f'echo "{{\\"ok\\": "; sleep 0.5; echo "true}}"; exec sleep 7{tag}'
+        procs = tracker()
+        code, out, timed_out = procs.run(
+            ["bash", "-c", script], cwd=tmp_path, env=dict(os.environ), timeout_s=60,
+            done=lambda text: text.strip().endswith("}") and json.loads(text) == {"ok": True},
+        )  # fmt: skip
+        assert (code, json.loads(out), timed_out) == (0, {"ok": True}, False)
+        assert alive_with(f"sleep 7{tag}") == []
+
+    def test_a_command_that_exits_before_it_is_done_keeps_its_exit_code(self, tmp_path: Path) -> None:
+        procs = tracker()
+        code, out, timed_out = procs.run(
+            ["bash", "-c", "echo half; exit 3"], cwd=tmp_path, env=dict(os.environ), timeout_s=60,
+            done=lambda text: "whole" in text,
+        )  # fmt: skip
+        assert (code, out, timed_out) == (3, "half\n", False)
+
 
 class TestRealAkm:
     """The akm arm's treatment with real akm: indexed at the cell's own path, live, or an error."""
