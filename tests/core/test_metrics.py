@@ -242,6 +242,15 @@ class TestAggregate:
         assert agg["pass_at_k"]["2"] == 1.0 and agg["pass_hat_k"]["2"] == pytest.approx(1 / 6)
         assert agg["pass_hat_k"]["1"] == pytest.approx((2 / 3 + 1 / 2) / 2)
 
+    def test_only_harness_errors_give_no_pass_k_curve(self) -> None:
+        """An arm whose every run was a harness error ran its tasks but measured nothing: no pass
+        rate, no interval and empty pass@k / pass^k curves (not a k = 1 point of null)."""
+        z = [sample("a/z", "akm", s, "harness_error") for s in (1, 2)]
+        agg = metrics.aggregate([metrics.per_task(z, seeds=2)])
+        assert agg is not None
+        assert (agg["tasks"], agg["tasks_with_valid_runs"], agg["pass_rate"], agg["pass_rate_ci"]) == (1, 0, None, None)
+        assert (agg["pass_at_k"], agg["pass_hat_k"], agg["pass_k_tasks"]) == ({}, {}, 0)
+
     def test_arm_not_run(self) -> None:
         """No task rows: None."""
         assert metrics.aggregate([None, None]) is None
