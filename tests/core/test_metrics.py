@@ -251,6 +251,14 @@ class TestAggregate:
         assert (agg["tasks"], agg["tasks_with_valid_runs"], agg["pass_rate"], agg["pass_rate_ci"]) == (1, 0, None, None)
         assert (agg["pass_at_k"], agg["pass_hat_k"], agg["pass_k_tasks"]) == ({}, {}, 0)
 
+    def test_flaky_tasks_are_counted_per_arm(self) -> None:
+        """The arm's ``flaky_tasks`` (what an ``akm.flaky_tasks`` gate reads): task x passes and
+        fails (stdev 0.58 > 0.2), task y always passes; one flaky task."""
+        x = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "pass"))]
+        y = [sample("a/y", "akm", s, "pass") for s in (1, 2, 3)]
+        agg = metrics.aggregate([metrics.per_task(x), metrics.per_task(y)])
+        assert agg is not None and agg["flaky_tasks"] == 1
+
     def test_arm_not_run(self) -> None:
         """No task rows: None."""
         assert metrics.aggregate([None, None]) is None
