@@ -146,6 +146,15 @@ class TestPerTask:
         assert row["tokens_per_run"] == (100 + 50 + 300) / 3
         assert row["runs_with_measured_tokens"] == 3
 
+    def test_tokens_need_both_the_measurement_and_the_figures(self) -> None:
+        """A record says ``measured`` but lost its tokens block (a store written by hand or cut):
+        it counts as unmeasured, and the report is still made; a block beside a measurement the
+        agent marked ``unsupported`` is not counted either."""
+        no_block = sample("a/t", "akm", 1, "pass", tokens=None, token_measurement="measured")
+        stray = sample("a/t", "akm", 2, "pass", tokens=999, token_measurement="unsupported")
+        row = metrics.per_task([no_block, stray, sample("a/t", "akm", 3, "pass", tokens=100)])
+        assert row is not None and row["tokens_per_run"] == 100 and row["runs_with_measured_tokens"] == 1
+
     def test_wilson_interval(self) -> None:
         """The interval is Wilson's on 2 passes of 4 valid runs."""
         row = metrics.per_task(self.RUNS)
