@@ -192,6 +192,40 @@ class TestPerTask:
         assert only_errors is not None and only_errors["floor_status"] == "missing"
         assert only_errors["pass_rate"] is None and only_errors["pass_rate_ci"] is None
 
+    def test_whole_row_with_seeds_out_of_order(self) -> None:
+        """The task's row as the report prints it. Seed 1 is a harness error that burned 9,999
+        tokens and 99 s: it is in no figure. pass@1 is the first *valid* seed's outcome (seed 2,
+        a pass; the last seed failed). Without a seed count the curves stop at the 4 valid runs."""
+        runs = [
+            sample("a/t", "akm", 3, "pass", tokens=300, wallclock_ms=3000),
+            sample("a/t", "akm", 5, "fail", tokens=50, wallclock_ms=1000),
+            sample("a/t", "akm", 1, "harness_error", tokens=9999, wallclock_ms=99_000),
+            sample("a/t", "akm", 4, "budget_exceeded", wallclock_ms=6000),
+            sample("a/t", "akm", 2, "pass", tokens=100, wallclock_ms=2000),
+        ]
+        row = metrics.per_task(runs)
+        assert row is not None
+        ci, sd = row.pop("pass_rate_ci"), row.pop("pass_rate_stdev")
+        assert row == {
+            "pass_rate": 0.5,
+            "pass_at_1": 1,
+            "tokens_per_pass": 200,
+            "tokens_per_run": 150,
+            "wallclock_ms": 3000,
+            "budget_exceeded_count": 1,
+            "harness_error_count": 1,
+            "count": 5,
+            "valid_count": 4,
+            "runs_with_measured_tokens": 3,
+            "passes": 2,
+            "pass_at_k": {"1": 0.5, "2": pytest.approx(5 / 6), "3": 1.0, "4": 1.0},
+            "pass_hat_k": {"1": 0.5, "2": pytest.approx(1 / 6), "3": 0.0, "4": 0.0},
+            "flaky": True,
+            "floor_status": "covered",
+        }
+        assert ci == pytest.approx(dict(zip(("low", "high"), wilson(2, 4), strict=True)), abs=1e-12)
+        assert sd == pytest.approx(math.sqrt(1 / 3))
+
     def test_no_runs_is_none(self) -> None:
         """An arm with no run of the task is None, not zeros."""
         assert metrics.per_task([]) is None
