@@ -191,6 +191,8 @@ class TestPerTask:
         only_errors = metrics.per_task([sample("a/t", "akm", 1, "harness_error")])
         assert only_errors is not None and only_errors["floor_status"] == "missing"
         assert only_errors["pass_rate"] is None and only_errors["pass_rate_ci"] is None
+        # The row still has its k = 1 point (null), as every task row of the report does.
+        assert only_errors["pass_at_k"] == {"1": None} and only_errors["pass_hat_k"] == {"1": None}
 
     def test_whole_row_with_seeds_out_of_order(self) -> None:
         """The task's row as the report prints it. Seed 1 is a harness error that burned 9,999
