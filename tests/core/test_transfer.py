@@ -108,12 +108,12 @@ class TestAssetCandidates:
         then how often, then by ref. Runs of a task that did not regress, a harness error and a
         run without a trajectory add nothing."""
         runs = [
-            sample("y/g", "akm", 1, "fail", trajectory=traj(shown=["skill:b", "skill:e", "skill:d"])),
-            sample("y/c", "akm", 1, "fail", trajectory=traj(shown=["skill:a", "skill:b"])),
-            sample("y/c", "akm", 2, "fail", trajectory=traj(shown=["skill:a"])),
             sample("y/d", "akm", 1, "pass", trajectory=traj(shown=["skill:a", "skill:d"])),
+            sample("y/g", "akm", 1, "fail", trajectory=traj(shown=["skill:b", "skill:e", "skill:d"])),
             sample("y/c", "akm", 3, "harness_error", trajectory=traj(shown=["skill:z"])),
+            sample("y/c", "akm", 1, "fail", trajectory=traj(shown=["skill:a", "skill:b"])),
             sample("y/c", "akm", 4, "fail"),
+            sample("y/c", "akm", 2, "fail", trajectory=traj(shown=["skill:a"])),
         ]
         assert transfer.asset_regression_candidates(runs, {"y/c", "y/g"}) == [
             {
@@ -134,8 +134,9 @@ class TestCorpusCoverage:
         make_task("x/b", memory_ability="temporal_update", task_family="f1"),
         make_task("y/c", memory_ability="procedural_lookup"),
         make_task("y/d", task_family="f1"),
-        make_task("y/e"),
+        make_task("y/e", task_family="f2"),
         make_task("y/f", task_family="f1"),
+        make_task("y/g"),
     ]
     ROWS: ClassVar = [
         row("x/a", arm(0.0), arm(1.0)),
@@ -144,15 +145,16 @@ class TestCorpusCoverage:
         row("y/d", arm(0.25), arm(0.75)),
         row("y/e", arm(1.0), arm(1.0)),
         row("y/f", arm(None), arm(0.25)),
+        row("y/g", arm(0.0), arm(1.0)),
     ]
 
     def test_counts_by_ability_and_family(self) -> None:
         """Every ability is listed (0 when no task has it), untagged first; families in the order
         the tasks name them, untagged last."""
         coverage = transfer.corpus_coverage(self.TASKS, self.ROWS)["coverage"]
-        assert coverage["totalTasks"] == 6
+        assert coverage["totalTasks"] == 7
         assert list(coverage["memoryAbilityCounts"].items()) == [
-            ("untagged", 3),
+            ("untagged", 4),
             ("procedural_lookup", 2),
             ("multi_asset_composition", 0),
             ("temporal_update", 1),
@@ -160,12 +162,12 @@ class TestCorpusCoverage:
             ("abstention", 0),
             ("noisy_retrieval", 0),
         ]
-        assert list(coverage["taskFamilyCounts"].items()) == [("f2", 1), ("f1", 3), ("untagged", 2)]
+        assert list(coverage["taskFamilyCounts"].items()) == [("f2", 2), ("f1", 3), ("untagged", 2)]
 
     def test_rows_by_ability_and_family(self) -> None:
         """Per category: mean pass rate of each arm over the tasks that have one, akm − noakm,
-        how many tasks regressed (both arms measured, akm strictly below), and the mean workflow
-        compliance of the tasks that have one (None when none has)."""
+        how many tasks regressed (both arms measured, akm strictly below: y/e's tie in f2 is
+        not one), and the mean workflow compliance of the tasks that have one (None when none has)."""
         compliance = {"x/a": 0.5, "y/c": 1.0, "y/d": 0.25}
         cc = transfer.corpus_coverage(self.TASKS, self.ROWS, compliance)
         assert cc["by_memory_ability"] == [
@@ -200,10 +202,10 @@ class TestCorpusCoverage:
             },
             {
                 "category": "f2",
-                "task_count": 1,
+                "task_count": 2,
                 "pass_rate_noakm": 1.0,
-                "pass_rate_akm": 0.0,
-                "pass_rate_delta": -1.0,
+                "pass_rate_akm": 0.5,
+                "pass_rate_delta": -0.5,
                 "negative_transfer_count": 1,
                 "workflow_compliance": 0.5,
             },
