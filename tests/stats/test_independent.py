@@ -191,16 +191,23 @@ class TestPrimitives:
         """p equals scipy's exact permutation p; just inside the interval the test accepts, just
         outside it rejects (the interval is exactly the test's acceptance set)."""
         rng = random.Random(7)
+        significant = inner = 0
         for _ in range(40):
             # two observations at least (scipy); dyadic rates, so scipy's float sums are exact too
             m, n = rng.randint(2, 12), rng.choice([1, 2, 4, 8])
             d = [Fraction(rng.randint(0, n) - rng.randint(0, n), n) for _ in range(m)]
             res = significance.sign_flip_test(d)
             assert res["exact"] and res["p_value"] == pytest.approx(sign_flip_p([float(x) for x in d]), abs=1e-12)
+            # the report's promise: the interval leaves out 0 exactly when the delta is significant
+            assert (res["low"] > 0 or res["high"] < 0) == (res["p_value"] <= 0.05)
+            significant += res["p_value"] <= 0.05
+            inner += sum(abs(b) < 1 for b in (res["low"], res["high"]))
             for bound, inward in ((res["low"], 1), (res["high"], -1)):
                 if abs(bound) < 1:  # a clipped bound is not a boundary of the test
                     assert sign_flip_p([float(x) for x in d], bound + inward * 1e-7) > 0.05
                     assert sign_flip_p([float(x) for x in d], bound - inward * 1e-7) <= 0.05
+        # both outcomes met, and most bounds are the test's own (not clipped) so the loop above checked them
+        assert significant >= 1 and inner >= 40
 
     def test_sign_flip_monte_carlo_near_exact(self) -> None:
         """Above 14 tasks the p-value is Monte Carlo: within 4 standard errors of scipy's exact p."""
