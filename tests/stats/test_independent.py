@@ -221,6 +221,24 @@ class TestPrimitives:
             assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"]) + 1e-4
             assert significance.sign_flip_test(d) == res
 
+    def test_sign_flip_monte_carlo_of_twenty_tasks(self) -> None:
+        """20 tasks (the sign vectors are drawn in three blocks of 8 bits): 18 small deltas of
+        ±1/4 that cancel and two of +1. The exact p counts the ways by hand: S = (2k − 18)/4 + B,
+        k ~ Binomial(18, 1/2) the small deltas keeping their sign, B = ±1 ± 1; p = P(|S| >= 2)."""
+        d = [Fraction(1, 4)] * 9 + [Fraction(-1, 4)] * 9 + [Fraction(1)] * 2
+        big = {-2: Fraction(1, 4), 0: Fraction(1, 2), 2: Fraction(1, 4)}
+        exact = float(
+            sum(
+                Fraction(math.comb(18, k), 2**18) * q
+                for k in range(19)
+                for b, q in big.items()
+                if abs(Fraction(2 * k - 18, 4) + b) >= 2
+            )
+        )
+        res = significance.sign_flip_test(d)
+        assert not res["exact"] and abs(exact - 0.3445) < 1e-4
+        assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"])
+
     def test_stratified_permutation_matches_enumeration(self) -> None:
         """Exact p against the product of scipy's hypergeometric pmfs over every split."""
         rng = random.Random(13)
