@@ -221,6 +221,30 @@ class TestPrimitives:
             assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"]) + 1e-4
             assert significance.sign_flip_test(d) == res
 
+    def test_sign_flip_monte_carlo_interval_inverts_the_same_draws(self) -> None:
+        """Above 14 tasks the interval is the set of shifts θ the Monte Carlo test does not reject:
+        redrawing the same seeded sign vectors (bit j of a draw is task j's sign) and counting
+        the observed vector once, p(θ) is above 0.05 just inside each bound and at most 0.05 just
+        outside it."""
+        rng = random.Random(21)
+        for _ in range(2):
+            # uneven deltas, so the bounds of different draws rarely tie
+            d = [Fraction(rng.randint(-30, 60), 97 + j) for j in range(15)]
+            res = significance.sign_flip_test(d, resamples=2000)
+            draws = random.Random(significance.SEED)
+            signs = [[1 if v >> j & 1 else -1 for j in range(15)] for v in (draws.getrandbits(15) for _ in range(2000))]
+
+            def p_at(theta: float, signs: list[list[int]] = signs, d: list[Fraction] = d) -> float:
+                x = [float(v) - theta for v in d]
+                bound = abs(sum(x))
+                hits = sum(abs(sum(e * v for e, v in zip(eps, x, strict=True))) >= bound for eps in signs)
+                return (1 + hits) / 2001
+
+            assert p_at(0.0) == res["p_value"]
+            for bound, inward in ((res["low"], 1), (res["high"], -1)):
+                assert abs(bound) < 1
+                assert p_at(bound + inward * 1e-9) > 0.05 >= p_at(bound - inward * 1e-9)
+
     def test_sign_flip_monte_carlo_of_twenty_tasks(self) -> None:
         """20 tasks (the sign vectors are drawn in three blocks of 8 bits): 18 small deltas of
         ±1/4 that cancel and two of +1. The exact p counts the ways by hand: S = (2k − 18)/4 + B,
