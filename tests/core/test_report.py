@@ -516,3 +516,14 @@ def test_artefact_bounds_count_both_arms_errors_on_shared_tasks_only() -> None:
         "akm": {"runs": 9, "harness_errors": 3, "share": 3 / 9},
         "noakm": {"runs": 10, "harness_errors": 3, "share": 3 / 10},
     }
+
+
+def test_resamples_of_a_monte_carlo_comparison_are_the_callers() -> None:
+    """Above 14 paired tasks the p-value is Monte Carlo over the number of sign vectors the caller
+    asks for (the simulations ask for fewer to run faster), and the block says how many."""
+    outcomes_a = [[True, True, i % 3 != 0] for i in range(16)]
+    outcomes_b = [[i % 2 == 0, False, False] for i in range(16)]
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "pass") for s in (1, 2, 3)])] * 16
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, "fail") for s in (1, 2, 3)])] * 16
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b, resamples=500)
+    assert (result["tasks"], result["exact"], result["iterations"]) == (16, False, 500)
