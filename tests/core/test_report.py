@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
 from pytest_akmbench.report import lift, metrics
 from pytest_akmbench.report.markdown import render_markdown
-from tests.core.test_metrics import make_task, sample, traj, wilson
+from tests.core.test_metrics import Z, make_task, sample, traj, wilson
 
 TS = "2026-01-01T00:00:00.000Z"
 REFERENCE_KEYS = [
@@ -527,3 +528,26 @@ def test_resamples_of_a_monte_carlo_comparison_are_the_callers() -> None:
     rows_b = [metrics.per_task([sample("a/t", "noakm", s, "fail") for s in (1, 2, 3)])] * 16
     result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b, resamples=500)
     assert (result["tasks"], result["exact"], result["iterations"]) == (16, False, 500)
+
+
+def test_interval_of_a_total_loss_stays_within_minus_one() -> None:
+    """The mirror of a total win: akm fails every run that noakm passes; the lift is −1 and its
+    interval, widened by the run noise, is clipped to −1 from below."""
+    outcomes_a, outcomes_b = [[False] * 3] * 6, [[True] * 3] * 6
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "fail") for s in (1, 2, 3)])] * 6
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, "pass") for s in (1, 2, 3)])] * 6
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b)
+    assert result["delta"] == -1.0 and result["low"] == -1.0 and -1 < result["high"] < 0
+
+
+def test_equal_arms_get_the_run_noise_on_both_sides() -> None:
+    """Every task passes 1 of 3 runs on both arms: the task deltas are all 0, so the sign-flip
+    interval alone would be [0, 0]; the run noise widens it to ±1.96·sqrt(Σ p̃(1−p̃)/(n+2))/m on
+    both sides, with p̃ = (1+1)/(3+2) per side (Agresti–Caffo) over m = 6 tasks."""
+    outcomes = [[True, False, False]] * 6
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "fail"))])] * 6
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "fail"))])] * 6
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes, outcomes)
+    half = Z * math.sqrt(12 * 0.4 * 0.6 / 5) / 6
+    assert result["delta"] == 0.0 and result["significant"] is False
+    assert (result["low"], result["high"]) == (pytest.approx(-half), pytest.approx(half))
