@@ -551,3 +551,16 @@ def test_equal_arms_get_the_run_noise_on_both_sides() -> None:
     half = Z * math.sqrt(12 * 0.4 * 0.6 / 5) / 6
     assert result["delta"] == 0.0 and result["significant"] is False
     assert (result["low"], result["high"]) == (pytest.approx(-half), pytest.approx(half))
+
+
+def test_a_tenth_of_harness_errors_is_still_reliable() -> None:
+    """The limit is a share above 10%: 1 harness error in 10 runs keeps the verdict, 2 refuse it."""
+
+    def row(passes: int, count: int, errors: int) -> dict[str, Any]:
+        return {"passes": passes, "count": count, "harness_error_count": errors}
+
+    noakm = [row(5, 10, 0)], [[True] * 5 + [False] * 5]
+    at_limit = lift.compare_arms(("akm", "noakm"), [row(9, 10, 1)], noakm[0], [[True] * 9], noakm[1])
+    assert (at_limit["reliable"], at_limit["unreliable_arms"]) == (True, [])
+    over = lift.compare_arms(("akm", "noakm"), [row(8, 10, 2)], noakm[0], [[True] * 8], noakm[1])
+    assert (over["reliable"], over["unreliable_arms"]) == (False, ["akm"])
