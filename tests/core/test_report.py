@@ -481,6 +481,8 @@ def test_interval_of_a_total_win_stays_within_one() -> None:
     # Alone (as the attribute and evolve tracks use it) a comparison is its own Holm family, and
     # its diagnostics say how to reproduce its bootstrap.
     assert result["holm_family"] == 1 and result["p_value_holm"] == result["p_value"]
+    # The block names its test and how it ran: 6 tasks, all 2^6 sign vectors.
+    assert (result["method"], result["exact"], result["iterations"]) == ("sign_flip_permutation", True, 2**6)
     diagnostics = result["diagnostics"]
     assert (diagnostics["bootstrap_iterations"], diagnostics["bootstrap_seed"]) == (
         lift.BOOTSTRAP_ITERATIONS,
