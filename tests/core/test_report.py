@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report import lift, metrics
+from pytest_akmbench.report import lift, metrics, significance
 from pytest_akmbench.report.markdown import render_markdown
 from tests.core.test_metrics import Z, make_task, sample, traj, wilson
 
@@ -483,7 +484,11 @@ def test_interval_of_a_total_win_stays_within_one() -> None:
     assert result["holm_family"] == 1 and result["p_value_holm"] == result["p_value"]
     # The block names its test and how it ran: 6 tasks, all 2^6 sign vectors.
     assert (result["method"], result["exact"], result["iterations"]) == ("sign_flip_permutation", True, 2**6)
+    assert result["seed"] == significance.SEED
     diagnostics = result["diagnostics"]
+    # the sign-flip interval itself, before the run noise widened it
+    alone = significance.sign_flip_test([Fraction(1)] * 6)
+    assert (diagnostics["permutation_low"], diagnostics["permutation_high"]) == (alone["low"], alone["high"])
     assert (diagnostics["bootstrap_iterations"], diagnostics["bootstrap_seed"]) == (
         lift.BOOTSTRAP_ITERATIONS,
         lift.BOOTSTRAP_SEED,
@@ -497,6 +502,7 @@ def test_a_side_without_runs_compares_nothing_without_failing() -> None:
     outcomes_a: list[list[bool]] = [[True, True], []]
     result = lift.compare_arms(("akm", "noakm"), rows_a, [None, None], outcomes_a, [[], []])
     assert (result["tasks"], result["delta"], result["artefact_bounds"]) == (0, None, None)
+    assert result["diagnostics"]["sign_test_p"] is None
     assert result["harness_errors"]["noakm"] == {"runs": 0, "harness_errors": 0, "share": None}
     assert result["harness_errors"]["akm"] == {"runs": 2, "harness_errors": 0, "share": 0.0}
 
