@@ -146,6 +146,15 @@ class TestPerTask:
         assert row["tokens_per_run"] == (100 + 50 + 300) / 3
         assert row["runs_with_measured_tokens"] == 3
 
+    def test_tokens_need_both_the_measurement_and_the_figures(self) -> None:
+        """A record says ``measured`` but lost its tokens block (a store written by hand or cut):
+        it counts as unmeasured, and the report is still made; a block beside a measurement the
+        agent marked ``unsupported`` is not counted either."""
+        no_block = sample("a/t", "akm", 1, "pass", tokens=None, token_measurement="measured")
+        stray = sample("a/t", "akm", 2, "pass", tokens=999, token_measurement="unsupported")
+        row = metrics.per_task([no_block, stray, sample("a/t", "akm", 3, "pass", tokens=100)])
+        assert row is not None and row["tokens_per_run"] == 100 and row["runs_with_measured_tokens"] == 1
+
     def test_wilson_interval(self) -> None:
         """The interval is Wilson's on 2 passes of 4 valid runs."""
         row = metrics.per_task(self.RUNS)
@@ -182,6 +191,42 @@ class TestPerTask:
         only_errors = metrics.per_task([sample("a/t", "akm", 1, "harness_error")])
         assert only_errors is not None and only_errors["floor_status"] == "missing"
         assert only_errors["pass_rate"] is None and only_errors["pass_rate_ci"] is None
+        # The row still has its k = 1 point (null), as every task row of the report does.
+        assert only_errors["pass_at_k"] == {"1": None} and only_errors["pass_hat_k"] == {"1": None}
+
+    def test_whole_row_with_seeds_out_of_order(self) -> None:
+        """The task's row as the report prints it. Seed 1 is a harness error that burned 9,999
+        tokens and 99 s: it is in no figure. pass@1 is the first *valid* seed's outcome (seed 2,
+        a pass; the last seed failed). Without a seed count the curves stop at the 4 valid runs."""
+        runs = [
+            sample("a/t", "akm", 3, "pass", tokens=300, wallclock_ms=3000),
+            sample("a/t", "akm", 5, "fail", tokens=50, wallclock_ms=1000),
+            sample("a/t", "akm", 1, "harness_error", tokens=9999, wallclock_ms=99_000),
+            sample("a/t", "akm", 4, "budget_exceeded", wallclock_ms=6000),
+            sample("a/t", "akm", 2, "pass", tokens=100, wallclock_ms=2000),
+        ]
+        row = metrics.per_task(runs)
+        assert row is not None
+        ci, sd = row.pop("pass_rate_ci"), row.pop("pass_rate_stdev")
+        assert row == {
+            "pass_rate": 0.5,
+            "pass_at_1": 1,
+            "tokens_per_pass": 200,
+            "tokens_per_run": 150,
+            "wallclock_ms": 3000,
+            "budget_exceeded_count": 1,
+            "harness_error_count": 1,
+            "count": 5,
+            "valid_count": 4,
+            "runs_with_measured_tokens": 3,
+            "passes": 2,
+            "pass_at_k": {"1": 0.5, "2": pytest.approx(5 / 6), "3": 1.0, "4": 1.0},
+            "pass_hat_k": {"1": 0.5, "2": pytest.approx(1 / 6), "3": 0.0, "4": 0.0},
+            "flaky": True,
+            "floor_status": "covered",
+        }
+        assert ci == pytest.approx(dict(zip(("low", "high"), wilson(2, 4), strict=True)), abs=1e-12)
+        assert sd == pytest.approx(math.sqrt(1 / 3))
 
     def test_no_runs_is_none(self) -> None:
         """An arm with no run of the task is None, not zeros."""
@@ -241,6 +286,23 @@ class TestAggregate:
         # pass@2: x 1 - C(1,2)/C(3,2) = 1, y 1 - C(1,2)/C(2,2) = 1; pass^2: x C(2,2)/C(3,2) = 1/3, y 0.
         assert agg["pass_at_k"]["2"] == 1.0 and agg["pass_hat_k"]["2"] == pytest.approx(1 / 6)
         assert agg["pass_hat_k"]["1"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+
+    def test_only_harness_errors_give_no_pass_k_curve(self) -> None:
+        """An arm whose every run was a harness error ran its tasks but measured nothing: no pass
+        rate, no interval and empty pass@k / pass^k curves (not a k = 1 point of null)."""
+        z = [sample("a/z", "akm", s, "harness_error") for s in (1, 2)]
+        agg = metrics.aggregate([metrics.per_task(z, seeds=2)])
+        assert agg is not None
+        assert (agg["tasks"], agg["tasks_with_valid_runs"], agg["pass_rate"], agg["pass_rate_ci"]) == (1, 0, None, None)
+        assert (agg["pass_at_k"], agg["pass_hat_k"], agg["pass_k_tasks"]) == ({}, {}, 0)
+
+    def test_flaky_tasks_are_counted_per_arm(self) -> None:
+        """The arm's ``flaky_tasks`` (what an ``akm.flaky_tasks`` gate reads): task x passes and
+        fails (stdev 0.58 > 0.2), task y always passes; one flaky task."""
+        x = [sample("a/x", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "pass"))]
+        y = [sample("a/y", "akm", s, "pass") for s in (1, 2, 3)]
+        agg = metrics.aggregate([metrics.per_task(x), metrics.per_task(y)])
+        assert agg is not None and agg["flaky_tasks"] == 1
 
     def test_arm_not_run(self) -> None:
         """No task rows: None."""

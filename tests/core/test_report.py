@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,9 @@ import pytest
 
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report import lift, metrics
+from pytest_akmbench.report import lift, metrics, significance
 from pytest_akmbench.report.markdown import render_markdown
-from tests.core.test_metrics import make_task, sample, traj, wilson
+from tests.core.test_metrics import Z, make_task, sample, traj, wilson
 
 TS = "2026-01-01T00:00:00.000Z"
 REFERENCE_KEYS = [
@@ -480,7 +482,13 @@ def test_interval_of_a_total_win_stays_within_one() -> None:
     # Alone (as the attribute and evolve tracks use it) a comparison is its own Holm family, and
     # its diagnostics say how to reproduce its bootstrap.
     assert result["holm_family"] == 1 and result["p_value_holm"] == result["p_value"]
+    # The block names its test and how it ran: 6 tasks, all 2^6 sign vectors.
+    assert (result["method"], result["exact"], result["iterations"]) == ("sign_flip_permutation", True, 2**6)
+    assert result["seed"] == significance.SEED
     diagnostics = result["diagnostics"]
+    # the sign-flip interval itself, before the run noise widened it
+    alone = significance.sign_flip_test([Fraction(1)] * 6)
+    assert (diagnostics["permutation_low"], diagnostics["permutation_high"]) == (alone["low"], alone["high"])
     assert (diagnostics["bootstrap_iterations"], diagnostics["bootstrap_seed"]) == (
         lift.BOOTSTRAP_ITERATIONS,
         lift.BOOTSTRAP_SEED,
@@ -494,6 +502,7 @@ def test_a_side_without_runs_compares_nothing_without_failing() -> None:
     outcomes_a: list[list[bool]] = [[True, True], []]
     result = lift.compare_arms(("akm", "noakm"), rows_a, [None, None], outcomes_a, [[], []])
     assert (result["tasks"], result["delta"], result["artefact_bounds"]) == (0, None, None)
+    assert result["diagnostics"]["sign_test_p"] is None
     assert result["harness_errors"]["noakm"] == {"runs": 0, "harness_errors": 0, "share": None}
     assert result["harness_errors"]["akm"] == {"runs": 2, "harness_errors": 0, "share": 0.0}
 
@@ -516,3 +525,50 @@ def test_artefact_bounds_count_both_arms_errors_on_shared_tasks_only() -> None:
         "akm": {"runs": 9, "harness_errors": 3, "share": 3 / 9},
         "noakm": {"runs": 10, "harness_errors": 3, "share": 3 / 10},
     }
+
+
+def test_resamples_of_a_monte_carlo_comparison_are_the_callers() -> None:
+    """Above 14 paired tasks the p-value is Monte Carlo over the number of sign vectors the caller
+    asks for (the simulations ask for fewer to run faster), and the block says how many."""
+    outcomes_a = [[True, True, i % 3 != 0] for i in range(16)]
+    outcomes_b = [[i % 2 == 0, False, False] for i in range(16)]
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "pass") for s in (1, 2, 3)])] * 16
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, "fail") for s in (1, 2, 3)])] * 16
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b, resamples=500)
+    assert (result["tasks"], result["exact"], result["iterations"]) == (16, False, 500)
+
+
+def test_interval_of_a_total_loss_stays_within_minus_one() -> None:
+    """The mirror of a total win: akm fails every run that noakm passes; the lift is −1 and its
+    interval, widened by the run noise, is clipped to −1 from below."""
+    outcomes_a, outcomes_b = [[False] * 3] * 6, [[True] * 3] * 6
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, "fail") for s in (1, 2, 3)])] * 6
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, "pass") for s in (1, 2, 3)])] * 6
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes_a, outcomes_b)
+    assert result["delta"] == -1.0 and result["low"] == -1.0 and -1 < result["high"] < 0
+
+
+def test_equal_arms_get_the_run_noise_on_both_sides() -> None:
+    """Every task passes 1 of 3 runs on both arms: the task deltas are all 0, so the sign-flip
+    interval alone would be [0, 0]; the run noise widens it to ±1.96·sqrt(Σ p̃(1−p̃)/(n+2))/m on
+    both sides, with p̃ = (1+1)/(3+2) per side (Agresti–Caffo) over m = 6 tasks."""
+    outcomes = [[True, False, False]] * 6
+    rows_a = [metrics.per_task([sample("a/t", "akm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "fail"))])] * 6
+    rows_b = [metrics.per_task([sample("a/t", "noakm", s, o) for s, o in ((1, "pass"), (2, "fail"), (3, "fail"))])] * 6
+    result = lift.compare_arms(("akm", "noakm"), rows_a, rows_b, outcomes, outcomes)
+    half = Z * math.sqrt(12 * 0.4 * 0.6 / 5) / 6
+    assert result["delta"] == 0.0 and result["significant"] is False
+    assert (result["low"], result["high"]) == (pytest.approx(-half), pytest.approx(half))
+
+
+def test_a_tenth_of_harness_errors_is_still_reliable() -> None:
+    """The limit is a share above 10%: 1 harness error in 10 runs keeps the verdict, 2 refuse it."""
+
+    def row(passes: int, count: int, errors: int) -> dict[str, Any]:
+        return {"passes": passes, "count": count, "harness_error_count": errors}
+
+    noakm = [row(5, 10, 0)], [[True] * 5 + [False] * 5]
+    at_limit = lift.compare_arms(("akm", "noakm"), [row(9, 10, 1)], noakm[0], [[True] * 9], noakm[1])
+    assert (at_limit["reliable"], at_limit["unreliable_arms"]) == (True, [])
+    over = lift.compare_arms(("akm", "noakm"), [row(8, 10, 2)], noakm[0], [[True] * 8], noakm[1])
+    assert (over["reliable"], over["unreliable_arms"]) == (False, ["akm"])

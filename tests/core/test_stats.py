@@ -297,6 +297,8 @@ class TestClusterRateInterval:
         """A single task: Wilson of its own runs; nothing ran: None."""
         assert cluster_rate_interval([0.6], 5) == pytest.approx(wilson_interval(3, 5))
         assert cluster_rate_interval([], 0) is None
+        # rates without a valid run behind them (a caller's slip) give no interval, not a crash
+        assert cluster_rate_interval([0.5], 0) is None and cluster_rate_interval([0.5, 1.0], 0) is None
 
     def test_wider_than_pooled_wilson_when_tasks_differ(self) -> None:
         """Tasks at 0 and 1 (10 runs each): the runs are clustered, the interval is far wider."""

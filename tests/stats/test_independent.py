@@ -191,19 +191,27 @@ class TestPrimitives:
         """p equals scipy's exact permutation p; just inside the interval the test accepts, just
         outside it rejects (the interval is exactly the test's acceptance set)."""
         rng = random.Random(7)
+        significant = inner = 0
         for _ in range(40):
             # two observations at least (scipy); dyadic rates, so scipy's float sums are exact too
             m, n = rng.randint(2, 12), rng.choice([1, 2, 4, 8])
             d = [Fraction(rng.randint(0, n) - rng.randint(0, n), n) for _ in range(m)]
             res = significance.sign_flip_test(d)
             assert res["exact"] and res["p_value"] == pytest.approx(sign_flip_p([float(x) for x in d]), abs=1e-12)
+            # the report's promise: the interval leaves out 0 exactly when the delta is significant
+            assert (res["low"] > 0 or res["high"] < 0) == (res["p_value"] <= 0.05)
+            significant += res["p_value"] <= 0.05
+            inner += sum(abs(b) < 1 for b in (res["low"], res["high"]))
             for bound, inward in ((res["low"], 1), (res["high"], -1)):
                 if abs(bound) < 1:  # a clipped bound is not a boundary of the test
                     assert sign_flip_p([float(x) for x in d], bound + inward * 1e-7) > 0.05
                     assert sign_flip_p([float(x) for x in d], bound - inward * 1e-7) <= 0.05
+        # both outcomes met, and most bounds are the test's own (not clipped) so the loop above checked them
+        assert significant >= 1 and inner >= 40
 
     def test_sign_flip_monte_carlo_near_exact(self) -> None:
-        """Above 14 tasks the p-value is Monte Carlo: within 4 standard errors of scipy's exact p."""
+        """Above 14 tasks the p-value is Monte Carlo: within 4 standard errors of scipy's exact p,
+        and the same deltas give the same p and interval (a report is reproducible)."""
         rng = random.Random(9)
         for _ in range(3):
             d = [Fraction(rng.randint(0, 4) - rng.randint(0, 3), 4) for _ in range(15)]
@@ -211,6 +219,49 @@ class TestPrimitives:
             exact = sign_flip_p([float(x) for x in d])
             assert not res["exact"]
             assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"]) + 1e-4
+            assert significance.sign_flip_test(d) == res
+
+    def test_sign_flip_monte_carlo_interval_inverts_the_same_draws(self) -> None:
+        """Above 14 tasks the interval is the set of shifts θ the Monte Carlo test does not reject:
+        redrawing the same seeded sign vectors (bit j of a draw is task j's sign) and counting
+        the observed vector once, p(θ) is above 0.05 just inside each bound and at most 0.05 just
+        outside it."""
+        rng = random.Random(21)
+        for _ in range(2):
+            # uneven deltas, so the bounds of different draws rarely tie
+            d = [Fraction(rng.randint(-30, 60), 97 + j) for j in range(15)]
+            res = significance.sign_flip_test(d, resamples=2000)
+            draws = random.Random(significance.SEED)
+            signs = [[1 if v >> j & 1 else -1 for j in range(15)] for v in (draws.getrandbits(15) for _ in range(2000))]
+
+            def p_at(theta: float, signs: list[list[int]] = signs, d: list[Fraction] = d) -> float:
+                x = [float(v) - theta for v in d]
+                bound = abs(sum(x))
+                hits = sum(abs(sum(e * v for e, v in zip(eps, x, strict=True))) >= bound for eps in signs)
+                return (1 + hits) / 2001
+
+            assert p_at(0.0) == res["p_value"]
+            for bound, inward in ((res["low"], 1), (res["high"], -1)):
+                assert abs(bound) < 1
+                assert p_at(bound + inward * 1e-9) > 0.05 >= p_at(bound - inward * 1e-9)
+
+    def test_sign_flip_monte_carlo_of_twenty_tasks(self) -> None:
+        """20 tasks (the sign vectors are drawn in three blocks of 8 bits): 18 small deltas of
+        ±1/4 that cancel and two of +1. The exact p counts the ways by hand: S = (2k − 18)/4 + B,
+        k ~ Binomial(18, 1/2) the small deltas keeping their sign, B = ±1 ± 1; p = P(|S| >= 2)."""
+        d = [Fraction(1, 4)] * 9 + [Fraction(-1, 4)] * 9 + [Fraction(1)] * 2
+        big = {-2: Fraction(1, 4), 0: Fraction(1, 2), 2: Fraction(1, 4)}
+        exact = float(
+            sum(
+                Fraction(math.comb(18, k), 2**18) * q
+                for k in range(19)
+                for b, q in big.items()
+                if abs(Fraction(2 * k - 18, 4) + b) >= 2
+            )
+        )
+        res = significance.sign_flip_test(d)
+        assert not res["exact"] and abs(exact - 0.3445) < 1e-4
+        assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"])
 
     def test_stratified_permutation_matches_enumeration(self) -> None:
         """Exact p against the product of scipy's hypergeometric pmfs over every split."""
