@@ -10,36 +10,19 @@ latest line of a run id is that run's.
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from . import jsonl
 
 RUNS_FILE = "runs.jsonl"
 RUN_SCHEMA = 1
 
 
 def append(store_dir: Path, record: Mapping[str, Any]) -> None:
-    """One fsync'd line, under a lock: benches may share a store."""
-    path = store_dir / RUNS_FILE
-    payload = (json.dumps({"schema": RUN_SCHEMA, **record}, separators=(",", ":")) + "\n").encode()
-    try:
-        store_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot record the run ({exc.strerror or exc}); check the store is writable") from exc
+    """One line in ``<store>/runs.jsonl``: benches may share a store."""
+    jsonl.append(store_dir / RUNS_FILE, {"schema": RUN_SCHEMA, **record}, "the run")
 
 
 def find(stores: Sequence[Path], run_id: str, warnings: list[str] | None = None) -> dict[str, Any] | None:
@@ -54,24 +37,7 @@ def find(stores: Sequence[Path], run_id: str, warnings: list[str] | None = None)
 
 def read(store_dir: Path, warnings: list[str] | None = None) -> list[dict[str, Any]]:
     """The store's run records in append order; an unreadable line is skipped with a warning."""
-    path = store_dir / RUNS_FILE
-    try:
-        lines = path.read_bytes().splitlines()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the run records ({exc.strerror or exc})") from exc
-    out: list[dict[str, Any]] = []
-    for lineno, line in enumerate(lines, start=1):
-        try:
-            record = json.loads(line) if line.strip() else None
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and _well_formed(record):
-            out.append(record)
-        elif line.strip() and warnings is not None:
-            warnings.append(f"{path}:{lineno}: skipped unreadable run record")
-    return out
+    return jsonl.read(store_dir / RUNS_FILE, _well_formed, "run", warnings)
 
 
 def _well_formed(record: Any) -> bool:

@@ -14,10 +14,8 @@ which cells it expects and can name the shards that are missing.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, StoreError
+from ..errors import ConfigError
 from ..records import VALID_OUTCOMES, CellKey
+from . import jsonl
 
 SHARDS_FILE = "shards.jsonl"
 SHARD_SCHEMA = 1
@@ -117,46 +116,13 @@ def make_record(shard: Shard, plan: Plan, run_id: str, started_at: str) -> dict[
 
 
 def append(store_dir: Path, record: Mapping[str, Any]) -> None:
-    """One fsync'd line in ``<store>/shards.jsonl``, under a lock: shards may share a store."""
-    path = store_dir / SHARDS_FILE
-    payload = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    try:
-        store_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise StoreError(
-            f"{path}: cannot record the shard ({exc.strerror or exc}); check the store is writable"
-        ) from exc
+    """One line in ``<store>/shards.jsonl``: shards may share a store."""
+    jsonl.append(store_dir / SHARDS_FILE, record, "the shard")
 
 
 def read(store_dir: Path, warnings: list[str] | None = None) -> list[dict[str, Any]]:
     """The store's shard records in append order; an unreadable line is skipped with a warning."""
-    path = store_dir / SHARDS_FILE
-    try:
-        lines = path.read_bytes().splitlines()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the shard records ({exc.strerror or exc})") from exc
-    out: list[dict[str, Any]] = []
-    for lineno, line in enumerate(lines, start=1):
-        try:
-            record = json.loads(line) if line.strip() else None
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and _well_formed(record):
-            out.append(record)
-        elif line.strip() and warnings is not None:
-            warnings.append(f"{path}:{lineno}: skipped unreadable shard record")
-    return out
+    return jsonl.read(store_dir / SHARDS_FILE, _well_formed, "shard", warnings)
 
 
 def _well_formed(record: Any) -> bool:
