@@ -52,9 +52,17 @@ class TestWilsonInterval:
         assert wilson_interval(0, 0) is None
 
     def test_invalid_counts_raise(self) -> None:
-        """More passes than trials is rejected."""
-        with pytest.raises(ValueError):
+        """More passes than trials is rejected, naming both numbers."""
+        with pytest.raises(ValueError, match=r"^need 0 <= passes <= n, got passes=3, n=2$"):
             wilson_interval(3, 2)
+
+    def test_no_pass_and_every_pass_are_exact_bounds(self) -> None:
+        """A rate of 0 reports a lower bound of exactly 0 and a rate of 1 an upper bound of exactly
+        1 for every run count: the formula alone leaves 1.4e-17 at 0 of 7 runs, which the report's
+        JSON would print."""
+        for n in range(1, 61):
+            assert wilson_interval(0, n)[0] == 0.0, n
+            assert wilson_interval(n, n)[1] == 1.0, n
 
 
 class TestPassAtK:
@@ -162,10 +170,20 @@ class TestPairedBootstrapDelta:
         return pairs
 
     def test_deterministic_with_seed(self) -> None:
-        """Same seed gives identical results; a different seed may not."""
+        """Same seed gives identical results (a report is reproducible); another seed draws other
+        resamples. Tasks with 1 to 7 seeds make the resampled means fine-grained, so an unseeded
+        draw would not land on the same bounds by chance."""
         pairs = self._mixed_pairs()
         assert paired_bootstrap_delta(pairs, seed=7) == paired_bootstrap_delta(pairs, seed=7)
         assert paired_bootstrap_delta(pairs)["seed"] == 20261129
+        fine = [
+            ([(i * s) % 3 != 0 for s in range(i % 7 + 1)], [(i + s) % 4 == 0 for s in range(i % 5 + 1)])
+            for i in range(40)
+        ]
+        first = paired_bootstrap_delta(fine, seed=7)
+        assert paired_bootstrap_delta(fine, seed=7) == first
+        other = paired_bootstrap_delta(fine, seed=8)
+        assert (other["low"], other["high"]) != (first["low"], first["high"])
 
     def test_point_estimate_and_containment(self) -> None:
         """Delta is the mean of per-task differences and lies in the interval."""
@@ -209,6 +227,8 @@ class TestPairedBootstrapDelta:
             paired_bootstrap_delta([([T], [F])], iterations=0)
         with pytest.raises(ValueError, match=r"^confidence must be in \(0, 1\), got 1.0$"):
             paired_bootstrap_delta([([T], [F])], confidence=1.0)
+        with pytest.raises(ValueError, match=r"^confidence must be in \(0, 1\), got 0.0$"):
+            paired_bootstrap_delta([([T], [F])], confidence=0.0)
 
     def test_empty_sides_dropped_and_no_tasks(self) -> None:
         """Tasks with an empty side are dropped; no tasks gives all None."""
