@@ -17,7 +17,7 @@ from ..cell.context import RunContext, cell_fingerprint
 from ..corpus.config import Settings
 from ..corpus.tasks import Task
 from ..errors import ConfigError
-from ..report import adaptive_run, sequential
+from ..report import adaptive_run, sequential, spend
 from ..report.resume import StoredSamples
 from ..store import runs
 from ..store.samples import fingerprint_hash
@@ -53,7 +53,7 @@ def recall(
     if record is None:
         return Recalled()
     own = stored.of_run(ctx.run_id)
-    cap = adaptive_run.cap_block(record["caps"], own, record.get("not_run", 0)) if record["caps"] else None
+    cap = spend.cap_block(record["caps"], own, record.get("not_run", 0)) if record["caps"] else None
     design = record.get("adaptive")
     if design is None or fixed:
         return Recalled(cap=cap)

@@ -26,8 +26,6 @@ from .caps import PLUGIN as CAPS_PLUGIN
 from .nodes import CELL_KEY
 from .state import BenchState
 
-DEFAULT_MAX_SEEDS = sequential.DEFAULT_MAX_SEEDS
-DEFAULT_FLOOR = sequential.DEFAULT_FLOOR
 POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
 LOOKAHEAD = 2  # cells a worker holds under xdist: the one it runs and the next
 STALL_MARGIN_S = 120.0  # beyond a cell's wall budget and verify timeout, before the barrier gives up
@@ -52,11 +50,11 @@ def activate(config: pytest.Config, state: BenchState) -> None:
     if until != "decisive":
         raise pytest.UsageError(f"{where}: unknown value {until!r}; the one choice is decisive")
     try:
-        max_seeds = _positive(most, most_where) if most is not None else DEFAULT_MAX_SEEDS
+        max_seeds = _positive(most, most_where) if most is not None else sequential.DEFAULT_MAX_SEEDS
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
     if "floor" not in state.settings.origins:
-        state.settings = dataclasses.replace(state.settings, floor=DEFAULT_FLOOR)
+        state.settings = dataclasses.replace(state.settings, floor=sequential.DEFAULT_FLOOR)
     settings = state.settings
     problem = _refusal(config, state, max_seeds)
     if problem:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from ..report import adaptive_run, resume
-from ..report.adaptive_run import spent
+from ..report import resume
+from ..report.spend import cap_block, spent
 from .nodes import CELL_KEY, STORED_KEY
 from .state import BenchState
 
@@ -102,7 +102,7 @@ class SpendCaps:
 
     def block(self, stored: resume.StoredSamples) -> dict[str, Any]:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
-        return adaptive_run.cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
+        return cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
 
     def records(self) -> list[dict[str, Any]]:
         """The caps as the store's run record keeps them (store/runs.py)."""

@@ -1,4 +1,4 @@
-"""An adaptive run's plan read from the store, its report part and the cap block, shared by the
+"""An adaptive run's plan read from the store and its report part, shared by the
 session and the offline ``report`` command so both give the same envelope (docs/adaptive.md).
 
 The plan is ``report/sequential.py``'s, over the valid samples under the run's fingerprints
@@ -16,7 +16,6 @@ from ..cell.context import Cell
 from ..corpus.tasks import Task
 from . import sequential
 from .resume import StoredSamples
-from .spend import run_cost, run_tokens
 
 CAVEAT = (
     "adaptive run: the p-values and intervals of the comparisons assume a fixed number of seeds; "
@@ -75,28 +74,6 @@ def stamp(envelope: dict[str, Any], block: dict[str, Any] | None) -> dict[str, A
         "adaptive": block,
         "verdict": f"{sequential.headline(block)} — {envelope['verdict']}",
         "warnings": [*envelope["warnings"], CAVEAT],
-    }
-
-
-def spent(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """What ``records`` spent: cost (USD, reported costs) and tokens (measured totals)."""
-    tokens = [t.get("total", 0) for t in (run_tokens(dict(r)) for r in records) if t is not None]
-    costs = [c for c in (run_cost(dict(r)) for r in records) if c is not None]
-    return {"usd": sum(costs), "tokens": float(sum(tokens))}
-
-
-def cap_block(caps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], not_run: int) -> dict[str, Any]:
-    """The envelope's ``spend.cap`` from the run's own ``records``: the first cap they reach,
-    else the first one set (each cap a ``{"kind": "usd"|"tokens", "limit": ...}``)."""
-    so_far = spent(records)
-    hit = next((c for c in caps if so_far[c["kind"]] >= c["limit"]), None)
-    cap = hit or caps[0]
-    return {
-        "kind": cap["kind"],
-        "limit": cap["limit"],
-        "spent": so_far[cap["kind"]],
-        "reached": hit is not None,
-        "not_run": not_run,
     }
 
 

@@ -13,7 +13,7 @@ Also the markdown and page sections of the ``spend`` block, and the terminal sum
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from statistics import fmean
 from typing import Any
@@ -227,3 +227,25 @@ def html_lines(envelope: dict[str, Any]) -> list[str]:
         f'<table id="spend-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
         *(f'<p class="note">{n}</p>' for n in notes),
     ]
+
+
+def spent(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """What ``records`` spent: cost (USD, reported costs) and tokens (measured totals)."""
+    tokens = [t.get("total", 0) for t in (run_tokens(dict(r)) for r in records) if t is not None]
+    costs = [c for c in (run_cost(dict(r)) for r in records) if c is not None]
+    return {"usd": sum(costs), "tokens": float(sum(tokens))}
+
+
+def cap_block(caps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], not_run: int) -> dict[str, Any]:
+    """The envelope's ``spend.cap`` from the run's own ``records``: the first cap they reach,
+    else the first one set (each cap a ``{"kind": "usd"|"tokens", "limit": ...}``)."""
+    so_far = spent(records)
+    hit = next((c for c in caps if so_far[c["kind"]] >= c["limit"]), None)
+    cap = hit or caps[0]
+    return {
+        "kind": cap["kind"],
+        "limit": cap["limit"],
+        "spent": so_far[cap["kind"]],
+        "reached": hit is not None,
+        "not_run": not_run,
+    }

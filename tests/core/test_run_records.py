@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.errors import StoreError
-from pytest_akmbench.report.adaptive_run import cap_block
+from pytest_akmbench.report.spend import cap_block
 from pytest_akmbench.store import runs
 
 
