@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -251,13 +250,16 @@ class TestPairedBootstrapDelta:
         with pytest.raises(ValueError):
             paired_bootstrap_delta([([T], [F])], confidence=1.0)
 
-    def test_fast_enough(self) -> None:
-        """2000 iterations over 2000 tasks finish well within a generous bound."""
+    def test_two_thousand_tasks(self) -> None:
+        """A large bench gives the plain mean of its per-task differences as delta, every task
+        counted; its speed is measured by benchmarks/report_bench.py, not here (a timed test fails
+        on a loaded machine)."""
         pairs = [([(i + s) % 3 == 0 for s in range(5)], [(i + s) % 2 == 0 for s in range(5)]) for i in range(2000)]
-        start = time.perf_counter()
         res = paired_bootstrap_delta(pairs)
-        assert time.perf_counter() - start < 5.0
+        want = sum(sum(a) / 5 - sum(b) / 5 for a, b in pairs) / 2000
         assert res["tasks"] == 2000
+        assert res["delta"] == pytest.approx(want)
+        assert res["low"] < want < res["high"]
 
 
 class TestSignTest:
