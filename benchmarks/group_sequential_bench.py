@@ -19,6 +19,9 @@ those n_k, spending alpha as a function of the cells used, keeps its error rate 
             disc: tasks with a discordant pair first, then the other open ones;
             info: the expected information per pair of the sign test for a nominal +0.1 lift
                   under the task's pass-rate posterior (Beta(1/2, 1/2) prior, both arms' runs).
+  weighted  a trailing -w: each discordant pair weighted by its task's concordance (the log odds
+            that it favours akm under a nominal +0.1 lift, given the task's pass count over both
+            arms); each look's exact null distribution alone, alpha split by a union bound.
   spend     obf: Lan-DeMets O'Brien-Fleming-like 2 - 2 Phi(z_{alpha/2} / sqrt(t)); pocock:
             alpha ln(1 + (e - 1) t); final: everything at the last look; t = cells / budget,
             and the last look (no round left to run, a sign-blind fact) spends what is left.
@@ -26,6 +29,7 @@ those n_k, spending alpha as a function of the cells used, keeps its error rate 
     python benchmarks/group_sequential_bench.py                       # the default designs, 200 benches per row
     python benchmarks/group_sequential_bench.py --reps 1000 --designs f1-b50-l3-info-obf
     python benchmarks/group_sequential_bench.py --spread u --lifts 0 --reps 2000
+    python benchmarks/group_sequential_bench.py --check                # the boundaries against simulated walks
 """
 
 from __future__ import annotations
@@ -161,9 +165,13 @@ def info(passes: int, runs: int, lift: float = NOMINAL_LIFT) -> float:
     return float(np.sum(value * weight) / np.sum(weight))
 
 
-def run(outcomes: dict[tuple[str, str, int], bool], tasks: list[str], d: Design) -> tuple[str | None, int, int]:
-    """(the arm a decisive run favours or None, pairs run, looks taken) of one bench."""
-    seeds = dict.fromkeys(tasks, 0)
+def run(
+    outcomes: dict[tuple[str, str, int], bool], tasks: list[str], d: Design, seeds: dict[str, int] | None = None
+) -> tuple[str | None, int, int]:
+    """(the arm a decisive run favours or None, pairs run, looks taken) of one bench; ``seeds``
+    (filled in) ends with the seeds each task ran. The spending ``none`` never rejects."""
+    seeds = dict.fromkeys(tasks, 0) if seeds is None else seeds
+    seeds |= dict.fromkeys(tasks, 0)
     tally = {t: [0, 0, 0] for t in tasks}  # passes (both arms), discordant, runs failed
     plus = minus = 0
     budget = math.floor(d.budget * len(tasks) * FIXED_SEEDS)  # pairs
@@ -184,7 +192,7 @@ def run(outcomes: dict[tuple[str, str, int], bool], tasks: list[str], d: Design)
             lead[t] += (a and not b) - (b and not a)
         used = sum(seeds.values())
         chosen = _next_round(tasks, seeds, tally, d, min(chunk, budget - used))  # sign-blind
-        target = ALPHA if not chosen else spent(d.spend, used / budget)
+        target = 0.0 if d.spend == "none" else ALPHA if not chosen else spent(d.spend, used / budget)
         if d.weighted:
             rows = [(weight(tally[t][0], 2 * seeds[t]), tally[t][1], lead[t]) for t in tasks if seeds[t]]
             c, stat = wtest.look(rows, target), sum(w * diff for w, _, diff in rows)
@@ -246,6 +254,30 @@ def _add(tallies: dict[str, list[float]], name: str, claim: bool, right: bool, p
     entry[2] += pairs
 
 
+def check(draws: int = 200_000) -> None:
+    """The boundaries' exactness: the chance a fair walk crosses, computed by the dynamic
+    programme, against simulated walks (and the weighted test's against simulated signs)."""
+    rng = np.random.default_rng(7)
+    print("| looks (discordant pairs) | spending | exact chance | simulated |")
+    print("|---|---|---:|---:|")
+    for sizes, spend in (([20, 45, 80], "obf"), ([5, 6, 6, 30], "pocock"), ([50], "final"), ([10, 40, 41, 100], "obf")):
+        test = Boundary()
+        bars = [
+            test.look(n, ALPHA if k == len(sizes) - 1 else spent(spend, (k + 1) / len(sizes)))
+            for k, n in enumerate(sizes)
+        ]
+        walks = np.cumsum(rng.integers(0, 2, size=(draws, sizes[-1])) * 2 - 1, axis=1)
+        crossed = np.zeros(draws, dtype=bool)
+        for n, c in zip(sizes, bars):
+            crossed |= np.abs(walks[:, n - 1]) >= c
+        print(f"| {sizes} | {spend} | {test.rejected:.4f} | {crossed.mean():.4f} |")
+    rows = [(1, 5, 0), (3, 2, 0), (7, 3, 0), (2, 8, 0)]
+    weighted = Weighted()
+    c = weighted.look(rows, ALPHA)
+    stat = sum(w * (2 * rng.binomial(nd, 0.5, size=draws) - nd) for w, nd, _ in rows)
+    print(f"| weighted {rows} | one look | {weighted.spent:.4f} | {np.mean(np.abs(stat) >= c):.4f} |")
+
+
 DEFAULT = ["f2-b50-l2-open-obf", "f1-b50-l3-open-obf", "f1-b50-l3-disc-obf", "f1-b50-l3-info-obf"]
 
 
@@ -257,7 +289,11 @@ def main() -> None:
     parser.add_argument("--spread", choices=("beta", "u"), default="beta")
     parser.add_argument("--designs", nargs="*", default=DEFAULT)
     parser.add_argument("--no-compare", action="store_true", help="skip the fixed and current designs")
+    parser.add_argument("--check", action="store_true", help="only check the boundaries against simulated walks")
     args = parser.parse_args()
+    if args.check:
+        check()
+        return
     designs = [Design.parse(text) for text in args.designs]
     started = time.monotonic()
     names = ([] if args.no_compare else ["fixed", "current"]) + [str(d) for d in designs]
