@@ -29,6 +29,7 @@ akm ahead, cells are a share of the fixed design's (5 seeds per task and arm).
 
     python benchmarks/adaptive_bound.py                      # 17 and 40 tasks, lifts 0.1 and 0.2, 400 benches
     python benchmarks/adaptive_bound.py --reps 1000 --tasks 40 --lifts 0.1
+    python benchmarks/adaptive_bound.py --check          # every ceiling is alpha when there is no lift
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ NULLS = ("prior", "mid")
 # design's cells, 3 looks, tasks where some run failed (group_sequential_bench.py), run to its budget.
 DESIGN = "f1-b50-l3-open-none"
 DESIGN_REPS = 1500
-LAMBDAS = tuple(float(x) for x in np.geomspace(1e-4, 0.5, 40))
+LAMBDAS = tuple(float(x) for x in np.geomspace(1e-7, 0.5, 60))
 
 
 def scenario(m: int, lift: float, reps: int, spread: str, seed: int) -> dict[str, float]:
@@ -276,13 +277,29 @@ def scenario(m: int, lift: float, reps: int, spread: str, seed: int) -> dict[str
     return row
 
 
+def check(spread: str) -> None:
+    """With no lift the alternative's mixture is the null's (both arms at p): every ceiling
+    must be alpha, the information 0."""
+    bench = Bench(spread, 0.0, "prior", points=500)
+    rng = np.random.default_rng(3)
+    print(f"no lift, 17 tasks: any test on an even half {bench.best_test_power([3] * 9 + [2] * 8, rng):.3f}; ", end="")
+    print(f"on the design's cells {bench.design_power(17, DESIGN, random.Random(1), 500)[0]:.3f}; ", end="")
+    print(
+        f"a task's information {bench.information(LAMBDAS[0]):.3g}; any design {bench.most_power(17, FIXED_SEEDS):.3f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=400)
     parser.add_argument("--tasks", type=int, nargs="*", default=[17, 40])
     parser.add_argument("--lifts", type=float, nargs="*", default=[0.1, 0.2])
     parser.add_argument("--spread", choices=("beta", "u"), default="beta")
+    parser.add_argument("--check", action="store_true", help="only check the ceilings where there is nothing to find")
     args = parser.parse_args()
+    if args.check:
+        check(args.spread)
+        return
     started = time.monotonic()
     print(
         f"{args.reps} benches per row (the oracle's and the fixed design's), pass rates {args.spread}; power (akm ahead)"
