@@ -24,10 +24,11 @@ those n_k, spending alpha as a function of the cells used, keeps its error rate 
             arms); each look's exact null distribution alone, alpha split by a union bound.
   spend     obf: Lan-DeMets O'Brien-Fleming-like 2 - 2 Phi(z_{alpha/2} / sqrt(t)); pocock:
             alpha ln(1 + (e - 1) t); final: everything at the last look; t = cells / budget,
-            and the last look (no round left to run, a sign-blind fact) spends what is left.
+            and the last look (no round left to run, a sign-blind fact) spends what is left;
+            none: never rejects (the design's cells alone, for adaptive_bound.py).
 
-    python benchmarks/group_sequential_bench.py                       # the default designs, 200 benches per row
-    python benchmarks/group_sequential_bench.py --reps 1000 --designs f1-b50-l3-info-obf
+    python benchmarks/group_sequential_bench.py --reps 1000           # the table in docs/adaptive.md
+    python benchmarks/group_sequential_bench.py --tasks 40 --designs f1-b50-l3-info-obf f1-b50-l4-disc-pocock
     python benchmarks/group_sequential_bench.py --spread u --lifts 0 --reps 2000
     python benchmarks/group_sequential_bench.py --check                # the boundaries against simulated walks
 """
@@ -278,7 +279,7 @@ def check(draws: int = 200_000) -> None:
     print(f"| weighted {rows} | one look | {weighted.spent:.4f} | {np.mean(np.abs(stat) >= c):.4f} |")
 
 
-DEFAULT = ["f2-b50-l2-open-obf", "f1-b50-l3-open-obf", "f1-b50-l3-disc-obf", "f1-b50-l3-info-obf"]
+DEFAULT = ["f2-b50-l2-open-obf", "f1-b50-l3-open-final-w", "f2-b75-l3-open-obf", "f2-b100-l4-open-obf"]
 
 
 def main() -> None:
