@@ -10,10 +10,12 @@ before any cell runs or anything is stored (docs/opencode.md, "Preflight").
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -24,6 +26,7 @@ from .selection import arm_ruled_out, marks_rule_out
 from .state import BenchState
 
 T = TypeVar("T")
+PROBES = "akmbench_probes"  # workerinput: the controller's probes, for a local worker
 
 
 def say(config: pytest.Config, line: str) -> None:
@@ -64,7 +67,26 @@ def arms_needed(config: pytest.Config, state: BenchState) -> tuple[str, ...]:
     )
 
 
+def probes(state: BenchState) -> dict[str, Any]:
+    """What the controller probed, for its local workers: they run the same binaries on the same
+    machine, so each need not run ``opencode --version`` and akm's probe again (about 2 CPU-seconds
+    per worker). A remote worker probes its own, and its hello compares them (remote.py)."""
+    found = state.akm
+    return {
+        "agent_version": getattr(state.agent, "version", None) if state.started else None,
+        "akm": None if found is None else {**dataclasses.asdict(found), "path": str(found.path)},
+    }
+
+
+def _probed(config: pytest.Config) -> dict[str, Any] | None:
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput.get(PROBES) if workerinput else None
+
+
 def start_agent(config: pytest.Config, state: BenchState, options: dict[str, object]) -> None:
+    known = _probed(config)
+    if known and known.get("agent_version"):
+        options = {**options, "version": known["agent_version"]}
     info = SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks), options=options)
     timed(
         config,
@@ -77,7 +99,11 @@ def start_agent(config: pytest.Config, state: BenchState, options: dict[str, obj
 
 
 def find_akm(config: pytest.Config, state: BenchState, needed: bool) -> akm.AkmInfo | None:
-    """The akm the akm arm gets, probed once per process; ``needed`` when a cell will call it."""
+    """The akm the akm arm gets, probed once per run (a local worker takes the controller's);
+    ``needed`` when a cell will call it."""
+    known = _probed(config)
+    if known is not None:
+        return None if known["akm"] is None else akm.AkmInfo(**{**known["akm"], "path": Path(known["akm"]["path"])})
     if "akm" not in arms_needed(config, state):
         return None
     if not needed and state.settings.akm is None and shutil.which("akm") is None:

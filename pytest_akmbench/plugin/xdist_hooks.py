@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..system import procs
+from .remote import is_remote
+from .startup import PROBES, probes
 
 if TYPE_CHECKING:
     from .state import BenchState
@@ -17,8 +19,9 @@ DRAIN_S = 15.0  # how long an interrupted controller waits for its workers' last
 
 
 class XdistHooks:
-    """Hand the run id to every worker, learn the selected cells, reap a crashed worker's
-    cells at once, and hear every report the workers send after an interrupt."""
+    """Hand the run id (and a local worker the controller's probes) to every worker, learn the
+    selected cells, reap a crashed worker's cells at once, and hear every report the workers send
+    after an interrupt."""
 
     def __init__(self, state: BenchState) -> None:
         self.state = state
@@ -26,6 +29,8 @@ class XdistHooks:
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["akmbench_run_id"] = self.state.run_id
+        if not is_remote(node.gateway.spec):
+            node.workerinput[PROBES] = probes(self.state)
 
     def pytest_testnodeready(self, node: Any) -> None:
         self.nodes.add(node)

@@ -76,38 +76,28 @@ class TestShippedCorpus:
         assert "26 passed" in proc.stdout
 
     def test_oracle_on_akm_cells(self, info: akm.AkmInfo, tmp_path: Path) -> None:
-        """scripted/oracle on the akm arm of one shipped task per domain: every cell passes, and
-        akm's own log shows a search with hits that ranked the gold asset, and the gold asset shown.
+        """scripted/oracle on the akm arm of one shipped task per domain and both
+        workflow-compliance tasks: every cell passes, akm's own log shows a search with hits that
+        ranked the gold asset, and the gold asset shown; the workflow checks all pass; a rerun
+        takes every cell from the store.
 
         Every task's stash and keywords are checked against this akm by the soundness test above;
         here the agent drives akm, which behaves alike across a domain's tasks. Each akm version
-        takes a different task of each domain, so the versions together cover more of the corpus.
+        takes a different task of each other domain, so the versions together cover more of the
+        corpus. Both akm ref syntaxes (0.7's skill:x, 0.9's skills/x) must name the gold asset for
+        the workflow checks, which is why the workflow-compliance tasks run on every version. One
+        run serves both questions: the cells are the same kind (oracle policy, akm arm), and each
+        is 10-15 CPU-seconds of opencode and akm. Serial: under the suite's two workers a nested
+        -n 2 only adds two workers' start-up (tests/support/schedule.py).
         """
         opencode = oc.binary()
-        picked = _one_task_per_domain(real_akm.versions().index(info.version))
-        proc = bench(
-            ROOT,
-            *picked,
-            "--bench-model",
-            "scripted/oracle",
-            "--bench-akm",
-            str(info.path),
-            "--bench-opencode",
-            str(opencode),
-            "--bench-arms",
-            "akm",
-            "--bench-seeds",
-            "1",
-            "-n",
-            "2",
-            "--bench-tmp",
-            str(tmp_path / "cells"),
-            "--bench-store",
-            str(tmp_path / "store"),
-            "--bench-report",
-            str(tmp_path / "report"),
-            timeout=900,
-        )
+        picked = [p for p in _one_task_per_domain(real_akm.versions().index(info.version)) if WORKFLOW not in p]
+        picked += [f"corpus/tasks/{WORKFLOW}/{t}/task.yaml" for t in WORKFLOW_TASKS]
+        args = [*picked, "--bench-model", "scripted/oracle", "--bench-akm", str(info.path)]
+        args += ["--bench-opencode", str(opencode), "--bench-arms", "akm", "--bench-seeds", "1"]
+        args += ["--bench-tmp", str(tmp_path / "cells"), "--bench-store", str(tmp_path / "store")]
+        args += ["--bench-report", str(tmp_path / "report")]
+        proc = bench(ROOT, *args, timeout=900)
         assert proc.returncode == 0, proc.stdout[-3000:]
         tasks = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes").by_id()
         got = samples(tmp_path / "store")
@@ -125,6 +115,36 @@ class TestShippedCorpus:
         prov = report["provenance"]
         assert prov["akm_version"] == info.version and prov["akm_sha256"] == info.sha256
         assert prov["akm_search_mode"] == "keyword" and prov["opencode_version"] == "1.18.33"
+        _oracle_complies(report, (tmp_path / "report" / "summary.md").read_text(), got)
+        again = bench(ROOT, *args, timeout=300)  # resumed: every cell from the store
+        assert again.returncode == 0, again.stdout[-3000:]
+        rerun = json.loads((tmp_path / "report" / "report.json").read_text())
+        assert len(samples(tmp_path / "store")) == len(got) and all(r["from_store"] for r in rerun["runs"])
+        assert rerun["workflow"] == report["workflow"]
+
+
+WORKFLOW, WORKFLOW_TASKS = "workflow-compliance", ("drain-hold", "rollback-rev")
+
+
+def _oracle_complies(report: dict[str, Any], summary: str, got: list[dict[str, Any]]) -> None:
+    """The oracle looked the convention up, then edited, then recorded positive feedback: every
+    check of the two workflow-compliance cells passes; the other domains' cells have none that
+    applies (tests/akm/test_workflow_e2e.py holds the shortcut policy, which fails them all)."""
+    wf = report["workflow"]
+    assert wf["specs"] == ["akm-feedback-after-use", "akm-lookup-before-edit"]
+    assert wf["applicable_checks"] == 4, wf
+    for s in got:
+        checks = (s.get("workflow") or {}).get("checks") or []
+        if s["task_id"].startswith(WORKFLOW + "/"):
+            assert s["workflow"]["trace_source"] == "transcript"
+            assert {c["workflow_id"] for c in checks} == set(wf["specs"])
+        else:
+            assert all(c["status"] == "not_applicable" for c in checks), s["task_id"]
+    assert wf["strict_pass_rate"] == 1.0 and wf["overall_compliance"] == 1.0 and wf["violation_count"] == 0
+    pass_row = next(r for r in wf["cross_tab"] if r["task_outcome"] == "pass")
+    assert pass_row == {"task_outcome": "pass", "pass": 2, "partial": 0, "fail": 0, "total": 2}
+    section = summary.split("## Workflow compliance", 1)[1].split("\n## ", 1)[0]
+    assert wf["top_violations"] == [] and f"violations=0 (4 applicable checks of {wf['total_checks']})" in section
 
 
 class TestTreatmentLive:

@@ -1,15 +1,15 @@
 """Workflow compliance end to end: the shipped workflow-compliance domain through pytest, the real
-opencode binary, the scripted model and real akm. ``scripted/oracle`` looks the convention up,
-then edits, then records positive feedback: every check passes. ``scripted/shortcut`` solves the
-same tasks without akm: the tasks still pass, every check fails, and the report says so."""
+opencode binary, the scripted model and real akm. ``scripted/shortcut`` solves the tasks without
+akm: the tasks still pass, every check fails, and the report says so. ``scripted/oracle``, which
+looks the convention up, then edits, then records positive feedback (every check passes), runs
+on each akm version in the same bench as the akm arm's oracle cells:
+tests/akm/test_akm_arm.py::TestShippedCorpus::test_oracle_on_akm_cells."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.akm.test_akm_arm import bench
 from tests.support import opencode as oc
@@ -52,14 +52,9 @@ def run_policy(policy: str, version: str, tmp_path: Path) -> tuple[dict[str, Any
     return report, (tmp_path / "report" / "summary.md").read_text(), samples
 
 
-# shortcut never calls akm, so one akm version says all it can; oracle runs on each version.
-CASES = [("oracle", v) for v in real_akm.versions()] + [("shortcut", real_akm.versions()[-1])]
-
-
-@pytest.mark.parametrize(("policy", "version"), CASES)
-def test_compliance_follows_what_the_agent_did(policy: str, version: str, tmp_path: Path) -> None:
-    """Both akm ref syntaxes (0.7's skill:x, 0.9's skills/x) name the gold asset."""
-    report, summary, samples = run_policy(policy, version, tmp_path)
+# shortcut never calls akm, so one akm version says all it can.
+def test_compliance_follows_what_the_agent_did_without_akm(tmp_path: Path) -> None:
+    report, summary, samples = run_policy("shortcut", real_akm.versions()[-1], tmp_path)
     wf = report["workflow"]
     assert wf["specs"] == ["akm-feedback-after-use", "akm-lookup-before-edit"]
     assert (wf["total_checks"], wf["applicable_checks"]) == (4, 4)
@@ -68,18 +63,10 @@ def test_compliance_follows_what_the_agent_did(policy: str, version: str, tmp_pa
         assert {c["workflow_id"] for c in s["workflow"]["checks"]} == set(wf["specs"])
     pass_row = next(r for r in wf["cross_tab"] if r["task_outcome"] == "pass")
     section = summary.split("## Workflow compliance", 1)[1].split("\n## ", 1)[0]
-    if policy == "oracle":
-        assert wf["strict_pass_rate"] == 1.0 and wf["overall_compliance"] == 1.0 and wf["violation_count"] == 0
-        assert pass_row == {"task_outcome": "pass", "pass": 2, "partial": 0, "fail": 0, "total": 2}
-        assert wf["top_violations"] == [] and "violations=0 (4 applicable checks of 4)" in section
-        again, _, stored = run_policy(policy, version, tmp_path)  # resumed: every cell from the store
-        assert len(stored) == 2 and all(r["from_store"] for r in again["runs"])
-        assert again["workflow"] == wf
-    else:
-        assert wf["fail_rate"] == 1.0 and wf["strict_pass_rate"] == 0.0 and wf["violation_count"] == 12
-        assert pass_row == {"task_outcome": "pass", "pass": 0, "partial": 0, "fail": 2, "total": 2}
-        codes = {v["code"]: v["count"] for v in wf["top_violations"]}
-        assert codes == {"missing_required_event": 8, "irrelevant_asset_loaded": 4}
-        assert wf["by_workflow"]["akm-lookup-before-edit"]["pass_rate"] == 0.0
-        assert "### Violation evidence" in section and "workflow-compliance/drain-hold" in section
-        assert "| pass           | 0         | 0            | 2         | 2       |" in section
+    assert wf["fail_rate"] == 1.0 and wf["strict_pass_rate"] == 0.0 and wf["violation_count"] == 12
+    assert pass_row == {"task_outcome": "pass", "pass": 0, "partial": 0, "fail": 2, "total": 2}
+    codes = {v["code"]: v["count"] for v in wf["top_violations"]}
+    assert codes == {"missing_required_event": 8, "irrelevant_asset_loaded": 4}
+    assert wf["by_workflow"]["akm-lookup-before-edit"]["pass_rate"] == 0.0
+    assert "### Violation evidence" in section and "workflow-compliance/drain-hold" in section
+    assert "| pass           | 0         | 0            | 2         | 2       |" in section

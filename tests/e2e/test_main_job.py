@@ -1,6 +1,6 @@
 """What `bash .ci/main` shows, on one task (issue 14): the soundness run's results land in the
 report of the run after it, and the shipped quick config through real opencode with the scripted
-model reads as a dry run, not as a comparison."""
+model reads as a dry run, not as a comparison, with the tokens the scripted server reported."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_akmbench.agents.opencode.scripted import usage_for_turn
 from tests.e2e.test_plugin_opencode import ROOT, project  # noqa: F401 - the fixture
 from tests.support import real_akm
+from tests.support.procs import processes_under
 
 TASK = "logline/redact-ctx"
 
@@ -55,3 +57,18 @@ def test_main_job_on_one_task(project: Path) -> None:  # noqa: F811
     html = (project / "report" / "report.html").read_text()
     assert 'id="soundness-table"' in html
     assert f"html: {project / 'report' / 'report.html'}" in run.stdout
+    # The cells' tokens are what the scripted server reported (its usage_for_turn(n) is 1000 + 10n
+    # prompt and 20 completion tokens; the oracle takes 2 turns on the control arm, 5 on the akm
+    # arm), measured by the config's two workers, and no process of a cell is left.
+    runs = {r["arm"]: r for r in env["runs"]}
+    assert runs["noakm"]["outcome"] == "pass" and runs["noakm"]["tokens"]["total"] == turns(2)
+    if real_akm.found():
+        assert runs["akm"]["outcome"] == "pass" and runs["akm"]["tokens"]["total"] == turns(5)
+        transcript = project / "store" / runs["akm"]["transcript"]
+        assert '"type":"step_finish"' in transcript.read_text().replace(" ", "")
+    assert env["token_measurement"]["coverage"] == 1.0
+    assert processes_under(project / "cells") == []
+
+
+def turns(n: int) -> int:
+    return sum(usage_for_turn(t)["total_tokens"] for t in range(n))

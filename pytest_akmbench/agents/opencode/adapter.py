@@ -127,7 +127,9 @@ class OpencodeAgent:
         self._secret_env = check_env_vars(choice, env)
         self.secrets = secret_values(choice.providers, env)
         self._scrub = Scrubber(self.secrets)
-        self.version = read_version(self.binary)
+        # A local xdist worker is given the version its controller read from the same binary.
+        known = options.get("version")
+        self.version = known if isinstance(known, str) and known else read_version(self.binary)
         if choice.scripted and self.scripted is None:
             self.scripted = ScriptedModel()
             self.scripted.start()
