@@ -1,0 +1,85 @@
+"""The task loader's errors and selection labels as a user reads them, word for word
+(pytest_akmbench.corpus.tasks); discovery, validation and the selectors' behaviour are in
+test_corpus.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_akmbench.corpus.tasks import Corpus, load_corpus, load_task, restrict, select, with_workflows
+from pytest_akmbench.corpus.workflows import load_specs
+from pytest_akmbench.errors import CorpusError
+from tests.support.corpus import standard_corpus, write_stash, write_task
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Corpus:
+    return load_corpus(*standard_corpus(tmp_path))
+
+
+class TestSelectionLabels:
+    def test_every_selection_but_a_slice_is_labelled_all(self, corpus: Corpus) -> None:
+        """The label is the report's ``slice``: a run of every task, a domain, an id or a list
+        of ids is ``all``; only a slice selector names its slice."""
+        every = list(corpus.tasks)
+        assert select(corpus, None) == (every, "all")
+        assert select(corpus, "all") == (every, "all")
+        assert select(corpus, ["beta/regex-task", "alpha/script-task"]) == (
+            [corpus.by_id()["beta/regex-task"], corpus.by_id()["alpha/script-task"]],
+            "all",
+        )
+
+
+class TestMessages:
+    def test_a_domain_in_a_corpus_without_tasks_says_there_are_none(self, tmp_path: Path) -> None:
+        empty = Corpus(tmp_path, tmp_path)
+        with pytest.raises(CorpusError) as err:
+            select(empty, "alpha")
+        assert str(err.value) == "tasks: no task with id or domain 'alpha'; domains: none"
+
+    def test_an_empty_list_selects_nothing(self, corpus: Corpus) -> None:
+        with pytest.raises(CorpusError) as err:
+            select(corpus, [])
+        assert str(err.value) == "tasks: empty list selects no task"
+
+    def test_every_stray_override_is_listed(self, corpus: Corpus) -> None:
+        alpha, _ = select(corpus, "alpha")
+        with pytest.raises(CorpusError) as err:
+            restrict(alpha, ["beta/regex-task", "alpha/script-task", "gamma/x"])
+        assert str(err.value) == "--bench-tasks: not in the selection: beta/regex-task, gamma/x"
+
+    def test_an_unknown_workflow_lists_the_specs_there_are(self, tmp_path: Path) -> None:
+        """A task naming a spec that does not exist is told every spec the corpus has, or that
+        it has none and where they would be."""
+        write_task(tmp_path / "tasks", "a/one", extra={"expected_workflows": ["nope"]})
+        task = load_task(tmp_path / "tasks" / "a" / "one" / "task.yaml")
+        shipped = ROOT / "corpus" / "workflows"
+        with pytest.raises(CorpusError) as err:
+            with_workflows(task, load_specs(shipped), shipped)
+        assert str(err.value) == (
+            f"{task.yaml_path}: expected_workflows: no workflow spec 'nope'; "
+            "specs: akm-feedback-after-use, akm-lookup-before-edit"
+        )
+        with pytest.raises(CorpusError) as err:
+            with_workflows(task, (), tmp_path / "workflows")
+        assert str(err.value).endswith(f"specs: none (no specs in {tmp_path / 'workflows'})")
+
+    def test_a_path_leading_outside_the_task_is_named(self, tmp_path: Path) -> None:
+        """A workspace that is a link out of the task is refused, naming the path and its role."""
+        write_stash(tmp_path / "stashes")
+        task_dir = write_task(tmp_path / "tasks", "a/one")
+        (tmp_path / "elsewhere").mkdir()
+        for child in (task_dir / "workspace").iterdir():
+            child.unlink()
+        (task_dir / "workspace").rmdir()
+        (task_dir / "workspace").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(CorpusError) as err:
+            load_corpus(tmp_path / "tasks", tmp_path / "stashes")
+        assert str(err.value) == (
+            f"{task_dir / 'task.yaml'}: workspace (workspace): 'workspace' leads outside the task; "
+            "it must name a path inside the task directory"
+        )
