@@ -83,3 +83,15 @@ class TestMessages:
             f"{task_dir / 'task.yaml'}: workspace (workspace): 'workspace' leads outside the task; "
             "it must name a path inside the task directory"
         )
+
+    def test_a_tasks_root_that_is_not_a_directory_says_which_option(self, tmp_path: Path) -> None:
+        with pytest.raises(CorpusError) as err:
+            load_corpus(tmp_path / "nowhere", tmp_path)
+        assert str(err.value) == f"{tmp_path / 'nowhere'}: tasks root is not a directory; pass --bench-corpus DIR"
+
+    def test_a_missing_stash_overlay_is_named(self, tmp_path: Path) -> None:
+        write_stash(tmp_path / "stashes")
+        task_dir = write_task(tmp_path / "tasks", "a/one", extra={"stash_overlay": "overlay"})
+        with pytest.raises(CorpusError) as err:
+            load_corpus(tmp_path / "tasks", tmp_path / "stashes")
+        assert str(err.value) == f"{task_dir / 'task.yaml'}: stash_overlay: directory 'overlay' not found"
