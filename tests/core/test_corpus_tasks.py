@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus.tasks import Corpus, load_corpus, load_task, restrict, select, with_workflows
+from pytest_akmbench.corpus.tasks import Corpus, load_corpus, load_lenient, load_task, restrict, select, with_workflows
 from pytest_akmbench.corpus.workflows import load_specs
 from pytest_akmbench.errors import CorpusError
 from tests.support.corpus import standard_corpus, write_stash, write_task
@@ -95,3 +95,29 @@ class TestMessages:
         with pytest.raises(CorpusError) as err:
             load_corpus(tmp_path / "tasks", tmp_path / "stashes")
         assert str(err.value) == f"{task_dir / 'task.yaml'}: stash_overlay: directory 'overlay' not found"
+
+
+class TestLenientLoad:
+    def test_a_bad_task_hides_none_of_the_tasks_after_it(self, tmp_path: Path) -> None:
+        """Each bad task.yaml is its own collection error; the tasks after it (in path order)
+        still load and run."""
+        write_stash(tmp_path / "stashes")
+        write_task(tmp_path / "tasks", "a/one", extra={"difficulty": "brutal"})
+        write_task(tmp_path / "tasks", "a/two", extra={"expected_workflows": ["nope"]})
+        write_task(tmp_path / "tasks", "b/three")
+        write_task(tmp_path / "tasks", "b/four")
+        corpus, errors = load_lenient(tmp_path / "tasks", tmp_path / "stashes")
+        assert [t.id for t in corpus.tasks] == ["b/four", "b/three"]
+        two = tmp_path / "tasks" / "a" / "two" / "task.yaml"
+        assert sorted(errors) == [tmp_path / "tasks" / "a" / "one" / "task.yaml", two]
+        assert errors[two] == (
+            f"{two}: expected_workflows: no workflow spec 'nope'; specs: none (no specs in {tmp_path / 'workflows'})"
+        )
+
+    def test_a_duplicate_id_names_the_file_that_has_it_first(self, tmp_path: Path) -> None:
+        write_stash(tmp_path / "stashes")
+        write_task(tmp_path / "tasks", "a/one")
+        write_task(tmp_path / "tasks", "a/two", extra={"id": "a/one"})
+        _, errors = load_lenient(tmp_path / "tasks", tmp_path / "stashes")
+        two, one = (tmp_path / "tasks" / "a" / name / "task.yaml" for name in ("two", "one"))
+        assert errors == {two: f"{two}: id: duplicate task id 'a/one', also in {one}"}

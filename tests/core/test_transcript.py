@@ -50,3 +50,19 @@ class TestLineCap:
         path.write_bytes(line_of(LINE_CAP, 1) + b"\n" + line_of(LINE_CAP + 1, 2) + b"\n" + line_of(20, 3) + b"\n")
         assert LINE_CAP == 4 * 1024 * 1024
         assert [e["n"] for e in iter_json_lines(path)] == [1, 3]
+
+    def test_an_over_long_line_is_never_held_whole(self, tmp_path: Path) -> None:
+        """A tool that printed tens of megabytes on one line costs the reader a few times the
+        cap in memory, not the line's size."""
+        import tracemalloc
+
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(line_of(24 * 1024 * 1024, 1) + b"\n" + line_of(20, 2) + b"\n")
+        tracemalloc.start()
+        try:
+            events = [e["n"] for e in iter_json_lines(path, cap=1024 * 1024)]
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert events == [2]
+        assert peak < 8 * 1024 * 1024  # about 4 MiB: the pieces of the cap in flight
