@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.corpus.tasks import Corpus, load_corpus, load_lenient, load_task, restrict, select, with_workflows
+from pytest_akmbench.corpus.tasks import (
+    Corpus,
+    find_task_files,
+    load_corpus,
+    load_lenient,
+    load_task,
+    restrict,
+    select,
+    with_workflows,
+)
 from pytest_akmbench.corpus.workflows import load_specs
 from pytest_akmbench.errors import CorpusError
 from tests.support.corpus import standard_corpus, write_stash, write_task
@@ -121,3 +130,16 @@ class TestLenientLoad:
         _, errors = load_lenient(tmp_path / "tasks", tmp_path / "stashes")
         two, one = (tmp_path / "tasks" / "a" / name / "task.yaml" for name in ("two", "one"))
         assert errors == {two: f"{two}: id: duplicate task id 'a/one', also in {one}"}
+
+
+class TestDiscovery:
+    def test_a_task_yaml_that_is_not_a_file_is_no_task(self, tmp_path: Path) -> None:
+        """A dangling task.yaml link (a task moved away) marks no task; the walk goes on below it."""
+        write_task(tmp_path, "a/one")
+        (tmp_path / "b" / "gone").mkdir(parents=True)
+        (tmp_path / "b" / "gone" / "task.yaml").symlink_to(tmp_path / "nowhere.yaml")
+        write_task(tmp_path / "b" / "gone", "c/two")
+        assert find_task_files(tmp_path) == [
+            tmp_path / "a" / "one" / "task.yaml",
+            tmp_path / "b" / "gone" / "c" / "two" / "task.yaml",
+        ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_akmbench.cell.transcript import LINE_CAP, iter_json_lines
+from pytest_akmbench.cell.transcript import LINE_CAP, Transcript, iter_json_lines
 
 CAP = 40  # the cap under test, small so its edges are cheap to build; LINE_CAP is 4 MiB
 
@@ -66,3 +66,54 @@ class TestLineCap:
             tracemalloc.stop()
         assert events == [2]
         assert peak < 8 * 1024 * 1024  # about 4 MiB: the pieces of the cap in flight
+
+
+def tool_use(command: str, output: str, **state: object) -> dict:
+    return {
+        "type": "tool_use",
+        "part": {
+            "tool": "bash",
+            "state": {"status": "completed", "input": {"command": command}, "output": output, **state},
+        },
+    }
+
+
+def read(tmp_path: Path, *events: object) -> Transcript:
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    transcript = Transcript()
+    transcript.read(path)
+    return transcript
+
+
+class TestOddEvents:
+    """opencode's events as the reader must take them from any version: a field of the wrong
+    type reads as missing, and never costs the calls around it."""
+
+    def test_parts_that_are_not_objects_are_skipped(self, tmp_path: Path) -> None:
+        t = read(
+            tmp_path,
+            {"type": "tool_use", "part": "oops"},
+            {"type": "tool_use", "part": {"tool": "bash", "state": ["x"]}},
+            tool_use("akm show skill:x", "abc", metadata={"exit": 0}, time={"start": 5, "end": 6}),
+        )
+        assert t.calls == [
+            {"kind": "show", "t_ms": 5, "ok": True, "exit": 0, "ref": "skill:x", "polarity": None, "bytes": 3}
+        ]
+        assert [tool["ok"] for tool in t.tools] == [False, False, True]
+
+    def test_times_and_exit_codes_that_are_not_numbers_are_unknown(self, tmp_path: Path) -> None:
+        """A timestamp given as a string, an exit status given as ``true``, no start time: each
+        is unknown (None), not a number made of it, and the call still counts."""
+        t = read(
+            tmp_path,
+            {**tool_use("akm show skill:x", "abcd", metadata={"exit": True}, time={}), "timestamp": "7"},
+        )
+        assert t.first_ts is None
+        assert t.calls == [
+            {"kind": "show", "t_ms": None, "ok": True, "exit": None, "ref": "skill:x", "polarity": None, "bytes": 4}
+        ]
+
+    def test_akm_context_is_the_output_of_akm_calls_only(self, tmp_path: Path) -> None:
+        assert read(tmp_path, tool_use("ls", "a b c")).context_bytes == 0
+        assert read(tmp_path, tool_use("ls", "a b c"), tool_use("akm show skill:x", "é")).context_bytes == 2
