@@ -93,6 +93,16 @@ class TestMessages:
             "it must name a path inside the task directory"
         )
 
+    def test_an_unknown_field_and_a_bad_stash_name_are_named(self, tmp_path: Path) -> None:
+        path = write_task(tmp_path, "a/one", extra={"colour": "red"}) / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: colour: unknown field; remove it or check its spelling"
+        write_task(tmp_path, "a/one", stash="../st")
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: stash: '../st' is not a fixture name (letters, digits, . _ -)"
+
     def test_a_tasks_root_that_is_not_a_directory_says_which_option(self, tmp_path: Path) -> None:
         with pytest.raises(CorpusError) as err:
             load_corpus(tmp_path / "nowhere", tmp_path)
@@ -143,3 +153,10 @@ class TestDiscovery:
             tmp_path / "a" / "one" / "task.yaml",
             tmp_path / "b" / "gone" / "c" / "two" / "task.yaml",
         ]
+
+    def test_hidden_directories_are_not_walked(self, tmp_path: Path) -> None:
+        """A task copied under .git, .venv or any hidden directory is not part of the corpus."""
+        write_task(tmp_path, "a/one")
+        write_task(tmp_path / ".backup", "a/one")
+        write_task(tmp_path / "a" / ".old", "b/two")
+        assert find_task_files(tmp_path) == [tmp_path / "a" / "one" / "task.yaml"]

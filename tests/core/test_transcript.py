@@ -117,3 +117,19 @@ class TestOddEvents:
     def test_akm_context_is_the_output_of_akm_calls_only(self, tmp_path: Path) -> None:
         assert read(tmp_path, tool_use("ls", "a b c")).context_bytes == 0
         assert read(tmp_path, tool_use("ls", "a b c"), tool_use("akm show skill:x", "é")).context_bytes == 2
+
+
+class TestCalls:
+    def test_a_compound_command_gives_each_call_its_query_but_no_exit_status(self, tmp_path: Path) -> None:
+        """The exit status of ``a && b`` is the last command's: only a lone call carries it. A
+        search keeps its query either way."""
+        t = read(
+            tmp_path,
+            tool_use('akm search "hello file" && akm show skill:x', "out", metadata={"exit": 0}, time={"start": 3}),
+            tool_use("akm search hello", "no json", metadata={"exit": 0}, time={"start": 5}),
+        )
+        assert t.calls == [
+            {"kind": "search", "t_ms": 3, "ok": True, "exit": None, "query": "hello file", "results": None},
+            {"kind": "show", "t_ms": 3, "ok": True, "exit": None, "ref": "skill:x", "polarity": None},
+            {"kind": "search", "t_ms": 5, "ok": True, "exit": 0, "query": "hello", "results": None},
+        ]
