@@ -103,6 +103,12 @@ class TestMessages:
             load_task(path)
         assert str(err.value) == f"{path}: stash: '../st' is not a fixture name (letters, digits, . _ -)"
 
+    def test_a_regex_task_without_its_pattern_is_named(self, tmp_path: Path) -> None:
+        path = write_task(tmp_path, "a/one", verifier="regex") / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: expected_match: required for verifier: regex"
+
     def test_a_tasks_root_that_is_not_a_directory_says_which_option(self, tmp_path: Path) -> None:
         with pytest.raises(CorpusError) as err:
             load_corpus(tmp_path / "nowhere", tmp_path)

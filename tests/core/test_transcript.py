@@ -120,16 +120,27 @@ class TestOddEvents:
 
 
 class TestCalls:
-    def test_a_compound_command_gives_each_call_its_query_but_no_exit_status(self, tmp_path: Path) -> None:
-        """The exit status of ``a && b`` is the last command's: only a lone call carries it. A
-        search keeps its query either way."""
+    def test_a_compound_command_gives_each_call_its_query_but_no_status_or_results(self, tmp_path: Path) -> None:
+        """The exit status and output of ``a && b`` are the last command's: only a lone call
+        carries them, and only a lone search that succeeded has results (at most 10). A search
+        keeps its query either way."""
+        hits = json.dumps({"hits": [{"ref": f"skill:s{i}"} for i in range(12)]})
         t = read(
             tmp_path,
-            tool_use('akm search "hello file" && akm show skill:x', "out", metadata={"exit": 0}, time={"start": 3}),
-            tool_use("akm search hello", "no json", metadata={"exit": 0}, time={"start": 5}),
+            tool_use('akm search "hello file" && akm show skill:x', hits, metadata={"exit": 0}, time={"start": 3}),
+            tool_use("akm search hello", hits, metadata={"exit": 0}, time={"start": 5}),
+            tool_use("akm search again", hits, metadata={"exit": 1}, time={"start": 7}),
         )
         assert t.calls == [
             {"kind": "search", "t_ms": 3, "ok": True, "exit": None, "query": "hello file", "results": None},
             {"kind": "show", "t_ms": 3, "ok": True, "exit": None, "ref": "skill:x", "polarity": None},
-            {"kind": "search", "t_ms": 5, "ok": True, "exit": 0, "query": "hello", "results": None},
+            {
+                "kind": "search",
+                "t_ms": 5,
+                "ok": True,
+                "exit": 0,
+                "query": "hello",
+                "results": [f"skill:s{i}" for i in range(10)],
+            },
+            {"kind": "search", "t_ms": 7, "ok": False, "exit": 1, "query": "again", "results": None},
         ]
