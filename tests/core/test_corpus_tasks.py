@@ -166,3 +166,15 @@ class TestDiscovery:
         write_task(tmp_path / ".backup", "a/one")
         write_task(tmp_path / "a" / ".old", "b/two")
         assert find_task_files(tmp_path) == [tmp_path / "a" / "one" / "task.yaml"]
+
+
+class TestFields:
+    def test_a_task_family_reaches_the_reports_coverage(self, tmp_path: Path) -> None:
+        """``task_family`` groups tasks in the report's corpus coverage (report/transfer.py)."""
+        from pytest_akmbench.report.transfer import corpus_coverage
+
+        one = write_task(tmp_path, "a/one", extra={"task_family": "deploys"}) / "task.yaml"
+        two = write_task(tmp_path, "a/two") / "task.yaml"
+        tasks = [load_task(one), load_task(two)]
+        coverage = corpus_coverage(tasks, [{"id": "a/one"}, {"id": "a/two"}])["coverage"]
+        assert coverage["taskFamilyCounts"] == {"deploys": 1, "untagged": 1}
