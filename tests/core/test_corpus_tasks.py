@@ -109,6 +109,15 @@ class TestMessages:
             load_task(path)
         assert str(err.value) == f"{path}: expected_match: required for verifier: regex"
 
+    def test_a_task_yaml_that_is_not_utf8_says_so(self, tmp_path: Path) -> None:
+        path = write_task(tmp_path, "a/one") / "task.yaml"
+        path.write_bytes(b"id: a/one\ntitle: caf\xe9\n")
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == (
+            f"{path}: cannot read: 'utf-8' codec can't decode byte 0xe9 in position 20: invalid continuation byte"
+        )
+
     def test_a_tasks_root_that_is_not_a_directory_says_which_option(self, tmp_path: Path) -> None:
         with pytest.raises(CorpusError) as err:
             load_corpus(tmp_path / "nowhere", tmp_path)
