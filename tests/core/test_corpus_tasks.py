@@ -187,3 +187,12 @@ class TestFields:
         tasks = [load_task(one), load_task(two)]
         coverage = corpus_coverage(tasks, [{"id": "a/one"}, {"id": "a/two"}])["coverage"]
         assert coverage["taskFamilyCounts"] == {"deploys": 1, "untagged": 1}
+
+    def test_expected_transfer_refs_are_checked_against_the_stash(self, tmp_path: Path) -> None:
+        """``expected_transfer_from`` is loaded: ``validate`` finds a ref the stash lacks."""
+        from pytest_akmbench.cell.checks import static_problems
+
+        write_stash(tmp_path / "stashes")
+        path = write_task(tmp_path / "tasks", "a/one", extra={"expected_transfer_from": ["skill:gone", "skill:howto"]})
+        _, errors, _ = static_problems(tmp_path / "tasks", tmp_path / "stashes")
+        assert errors == [f"{path / 'task.yaml'}: expected_transfer_from: 'skill:gone' is not an asset of stash 'st'"]
