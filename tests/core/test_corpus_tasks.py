@@ -118,6 +118,12 @@ class TestMessages:
             f"{path}: cannot read: 'utf-8' codec can't decode byte 0xe9 in position 20: invalid continuation byte"
         )
 
+    def test_a_slice_that_is_neither_train_nor_eval_is_named(self, tmp_path: Path) -> None:
+        path = write_task(tmp_path, "a/one", extra={"slice": "test"}) / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: slice: 'test' is not one of train, eval"
+
     def test_a_tasks_root_that_is_not_a_directory_says_which_option(self, tmp_path: Path) -> None:
         with pytest.raises(CorpusError) as err:
             load_corpus(tmp_path / "nowhere", tmp_path)
