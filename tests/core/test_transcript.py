@@ -144,3 +144,19 @@ class TestCalls:
             },
             {"kind": "search", "t_ms": 7, "ok": False, "exit": 1, "query": "again", "results": None},
         ]
+
+    def test_workspace_writes_name_their_tool(self, tmp_path: Path) -> None:
+        """A write enters the trajectory as an action naming the tool that made it: bash (its
+        path unknown) or the edit tool with its file."""
+        edit = {
+            "type": "tool_use",
+            "part": {
+                "tool": "write",
+                "state": {"status": "completed", "input": {"filePath": "a.txt"}, "time": {"start": 10, "end": 11}},
+            },
+        }
+        t = read(tmp_path, tool_use("echo hi > out.txt", "", metadata={"exit": 0}, time={"start": 8, "end": 9}), edit)
+        assert t.writes == [
+            {"kind": "write", "tool": "bash", "path": None, "t_ms": 9},
+            {"kind": "write", "tool": "write", "path": "a.txt", "t_ms": 11},
+        ]
