@@ -202,3 +202,20 @@ class TestFields:
         path = write_task(tmp_path / "tasks", "a/one", extra={"expected_transfer_from": ["skill:gone", "skill:howto"]})
         _, errors, _ = static_problems(tmp_path / "tasks", tmp_path / "stashes")
         assert errors == [f"{path / 'task.yaml'}: expected_transfer_from: 'skill:gone' is not an asset of stash 'st'"]
+
+    @pytest.mark.parametrize(
+        "key, value, why",
+        [
+            ("workflow_focus", 3, "must be a string, got int"),
+            ("workflow_failure_category", [1], "must be a string, got list"),
+            ("conflict_case", "yes", "must be true or false, got 'yes'"),
+            ("stale_guidance_case", 1, "must be true or false, got 1"),
+        ],
+    )
+    def test_fields_nothing_reads_are_still_checked(self, tmp_path: Path, key: str, value: object, why: str) -> None:
+        """Fields kept for the task's author (nothing in the bench reads them) are still
+        validated: a wrong type is the file's error, not silently accepted."""
+        path = write_task(tmp_path, "a/one", extra={key: value}) / "task.yaml"
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: {key}: {why}"

@@ -68,7 +68,7 @@ class TestLineCap:
         assert peak < 8 * 1024 * 1024  # about 4 MiB: the pieces of the cap in flight
 
 
-def tool_use(command: str, output: str, **state: object) -> dict:
+def tool_use(command: str, output: object, **state: object) -> dict:
     return {
         "type": "tool_use",
         "part": {
@@ -160,3 +160,12 @@ class TestCalls:
             {"kind": "write", "tool": "bash", "path": None, "t_ms": 9},
             {"kind": "write", "tool": "write", "path": "a.txt", "t_ms": 11},
         ]
+
+    def test_the_first_time_is_the_earliest_tool_start(self, tmp_path: Path) -> None:
+        """opencode stamps a tool's event after the tool started: its start time counts."""
+        t = read(tmp_path, {**tool_use("ls", "a", time={"start": 50, "end": 60}), "timestamp": 100})
+        assert t.first_ts == 50
+
+    def test_an_output_that_is_not_text_counts_as_empty(self, tmp_path: Path) -> None:
+        t = read(tmp_path, tool_use("akm show skill:x", None, metadata={"exit": 0}))
+        assert (t.calls[0]["bytes"], t.context_bytes) == (0, 0)
