@@ -163,6 +163,7 @@ class TestCommands:
         assert commands("cmd &>> all.log")[0].redirects == [("&>>", "all.log")]
         assert commands("read line <&3")[0].redirects == []
         assert commands("echo hi > Xorg.log")[0].redirects == [(">", "Xorg.log")]
+        assert commands("echo hi > a\x00b")[0].redirects == [(">", "a\x00b")]  # a NUL the transcript's JSON carried
 
 
 class TestAkmCalls:
