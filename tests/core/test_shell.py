@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from pytest_akmbench.cell.akm_calls import calls
-from pytest_akmbench.cell.shell import commands, writes_files
+from pytest_akmbench.cell.shell import Command, commands, writes_files
 
 
 def words(script: str) -> list[list[str]]:
@@ -43,6 +45,16 @@ class TestCommands:
                 [["echo", '$(echo "$(akm search deep)")'], ["echo", "$(akm search deep)"], ["akm", "search", "deep"]],
             ),
             ("line \\\ncontinued", [["line", "continued"]]),
+            ("\\akm search q", [["akm", "search", "q"]]),  # a backslash only bypasses an alias
+            ("# odd\nakm search q", [["akm", "search", "q"]]),  # a comment ends at its line
+            ("echo 'a' 'b'", [["echo", "a", "b"]]),
+            ("echo '' done", [["echo", "", "done"]]),
+            ("akm search hello\\ world", [["akm", "search", "hello world"]]),
+            ('echo "\\X"', [["echo", "\\X"]]),  # inside double quotes, a backslash before X stays
+            ("x=``; akm search q", [["akm", "search", "q"]]),
+            ("eval akm search q", [["akm", "search", "q"]]),
+            ("bash", [["bash"]]),
+            ("eval", [["eval"]]),
         ],
     )
     def test_simple_commands(self, script: str, expected: list[list[str]]) -> None:
@@ -62,6 +74,51 @@ class TestCommands:
         assert words("cat <<-EOF | bash\n\takm search piped\n\tEOF") == [["cat"], ["akm", "search", "piped"]]
         assert words("bash script.sh") == [["bash", "script.sh"]]  # its text is not in the command
 
+    @pytest.mark.parametrize("script", ["nohup", "timeout 5", "env A=1", "npx -y", "bash -c", "bash <<EOF", "FOO=1"])
+    def test_wrappers_and_shells_with_nothing_to_run_run_nothing(self, script: str) -> None:
+        """A wrapper, an assignment or a shell given no command runs none (and reading it raises nothing)."""
+        assert words(script) == []
+
+    def test_nesting_is_followed_eight_levels_deep(self) -> None:
+        """Scripts inside scripts (bash -c, eval, $(...)) are followed down to 8 levels, no further, so a
+        runaway nesting cannot recurse without end."""
+
+        def bash_c(depth: int) -> str:
+            script = "akm search q"
+            for _ in range(depth):
+                script = "bash -c " + shlex.quote(script)
+            return script
+
+        def substituted(depth: int) -> str:
+            script = "akm search q"
+            for _ in range(depth):
+                script = f"echo $({script})"
+            return script
+
+        for nested in (bash_c, lambda d: "eval " * d + "akm search q", substituted):
+            assert akm_calls(nested(8)) == [("search", "q")]
+            assert akm_calls(nested(9)) == []
+
+    def test_heredocs_reach_the_command_that_reads_them(self) -> None:
+        """A heredoc piped from cat feeds the shell after the pipe (`|` or `|&`) and only that one;
+        a shell's own heredoc wins over the pipe, as in bash; every line of it runs."""
+        assert akm_calls("cat <<EOF |& bash\nakm search q\nEOF") == [("search", "q")]
+        assert akm_calls("cat <<X | bash <<Y\nakm search one\nX\nakm search two\nY") == [("search", "two")]
+        assert words("cat <<'EOF' > notes.md\nakm search q\nEOF\nbash") == [["cat"], ["bash"]]
+        assert akm_calls("bash <<EOF\nakm search a\nakm show b\nEOF") == [("search", "a"), ("show", "b")]
+
+    def test_a_command_keeps_its_heredoc(self) -> None:
+        """The body a command reads is kept whole on it, closed or not, with or without words."""
+        assert commands("python3 - <<EOF\nprint(1)\nprint(2)\nEOF")[0].heredoc == "print(1)\nprint(2)"
+        assert commands("python3 - <<EOF\nprint(1)")[0].heredoc == "print(1)"
+        assert commands("python3 - <<EOF\nprint(1)\n")[0].heredoc == "print(1)"
+        assert commands("<<EOF > f.txt\nhi\nEOF") == [Command([], [(">", "f.txt")], "hi")]
+
+    @pytest.mark.parametrize("line", ["  EOF", "XEOF", "EOF "])
+    def test_a_heredoc_ends_only_at_its_delimiter(self, line: str) -> None:
+        """A line that only resembles the delimiter is part of the text, not the end of it."""
+        assert calls(f"cat <<EOF > n.md\n{line}\nakm search q\nEOF") == []
+
     def test_heredoc_bodies_for_other_programs_are_text(self) -> None:
         """A heredoc written to a file or fed to python is data, not commands."""
         assert words("cat <<'EOF' > NOTES.md\nakm search q\nEOF\necho done") == [["cat"], ["echo", "done"]]
@@ -77,6 +134,26 @@ class TestCommands:
         """A broken command still yields its words."""
         assert words('akm search "unbalanced') == [["akm", "search", "unbalanced"]]
         assert words("echo 'open") == [["echo", "open"]]
+        assert words('echo "abc\\') == [["echo", "abc\\"]]
+        assert words('echo "a\\"') == [["echo", 'a"']]
+        assert akm_calls("echo $(akm search q") == [("search", "q")]
+        assert akm_calls("x=$(akm search 'unclosed") == [("search", "unclosed")]
+
+    @pytest.mark.parametrize(
+        ("script", "inside"),
+        [
+            ("out=$(akm search 'x)y')", [["akm", "search", "x)y"]]),
+            ("out=$(akm search ''; akm show k:z)", [["akm", "search", ""], ["akm", "show", "k:z"]]),
+            ("out=$(echo \\); akm search q)", [["echo", ")"], ["akm", "search", "q"]]),
+            ("out=$(echo \\))", [["echo", ")"]]),
+            ('out=$(printf "\\"%s" x; akm search q)', [["printf", '"%s', "x"], ["akm", "search", "q"]]),
+            ("out=$( (cd ws) && akm search q )", [["cd", "ws"], ["akm", "search", "q"]]),
+        ],
+    )
+    def test_a_substitution_ends_at_its_own_parenthesis(self, script: str, inside: list[list[str]]) -> None:
+        """A `)` quoted, escaped or closing a subshell inside $(...) does not end it: what follows the
+        substitution runs first, then what is inside it (the order the bench records them in)."""
+        assert words(script + " && akm show 'k:y'") == [["akm", "show", "k:y"], *inside]
 
     def test_redirections(self) -> None:
         """Redirections are recorded with their targets; descriptor duplications are not files."""
@@ -84,6 +161,9 @@ class TestCommands:
         assert c.words == ["ls", "-la"] and c.redirects == [(">", "out.txt"), ("<", "/dev/null")]
         assert commands("echo hi>out.txt")[0].redirects == [(">", "out.txt")]
         assert commands("cmd &>> all.log")[0].redirects == [("&>>", "all.log")]
+        assert commands("read line <&3")[0].redirects == []
+        assert commands("echo hi > Xorg.log")[0].redirects == [(">", "Xorg.log")]
+        assert commands("echo hi > a\x00b")[0].redirects == [(">", "a\x00b")]  # a NUL the transcript's JSON carried
 
 
 class TestAkmCalls:
@@ -118,6 +198,33 @@ class TestAkmCalls:
             'out=$(")"; akm search q)',
             "command akm search q",
             "exec akm search q",
+            "exec -a name akm search q",
+            "setsid akm search q",
+            "builtin akm search q",
+            "nohup -- akm search q",
+            "\\akm search q",
+            "/usr/bin/timeout 30 akm search q",
+            "/bin/bash -c 'akm search q'",
+            "bash -l -c 'akm search q'",
+            "bash --norc -c 'akm search q'",
+            "env -u HOME akm search q",
+            "env --unset HOME akm search q",
+            "env -C /ws akm search q",
+            "env -S 'nice -n 5' akm search q",
+            "timeout -k 5 30 akm search q",
+            "timeout --signal KILL 30 akm search q",
+            "nice --adjustment 5 akm search q",
+            "stdbuf -oL akm search q",
+            "taskset -c 0 akm search q",
+            "sudo -u bench akm search q",
+            "doas -u bench akm search q",
+            *(f"sudo {flag} x akm search q" for flag in ("-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U")),
+            "pnpx akm search q",
+            "pnpm dlx akm-cli search q",
+            "pnpm exec akm search q",
+            "yarn exec akm search q",
+            "npx -p akm-cli akm search q",
+            "npx --package akm-cli akm search q",
         ],
     )
     def test_every_way_to_run_akm(self, script: str) -> None:
@@ -133,6 +240,7 @@ class TestAkmCalls:
             "npx other-tool search q",
             "akmx search q",
             "# akm search q",
+            "docker exec akm search q",  # runs `search` in a container named akm
         ],
     )
     def test_mentions_are_not_calls(self, script: str) -> None:
@@ -160,8 +268,23 @@ class TestWritesFiles:
             ("grep -r foo . > /tmp/found.txt", False),
             ("python -c 'print(1)'", False),
             ("echo 'a > b'", False),
+            *((f"git {sub} x", True) for sub in ("apply", "restore", "rm", "mv", "am", "reset")),
+            ("git status", False),
+            ("pwd", False),
+            ("grep -i foo f.txt", False),
+            ("perl -i -pe 's/a/b/' f.txt", True),
+            ("sed --in-place 's/a/b/' f.txt", True),
+            ("echo hi > 1", True),  # a file named 1, not a descriptor
+            ("exec 3>&-", False),  # closing a descriptor
+            ("> /dev/null", False),
+            ("echo hi >", False),
         ],
     )
     def test_bash_write_detection(self, command: str, writes: bool) -> None:
         """Redirections and file-changing commands count; reads, quoted text, /dev and /tmp do not."""
         assert writes_files(command) is writes
+
+    def test_dev_null_is_never_a_file_written(self) -> None:
+        """Whatever a caller exempts, /dev/null is not a write."""
+        assert writes_files("akm search q > /dev/null", exempt=("/tmp/",)) is False
+        assert writes_files("akm search q > /dev/nul", exempt=("/tmp/",)) is True

@@ -123,6 +123,18 @@ class TestHandWrittenStreams:
         assert t["time_to_first_search_ms"] == 200 and t["time_to_first_correct_asset_ms"] == 500
         assert t["asset_bytes_loaded"] == len("To greet, write hi.\n")
         assert t["irrelevant_assets_loaded"] == [] and t["akm_answered"] is True and t["akm_calls"] == 3
+        assert t["actions"][0] == {
+            "kind": "search",
+            "t_ms": 1200,
+            "ok": True,
+            "query": "hello file",
+            "results": ["knowledge:other", GOLD],
+            "hit_count": 2,
+            "gold_rank": 2,
+        }
+        assert t["searches_with_hits"] == 1 and t["akm_calls_failed"] == 0
+        outputs = (hits("knowledge:other", GOLD), "To greet, write hi.\n", "{}")
+        assert t["context_bytes_loaded"] == sum(len(o) for o in outputs)
 
     def test_akm_log_is_the_ground_truth(self, tmp_path: Path) -> None:
         """With akm's log, searches, results, shows and feedback come from what akm served."""
@@ -143,6 +155,18 @@ class TestHandWrittenStreams:
         assert t["assets_loaded"] == ["skills/hello-file"] and t["correct_asset_loaded"] is True
         assert t["searched_before_acting"] is True and t["time_to_first_search_ms"] == 201
         assert t["akm_events"] is True and t["akm_calls"] == 2
+        assert t["actions"][:2] == [
+            {
+                "kind": "search",
+                "query": "hello file",
+                "results": ["knowledge/other", "skills/hello-file"],
+                "hit_count": 2,
+                "gold_rank": 2,
+                "t_ms": 1201,
+                "ok": True,
+            },
+            {"kind": "show", "ref": "skills/hello-file", "t_ms": 1203, "ok": True, "bytes": None},
+        ]
 
     def test_an_asset_shown_again_is_loaded_once(self, tmp_path: Path) -> None:
         """The gold skill shown three times, in both of akm's ref syntaxes, is one loaded asset; a
@@ -186,6 +210,113 @@ class TestHandWrittenStreams:
         assert t["asset_bytes_loaded"] == len("To greet, write hi.\n")
         assert (t["feedback_count"], t["positive_feedback_count"], t["negative_feedback_count"]) == (3, 2, 1)
         assert t["feedback_polarity"] == "mixed"
+        assert t["actions"][1] == {
+            "kind": "feedback",
+            "ref": "skills/hello-file",
+            "polarity": "positive",
+            "t_ms": 1201,
+            "ok": True,
+        }
+
+    def test_a_show_size_is_found_whichever_ref_is_the_longer(self, tmp_path: Path) -> None:
+        """akm logged a file of the skill while the agent asked for the skill: its size still counts."""
+        stream = write_stream(tmp_path / "t.jsonl", [step(1000), bash(f"akm show {GOLD}", "To greet.\n", ts=1100)])
+        t = analyse_cell(TASK, stream, [event("show", 1101, "skills/hello-file/SKILL.md")], None, agent_started_ms=1000)
+        assert t["asset_bytes_loaded"] == len("To greet.\n") and t["actions"][0]["bytes"] == len("To greet.\n")
+
+    def test_calls_missing_from_akms_log_are_warned_about(self, tmp_path: Path) -> None:
+        """Successful search, show and feedback calls the log lacks are counted in a warning; other
+        akm commands and failed calls are not."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm search hello", hits(GOLD), ts=1100),
+                bash("akm search 'hello file'", hits(GOLD), ts=1200),
+                bash(f"akm show {GOLD}", "hi", ts=1300),
+                bash("akm index", "{}", ts=1400),
+                bash(f"akm feedback {GOLD} --positive", "{}", ts=1500, exit=2),
+            ],
+        )
+        events = [event("search", 1101, query="hello", hitCount=1, resultRefs=[GOLD])]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["warnings"] == ["2 akm call(s) the transcript shows succeeding are not in akm's log"]
+
+    def test_a_transcript_that_cannot_be_read_is_warned_about(self) -> None:
+        """A read error (here EIO) leaves the transcript unobserved with the system's reason."""
+        t = analyse_cell(TASK, Path("/proc/self/mem"), None, None)
+        assert t["source"] is None and t["warnings"] == ["transcript unreadable: [Errno 5] Input/output error"]
+
+    def test_consecutive_writes_are_one_action(self, tmp_path: Path) -> None:
+        """Writes with no akm call between them are one write action; a write after a call is another."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                tool("write", {"filePath": "/ws/a.txt", "content": "a"}, "", ts=1100),
+                tool("write", {"filePath": "/ws/b.txt", "content": "b"}, "", ts=1200),
+                bash("akm search hello", hits(GOLD), ts=1300),
+                tool("write", {"filePath": "/ws/c.txt", "content": "c"}, "", ts=1400),
+            ],
+        )
+        t = analyse_cell(TASK, stream, None, None)
+        assert [a["kind"] for a in t["actions"]] == ["write", "search", "write"] and t["workspace_writes"] == 3
+
+    def test_actions_without_a_time_come_last(self, tmp_path: Path) -> None:
+        """A call whose tool reported no time is put after the timed ones, not before."""
+        untimed = bash("akm show skill:other", "x", ts=0)
+        untimed.pop("timestamp")
+        untimed["part"]["state"].pop("time")
+        stream = write_stream(tmp_path / "t.jsonl", [untimed, bash("akm search hello", hits(GOLD), ts=1300)])
+        t = analyse_cell(TASK, stream, None, None)
+        assert [(a["kind"], a["t_ms"]) for a in t["actions"]] == [("search", 1300), ("show", None)]
+
+    def test_failed_calls_are_actions_after_the_rest(self, tmp_path: Path) -> None:
+        """A refused show is listed after the successful actions with its exit; a failed akm command
+        that is not a search, show or feedback is not an action."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash(f"akm show {GOLD}", '{"ok": false}', ts=1100, exit=1),
+                bash("akm index", "{}", ts=1150, exit=1),
+                bash("akm search hello", hits(GOLD), ts=1200),
+            ],
+        )
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["actions"][1:] == [{"kind": "show", "t_ms": 1100, "ok": False, "exit": 1}]
+        assert t["actions"][0]["kind"] == "search" and t["akm_calls_failed"] == 2
+
+    def test_actions_are_capped_at_a_hundred(self, tmp_path: Path) -> None:
+        """100 actions are all kept and not marked truncated; past 100, failed calls are not added,
+        and a 101st action marks the list truncated."""
+        searches = [bash(f"akm search q{i}", hits(), ts=1000 + i) for i in range(100)]
+        refused = bash(f"akm show {GOLD}", "{}", ts=2000, exit=1)
+        full = analyse_cell(TASK, write_stream(tmp_path / "a.jsonl", [*searches, refused]), None, None)
+        assert len(full["actions"]) == 100 and full["actions_truncated"] is False
+        assert all(a["ok"] for a in full["actions"])
+        over = analyse_cell(
+            TASK, write_stream(tmp_path / "b.jsonl", [*searches, bash("akm search x", ts=3000)]), None, None
+        )
+        assert len(over["actions"]) == 100 and over["actions_truncated"] is True
+
+    def test_akms_log_answers_for_calls_whose_command_failed(self, tmp_path: Path) -> None:
+        """`akm search q | grep zzz` fails on grep; akm's log shows the search was served: akm answered."""
+        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash("akm search q | grep zzz", "", ts=2, exit=127)])
+        t = analyse_cell(TASK, stream, [event("search", 3, query="q", resultRefs=[])], None)
+        assert t["akm_answered"] is True and t["akm_broken"] is None
+
+    def test_a_search_at_the_moment_of_a_write_is_not_before_it(self, tmp_path: Path) -> None:
+        """searched_before_acting needs a search strictly before the first write."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(900),
+                tool("write", {"filePath": "/ws/a.txt", "content": "a"}, "", ts=995),  # ends at 1000
+                bash("akm search hello", hits(GOLD), ts=1000),
+            ],
+        )
+        assert analyse_cell(TASK, stream, None, None)["searched_before_acting"] is False
 
     def test_agent_start_anchor(self, tmp_path: Path) -> None:
         """With the agent's start time, time_to_first_search includes the start-up."""
@@ -325,7 +456,10 @@ class TestHandWrittenStreams:
 
     def test_task_without_gold(self, tmp_path: Path) -> None:
         """No gold ref: correct_asset_loaded and irrelevant assets are not judged."""
-        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash("akm show skill:a", "...", ts=2)])
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [step(1), bash("akm search a", hits("skill:a"), ts=2), bash("akm show skill:a", "...", ts=3)],
+        )
         t = analyse_cell(make_task("demo/x"), stream, None, None)
         assert t["correct_asset_loaded"] is None and t["irrelevant_assets_loaded"] is None and t["gold_ranks"] == []
 
@@ -385,6 +519,7 @@ class TestHandWrittenStreams:
         assert t["gold_ranks"] == [] and t["assets_loaded"] == ["skill:other", GOLD]
         assert t["irrelevant_assets_loaded"] == ["skill:other"] and t["feedback_polarity"] == "negative"
         assert t["time_to_first_search_ms"] is None and t["workspace_writes"] is None and t["akm_calls"] is None
+        assert t["akm_calls_failed"] is None and t["asset_bytes_loaded"] is None and t["context_bytes_loaded"] is None
         empty = analyse_cell(TASK, None, None, {"searches": None, "shows": [], "feedback": None})
         assert empty["source"] == "agent" and empty["actions"] == [] and empty["search_count"] == 0
 
@@ -408,6 +543,14 @@ class TestLiveness:
         answered, why = liveness([missing, dead], None)
         assert answered is False and why is not None and "2 akm call(s)" in why and "exit 127" in why
         assert liveness([{"kind": "search", "ok": None, "exit": None}], None) == (None, None)
+
+    @pytest.mark.parametrize(("code", "broken"), [(-9, True), (129, True), (128, False), (0, False), (2, False)])
+    def test_exits_of_a_broken_akm(self, code: int, broken: bool) -> None:
+        """A signal (negative, or above 128) is a broken akm; 128 and below are not, nor a call stopped
+        with exit 0 (a tool error)."""
+        answered, why = liveness([{"kind": "search", "ok": False, "exit": code}], None)
+        assert answered is False and (why == f"akm never answered: 1 akm call(s), all failed (exit {code})") is broken
+        assert (why is None) is not broken
 
 
 class TestRecordedTranscripts:
@@ -474,6 +617,33 @@ class TestFailureMode:
         assert self.mode(traj(searches=[9, 5, None], gold=GOLD)) == "unrelated_bug"
         assert self.mode(traj(searches=[6], gold=GOLD)) == "search_low_rank"
         assert self.mode(traj(searches=[None, 6], gold=GOLD)) == "search_low_rank"
+
+    def test_which_show_starts_following(self) -> None:
+        """followed_wrong needs a write after the first successful show of the gold asset: not after
+        feedback on it, another asset's show, or a write just before the show."""
+        from tests.core.test_metrics import traj
+
+        def with_actions(*actions: dict[str, Any]) -> dict[str, Any]:
+            t = traj(searches=[1], shown=[GOLD], gold=GOLD)
+            t["actions"] = [{"kind": "search", "results": [GOLD], "gold_rank": 1, "ok": True}, *actions]
+            return t
+
+        write = {"kind": "write", "tool": "write", "ok": True}
+        gold_show = {"kind": "show", "ref": GOLD, "ok": True}
+        feedback = {"kind": "feedback", "ref": GOLD, "polarity": "negative", "ok": True}
+        other_show = {"kind": "show", "ref": "skill:other", "ok": True}
+        assert self.mode(with_actions(feedback, write, gold_show)) == "loaded_ignored"
+        assert self.mode(with_actions(other_show, write, gold_show)) == "loaded_ignored"
+        assert self.mode(with_actions(write, gold_show)) == "loaded_ignored"
+        assert self.mode(with_actions(gold_show, write)) == "followed_wrong"
+
+    def test_gold_shown_past_the_action_cap(self, tmp_path: Path) -> None:
+        """The gold asset was loaded but its show is past the 100 kept actions: loaded_ignored."""
+        searches = [bash(f"akm search q{i}", hits(), ts=1000 + i) for i in range(100)]
+        stream = write_stream(tmp_path / "t.jsonl", [*searches, bash(f"akm show {GOLD}", "hi", ts=2000)])
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["correct_asset_loaded"] is True and t["actions_truncated"] is True
+        assert self.mode(t) == "loaded_ignored"
 
     def test_budget_and_not_classified(self) -> None:
         """Budget endings take their tag; passes, harness errors, other arms and no trajectory get None."""
