@@ -113,12 +113,25 @@ class _Lexer:
 
     def _expansion_or_char(self) -> str:
         """A ``$(...)`` or backtick substitution (recorded as a nested script), else one character."""
-        if self.text.startswith("$(", self.i) and not self.text.startswith("$((", self.i):
+        if self.text.startswith("$((", self.i):
+            return self._arithmetic()
+        if self.text.startswith("$(", self.i):
             return self._substitution()
         if self.text[self.i] == "`":
             return self._backticks()
         self.i += 1
         return self.text[self.i - 1]
+
+    def _arithmetic(self) -> str:
+        """``$((...))`` kept whole as text: arithmetic, not a subshell holding a command."""
+        start, depth, n = self.i, 0, len(self.text)
+        self.i += 1
+        while self.i < n:
+            depth += {"(": 1, ")": -1}.get(self.text[self.i], 0)
+            self.i += 1
+            if depth == 0:
+                break
+        return self.text[start : self.i]
 
     def _double_quoted(self) -> str:
         text, n = self.text, len(self.text)
@@ -250,12 +263,17 @@ def unwrap(words: list[str]) -> list[str]:
             i = _skip_options(words, i + 1, {"-a"})
         elif name == "env":
             i = _skip_options(words, i + 1, {"-u", "-C", "-S", "--unset", "--chdir"})
-            while i < len(words) and _ASSIGNMENT.match(words[i]):
+            while i < len(words) and (words[i] == "-" or _ASSIGNMENT.match(words[i])):  # `env -` is `env -i`
                 i += 1
         elif name == "timeout":
             i = _skip_options(words, i + 1, {"-s", "-k", "--signal", "--kill-after"}) + 1  # + the duration
-        elif name in ("nice", "ionice", "stdbuf", "chrt", "taskset"):
+        elif name in ("nice", "ionice", "stdbuf"):
             i = _skip_options(words, i + 1, {"-n", "-c", "-p", "--adjustment"})
+        elif name in ("chrt", "taskset"):  # `chrt [options] PRIORITY cmd`, `taskset [options] MASK cmd`
+            i = (
+                _skip_options(words, i + 1, {"-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"})
+                + 1
+            )
         elif name in ("sudo", "doas"):
             i = _skip_options(words, i + 1, {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"})
         elif name in ("npx", "bunx", "pnpx") or (

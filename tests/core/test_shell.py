@@ -225,6 +225,13 @@ class TestAkmCalls:
             "yarn exec akm search q",
             "npx -p akm-cli akm search q",
             "npx --package akm-cli akm search q",
+            "chrt -f 10 akm search q",  # chrt's priority comes before the command
+            "chrt 10 akm search q",
+            "taskset 3 akm search q",  # taskset's mask too
+            "taskset --cpu-list 0,1 akm search q",
+            "env - akm search q",  # `env -` is `env -i`
+            "env - A=1 akm search q",
+            "i=$((i+1)) akm search q",
         ],
     )
     def test_every_way_to_run_akm(self, script: str) -> None:
@@ -246,6 +253,16 @@ class TestAkmCalls:
     def test_mentions_are_not_calls(self, script: str) -> None:
         """Text that only mentions akm is no call."""
         assert calls(script) == []
+
+    def test_arithmetic_is_no_command(self) -> None:
+        """``$((...))`` is arithmetic: it runs nothing (it was once read as a subshell running a
+        command named ``i+1``), and the commands around it are read as before."""
+        assert words("i=$((i+1)); akm search q") == [["akm", "search", "q"]]
+        assert words('echo "$(( (1+2)*3 ))" $(akm show x)') == [
+            ["echo", "$(( (1+2)*3 ))", "$(akm show x)"],
+            ["akm", "show", "x"],
+        ]
+        assert words("echo $((1+") == [["echo", "$((1+"]]
 
 
 class TestWritesFiles:
