@@ -97,4 +97,6 @@ class TaskFields:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
             raise self.bad(f"{key}.{name}", f"must be a positive number, got {value!r}")
+        if value < 1:  # whole tokens and milliseconds: 0.5 would have become a budget of 0
+            raise self.bad(f"{key}.{name}", f"must be at least 1, got {value!r}")
         return int(value)

@@ -195,6 +195,8 @@ class TestValidation:
             ({"budget": {"tokens": 10, "turns": 3}}, "budget.turns", "unknown field; use tokens and wallMs"),
             ({"budget": {"wallMs": 0}}, "budget.wallMs", "must be a positive number, got 0"),
             ({"budget": {"tokens": True}}, "budget.tokens", "must be a positive number, got True"),
+            ({"budget": {"tokens": 0.5}}, "budget.tokens", "must be at least 1, got 0.5"),
+            ({"budget": {"wallMs": "0.9"}}, "budget.wallMs", "must be at least 1, got 0.9"),
             ({"gold_ref": 3}, "gold_ref", "must be a string, got int"),
             ({"expected_transfer_from": "a/two"}, "expected_transfer_from", "must be a list of asset refs"),
             ({"title": ""}, "title", "required non-empty string"),
@@ -213,6 +215,13 @@ class TestValidation:
         assert message.startswith(f"{path}: {field_name}: ")
         assert fragment in message
         assert "\n" not in message
+
+    @pytest.mark.parametrize(("raw", "want"), [(1, 1), ("1", 1), (2.7, 2), (120000, 120000)])
+    def test_a_budget_of_one_is_the_smallest(self, tmp_path: Path, raw: object, want: int) -> None:
+        """1 token or 1 ms is the smallest budget a task can set (0.5 is refused above)."""
+        write_task(tmp_path, "a/one", extra={"budget": {"tokens": raw, "wallMs": raw}})
+        budget = load_task(tmp_path / "a" / "one" / "task.yaml").budget
+        assert (budget.tokens, budget.wall_ms) == (want, want)
 
     def test_control_character_in_yaml(self, tmp_path: Path) -> None:
         """A character YAML refuses outright has no line to name: the message says only what is wrong."""
