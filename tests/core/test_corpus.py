@@ -186,11 +186,11 @@ class TestValidation:
         "extra, field_name, fragment",
         [
             ({"difficulty": "brutal"}, "difficulty", "'brutal' is not one of easy, medium, hard"),
-            ({"verifier": "vibes"}, "verifier", "not one of script, pytest, regex"),
-            ({"memory_ability": "recall"}, "memory_ability", "not one of"),
-            ({"colour": "red"}, "colour", "unknown field"),
-            ({"budget": {"tokens": -5, "wallMs": 100}}, "budget.tokens", "positive number"),
-            ({"budget": {"tokens": "lots"}}, "budget.tokens", "not a number"),
+            ({"verifier": "vibes"}, "verifier", "'vibes' is not one of script, pytest, regex"),
+            ({"memory_ability": "recall"}, "memory_ability", "'recall' is not one of procedural_lookup, "),
+            ({"colour": "red"}, "colour", "unknown field; remove it or check its spelling"),
+            ({"budget": {"tokens": -5, "wallMs": 100}}, "budget.tokens", "must be a positive number, got -5"),
+            ({"budget": {"tokens": "lots"}}, "budget.tokens", "'lots' is not a number"),
             ({"budget": 5}, "budget", "must be a mapping with tokens and wallMs"),
             ({"budget": {"tokens": 10, "turns": 3}}, "budget.turns", "unknown field; use tokens and wallMs"),
             ({"budget": {"wallMs": 0}}, "budget.wallMs", "must be a positive number, got 0"),
@@ -200,20 +200,23 @@ class TestValidation:
             ({"gold_ref": 3}, "gold_ref", "must be a string, got int"),
             ({"expected_transfer_from": "a/two"}, "expected_transfer_from", "must be a list of asset refs"),
             ({"title": ""}, "title", "required non-empty string"),
-            ({"abstention_case": "yes"}, "abstention_case", "true or false"),
+            ({"abstention_case": "yes"}, "abstention_case", "must be true or false, got 'yes'"),
             ({"verifier": "regex"}, "expected_match", "required for verifier: regex"),
-            ({"verifier": "regex", "expected_match": "(unclosed"}, "expected_match", "invalid regular expression"),
+            ({"verifier": "regex", "expected_match": "(unclosed"}, "expected_match", "invalid regular expression: "),
         ],
     )
     def test_bad_field(self, tmp_path: Path, extra: dict, field_name: str, fragment: str) -> None:
-        """Each invalid value names the file, the field and what is wrong."""
+        """Each invalid value names the file, the field and what is wrong, in one line (the
+        whole message: the fix it names is part of it)."""
         write_task(tmp_path, "a/one", extra=extra)
         path = tmp_path / "a" / "one" / "task.yaml"
         with pytest.raises(CorpusError) as err:
             load_task(path)
         message = str(err.value)
-        assert message.startswith(f"{path}: {field_name}: ")
-        assert fragment in message
+        if fragment.endswith(" "):  # a long list, or Python's own wording of a regex error, follows
+            assert message.startswith(f"{path}: {field_name}: {fragment}")
+        else:
+            assert message == f"{path}: {field_name}: {fragment}"
         assert "\n" not in message
 
     @pytest.mark.parametrize(("raw", "want"), [(1, 1), ("1", 1), (2.7, 2), (120000, 120000)])
