@@ -17,7 +17,7 @@ Grammar (one expression per gate):
   better, beyond noise (Holm-adjusted permutation p < 0.05, positive delta).
 * ``no-regression:PATH``: no arm's pass rate is lower than in the report at PATH beyond noise
   (the aggregate test of :mod:`compare`, Holm over the arms), and every arm and task that had
-  valid runs there still has them.
+  valid runs there still has them. A baseline without per-task rows fails it: nothing pairs.
 * ``no-task-regression:PATH``: as ``no-regression``, and no single task regressed beyond noise
   (per-task Fisher exact tests, Holm over every task and arm compared).
 
@@ -236,21 +236,27 @@ def _not_comparable(base: dict[str, Any], envelope: dict[str, Any], result: dict
     if gone:
         shown = ", ".join(gone[:5]) + (f", … and {len(gone) - 5} more" if len(gone) > 5 else "")
         return f"{len(gone)} task(s) with valid runs in {path} have none now: {shown}"
+    # A baseline without per-task rows (a reference report, or one written with no tasks) leaves
+    # nothing to pair: no test can find a regression, so the gate must not pass for want of one.
+    unpaired = [arm for arm, c in result["arms"].items() if not c["paired"]["tasks"]]
+    if unpaired:
+        return (
+            f"arm {', '.join(unpaired)}: no task has valid runs in both this report and {path} "
+            "(the baseline has no per-task rows), so a regression cannot be tested"
+        )
     return None
 
 
 def _regression_verdict(gate: str, kind: str, result: dict[str, Any], path: Path) -> dict[str, Any]:
     """Fails when an arm (or, for no-task-regression, a task) regressed beyond noise."""
     regressed = {
-        arm: c["paired"]["delta"]
-        for arm, c in result["arms"].items()
-        if c["beyond_noise"] and (c["paired"]["delta"] or 0) < 0
+        arm: c["paired"]["delta"] for arm, c in result["arms"].items() if c["beyond_noise"] and c["paired"]["delta"] < 0
     }
     tasks = [
         f"{arm}:{t['id']} {t['delta']:+.2f}"
         for arm, c in result["arms"].items()
         for t in c["perTask"]
-        if t["beyond_noise"] and (t["delta"] or 0) < 0
+        if t["beyond_noise"] and t["delta"] < 0
     ]
     task_note = f"; tasks regressed beyond noise: {', '.join(tasks)}" if tasks else ""
     if regressed:
@@ -270,7 +276,7 @@ def _regression_verdict(gate: str, kind: str, result: dict[str, Any], path: Path
             f"{result['per_task_family']} task comparisons): {', '.join(tasks)}",
         }
     deltas = {arm: c["paired"]["delta"] for arm, c in result["arms"].items()}
-    detail = ", ".join(f"{arm} {'n/a' if d is None else f'{d:+.2f}'}" for arm, d in deltas.items())
+    detail = ", ".join(f"{arm} {d:+.2f}" for arm, d in deltas.items())
     what = "no arm or task" if kind == "no-task-regression" else "no arm"
     return {
         "gate": gate,

@@ -115,10 +115,21 @@ class TestSignificanceGates:
         assert down["ok"] is False and down["message"].startswith("not significantly better")
 
     def test_interval_gates_refuse_few_tasks(self, tmp_path: Path) -> None:
-        """3 paired tasks, akm 3/3 against 0/3: lift.low and lift.p refuse; the point lift does not."""
-        results = gates.evaluate(envelope([3] * 3, [0] * 3), ["lift.low>0", "lift.p<0.05", "lift>0.5"], tmp_path)
-        assert [r["ok"] for r in results] == [False, False, True]
-        assert "needs at least 6 paired tasks (has 3)" in results[0]["message"]
+        """3 paired tasks, akm 3/3 against 0/3: lift.low, lift.high and lift.p refuse; the point lift
+        does not. Each refusal names its own gate."""
+        results = gates.evaluate(
+            envelope([3] * 3, [0] * 3), ["lift.low>0", "lift.high<=1", "lift.p<0.05", "lift>0.5"], tmp_path
+        )
+        assert [r["ok"] for r in results] == [False, False, False, True]
+        for result, metric in zip(results, ("lift.low", "lift.high", "lift.p")):
+            assert result == {
+                "gate": result["gate"],
+                "ok": False,
+                "observed": None,
+                "message": f"{metric} needs at least 6 paired tasks (has 3): "
+                "with fewer, the paired test can never reject",
+            }
+        assert [r["gate"] for r in results[:3]] == ["lift.low>0", "lift.high<=1", "lift.p<0.05"]
 
     def test_no_task_regression(self, tmp_path: Path) -> None:
         """10 seeds: one task drops 10/10 → 0/10 (Fisher p = 2/C(20,10), Holm over 2 tasks)."""
@@ -193,8 +204,8 @@ class TestThresholdSemantics:
 
 
 def rich_envelope() -> dict:
-    """Three arms over 8 tasks × 3 seeds, with tokens, budget overruns, harness errors, flaky tasks and
-    akm trajectories, so every gate metric has a value of its own."""
+    """Three arms over 8 tasks × 3 seeds, with tokens, budget overruns, harness errors, flaky tasks,
+    akm trajectories and missing and partial cells, so every gate metric has a value of its own."""
     from tests.core.test_metrics import traj
 
     tasks = [make_task(f"d/t{i:02d}", gold_ref="skill:gold") for i in range(8)]
@@ -218,6 +229,8 @@ def rich_envelope() -> dict:
                     ),
                 )
             )
+            if i == 7:
+                continue  # noakm and synthetic never ran d/t07: two missing cells, beside akm's partial one
             samples.append(
                 sample(
                     t.id,
@@ -290,6 +303,18 @@ class TestEveryMetric:
         (below,) = gates.evaluate(env, [f"{metric}<{expected}"], tmp_path)
         assert below["ok"] is False
 
+    def test_missing_and_partial_cells_are_counted_apart(self, env: dict, tmp_path: Path) -> None:
+        """Two cells never ran and one ran short of the floor: each gate counts its own kind."""
+        missing, partial = gates.evaluate(env, ["cells_missing==0", "cells_partial<=1"], tmp_path)
+        assert (missing["ok"], missing["observed"], missing["message"]) == (False, 2, "cells_missing = 2, fails == 0")
+        assert (partial["ok"], partial["observed"]) == (True, 1)
+
+    def test_a_large_count_is_printed_whole(self, tmp_path: Path) -> None:
+        """A count is shown as the number it is, not rounded to four digits (12345, not 1.234e+04)."""
+        env = {"floor_coverage": {"by_arm": {"akm": {"missing": 12345, "partial": 0}}}}
+        (result,) = gates.evaluate(env, ["cells_missing<=0"], tmp_path)
+        assert result["message"] == "cells_missing = 12345, fails <= 0"
+
     def test_the_figures_differ(self, env: dict) -> None:
         """The envelope tells metrics apart: a gate reading the wrong figure would be noticed."""
         values = [where(env) for _, where in METRICS]
@@ -312,6 +337,18 @@ class TestEveryMetric:
         )
         assert [r["ok"] for r in results] == [False] * 6
         assert all(r["observed"] is None and "not available" in r["message"] for r in results)
+        assert results[0] == {
+            "gate": "noakm.pass_rate>=0",
+            "ok": False,
+            "observed": None,
+            "message": "noakm.pass_rate is not available (arm not run or no data)",
+        }
+        assert results[5] == {
+            "gate": "lift.significant",
+            "ok": False,
+            "observed": None,
+            "message": "lift.significant is not available (arm not run or no paired task)",
+        }
 
 
 def _bench(tasks: int, outcome) -> dict:
@@ -364,6 +401,26 @@ class TestNoRegressionFailures:
             (result,) = gates.evaluate(envelope([3, 3]), [gate], tmp_path)
             assert (result["gate"], result["ok"], result["observed"]) == (gate, False, None)
             assert set(result) == {"gate", "ok", "observed", "message"} and words in result["message"]
+
+    @pytest.mark.parametrize("kind", ["no-regression", "no-task-regression"])
+    @pytest.mark.parametrize("rows", ["absent", "empty"])
+    def test_a_baseline_without_per_task_rows(self, tmp_path: Path, kind: str, rows: str) -> None:
+        """A baseline with an aggregate but no per-task rows (a reference report) pairs no task, so no
+        test could see the drop from 1.0 to 0.1 here: the gate fails instead of passing unseen."""
+        base = envelope([3] * 10)
+        if rows == "absent":
+            del base["tasks"]
+        else:
+            base["tasks"] = []
+        (tmp_path / "base.json").write_text(json.dumps(base))
+        (result,) = gates.evaluate(envelope([0] * 9 + [3]), [f"{kind}:base.json"], tmp_path)
+        assert result == {
+            "gate": f"{kind}:base.json",
+            "ok": False,
+            "observed": None,
+            "message": f"arm akm: no task has valid runs in both this report and {tmp_path / 'base.json'} "
+            "(the baseline has no per-task rows), so a regression cannot be tested",
+        }
 
     def test_a_baseline_where_no_arm_ran(self, tmp_path: Path) -> None:
         (tmp_path / "base.json").write_text(json.dumps(_bench(6, lambda i, arm, s: "harness_error")))

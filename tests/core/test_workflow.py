@@ -392,6 +392,39 @@ class TestAggregate:
         del env["workflow"]  # a run without workflow specs: the gate fails, it never passes unseen
         assert not report_gates.evaluate(env, ["workflow_compliance>=0"], tmp_path)[0]["ok"]
 
+    def test_the_low_gate_reads_the_interval_of_overall_compliance(self, tmp_path: Path) -> None:
+        """workflow_compliance.low is the lower end of the compliance interval the report prints,
+        below the compliance itself; without workflow specs it fails as not available."""
+        a = spec(tmp_path, LOOKUP)
+        tasks = [make_task(f"d/t{i}", workflows=(a,)) for i in range(4)]
+        scores = [1.0, 0.5, 0.75, 0.25]
+        samples = [
+            sample(
+                t.id,
+                "akm",
+                seed,
+                "pass",
+                workflow=wf_sample(t.id, seed, "pass", ("lookup", "partial", s, []))["workflow"],
+            )
+            for t, s in zip(tasks, scores)
+            for seed in (1, 2)
+        ]
+        env = envelope.build(inp(tasks, samples), timestamp=TS)
+        low = env["workflow"]["overall_compliance_ci"]["low"]
+        assert 0 < low < env["workflow"]["overall_compliance"] == pytest.approx(0.625)
+        held, failed = report_gates.evaluate(
+            env, [f"workflow_compliance.low>={low}", f"workflow_compliance.low>{low}"], tmp_path
+        )
+        assert (held["ok"], held["observed"], failed["ok"]) == (True, low, False)
+        del env["workflow"]
+        (gone,) = report_gates.evaluate(env, ["workflow_compliance.low>=0"], tmp_path)
+        assert gone == {
+            "gate": "workflow_compliance.low>=0",
+            "ok": False,
+            "observed": None,
+            "message": "workflow_compliance.low is not available (arm not run or no data)",
+        }
+
 
 class TestFingerprint:
     def test_a_spec_edit_reruns_the_cells_it_checks_only(self, tmp_path: Path) -> None:

@@ -287,6 +287,50 @@ class TestPrimitives:
             assert abs(res["p_value"] - exact) <= 4 * math.sqrt(exact * (1 - exact) / res["resamples"]) + 2e-4
             assert significance.stratified_permutation_test(strata) == res
 
+    def test_an_exact_p_is_never_above_one(self) -> None:
+        """Two tasks mirrored (0/1 vs 1/1 and back, 3/7 vs 1/4 and back): S_obs = 0, so every split
+        is as extreme and p is 1. The null distribution's probabilities, each a rounded product,
+        add up to 1 + 2^-52 here; a report must still print 1, not a p above 1."""
+        strata = [(0, 1, 1, 1), (3, 7, 1, 4), (1, 1, 0, 1), (1, 4, 3, 7)]
+        res = significance.stratified_permutation_test(strata)
+        assert (res["p_value"], res["exact"]) == (1.0, True)
+
+    def test_run_counts_whose_common_multiple_passes_two_to_the_53_stay_exact(self) -> None:
+        """Tasks with every run count from 1 to 47 (an adaptive bench deepens tasks unevenly, and
+        harness errors take runs away) put the least common multiple of the run counts near 5e19,
+        past the integers a float holds exactly. Three tasks and their mirror images give S_obs = 0,
+        so p is 1: the rate differences must stay integers, or rounding breaks the ties (p 0.977)
+        and moves small p's."""
+        always = [(n, n, n, n) for n in range(1, 48)]
+        mixed = [(2, 20, 7, 9), (5, 42, 22, 32), (1, 6, 0, 28)]
+        mirrored = [(c_b, n_b, c_a, n_a) for c_a, n_a, c_b, n_b in mixed]
+        res = significance.stratified_permutation_test(always + mixed + mirrored)
+        assert res["exact"] is True and res["p_value"] == pytest.approx(1.0, abs=1e-12)
+        # Beside the same tasks, small p's are those of the enumeration (0.0006 here, not 0).
+        for mixed in ([(14, 38, 9, 9)], [(1, 5, 2, 34), (6, 7, 2, 29), (17, 17, 6, 7)]):
+            res = significance.stratified_permutation_test(always + mixed)
+            assert res["p_value"] == pytest.approx(enumerated_stratified_p(mixed), rel=1e-9)
+
+    def test_the_convolution_is_exact_up_to_its_budget(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The report says a p is exact when the null distribution took at most ``_DP_BUDGET`` steps
+        to convolve: one step per (partial sum so far, split of the next task), counted here from
+        the distinct sums of the rate differences, over the tasks whose passes can split more than
+        one way. At that budget the p is exact; one step less and it is sampled."""
+        strata = [(1, 3, 2, 3), (3, 3, 4, 4), (0, 4, 3, 5), (2, 2, 5, 5), (2, 5, 1, 2)]
+        sums, steps = {Fraction(0)}, 0
+        for a, na, b, nb in strata:
+            t = a + b
+            diffs = [Fraction(x, na) - Fraction(t - x, nb) for x in range(max(0, t - nb), min(t, na) + 1)]
+            if len(diffs) > 1:
+                steps += len(sums) * len(diffs)
+                sums = {s + d for s in sums for d in diffs}
+        assert steps == 4 * 1 + 4 * 4 + 3 * 16  # three tasks split 4, 4 and 3 ways; 16 sums after two
+        monkeypatch.setattr(significance, "_DP_BUDGET", steps)
+        exact = significance.stratified_permutation_test(strata)
+        assert exact["exact"] is True and exact["p_value"] == pytest.approx(enumerated_stratified_p(strata), abs=1e-12)
+        monkeypatch.setattr(significance, "_DP_BUDGET", steps - 1)
+        assert significance.stratified_permutation_test(strata)["exact"] is False
+
     def test_tasks_passing_everywhere_leave_the_compare_exact(self) -> None:
         """Easy tasks pass every run on both sides: they cannot differ, so a compare with many of
         them (runs differing between tasks) is exactly the test of the others, not an estimate."""
