@@ -199,6 +199,10 @@ class TestValidation:
             ({"budget": {"wallMs": "0.9"}}, "budget.wallMs", "must be at least 1, got 0.9"),
             ({"gold_ref": 3}, "gold_ref", "must be a string, got int"),
             ({"expected_transfer_from": "a/two"}, "expected_transfer_from", "must be a list of asset refs"),
+            ({"expected_workflows": "lookup"}, "expected_workflows", "must be a list of non-empty names"),
+            ({"expected_workflows": ["lookup", ""]}, "expected_workflows", "must be a list of non-empty names"),
+            ({"expected_workflows": ["lookup", 3]}, "expected_workflows", "must be a list of non-empty names"),
+            ({"expected_workflows": ["b", "a", "b", "a"]}, "expected_workflows", "'a' is listed twice"),
             ({"title": ""}, "title", "required non-empty string"),
             ({"abstention_case": "yes"}, "abstention_case", "must be true or false, got 'yes'"),
             ({"verifier": "regex"}, "expected_match", "required for verifier: regex"),
@@ -218,6 +222,11 @@ class TestValidation:
         else:
             assert message == f"{path}: {field_name}: {fragment}"
         assert "\n" not in message
+
+    @pytest.mark.parametrize(("raw", "want"), [(None, ()), ([], ()), (["lookup", "feedback"], ("lookup", "feedback"))])
+    def test_expected_workflows_are_read_in_order(self, tmp_path: Path, raw: object, want: tuple) -> None:
+        write_task(tmp_path, "a/one", extra={"expected_workflows": raw})
+        assert load_task(tmp_path / "a" / "one" / "task.yaml").expected_workflows == want
 
     @pytest.mark.parametrize(("raw", "want"), [(1, 1), ("1", 1), (2.7, 2), (120000, 120000)])
     def test_a_budget_of_one_is_the_smallest(self, tmp_path: Path, raw: object, want: int) -> None:

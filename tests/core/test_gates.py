@@ -406,19 +406,20 @@ class TestNoRegressionFailures:
     @pytest.mark.parametrize("rows", ["absent", "empty"])
     def test_a_baseline_without_per_task_rows(self, tmp_path: Path, kind: str, rows: str) -> None:
         """A baseline with an aggregate but no per-task rows (a reference report) pairs no task, so no
-        test could see the drop from 1.0 to 0.1 here: the gate fails instead of passing unseen."""
-        base = envelope([3] * 10)
+        test could see akm's drop from 1.0 to 0.1 here: the gate fails instead of passing unseen,
+        and names every arm it cannot test."""
+        base = envelope([3] * 10, [3] * 10)
         if rows == "absent":
             del base["tasks"]
         else:
             base["tasks"] = []
         (tmp_path / "base.json").write_text(json.dumps(base))
-        (result,) = gates.evaluate(envelope([0] * 9 + [3]), [f"{kind}:base.json"], tmp_path)
+        (result,) = gates.evaluate(envelope([0] * 9 + [3], [3] * 10), [f"{kind}:base.json"], tmp_path)
         assert result == {
             "gate": f"{kind}:base.json",
             "ok": False,
             "observed": None,
-            "message": f"arm akm: no task has valid runs in both this report and {tmp_path / 'base.json'} "
+            "message": f"arm noakm, akm: no task has valid runs in both this report and {tmp_path / 'base.json'} "
             "(the baseline has no per-task rows), so a regression cannot be tested",
         }
 
