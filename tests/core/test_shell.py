@@ -248,6 +248,8 @@ class TestAkmCalls:
             "akmx search q",
             "# akm search q",
             "docker exec akm search q",  # runs `search` in a container named akm
+            "nohup - akm search q",  # a lone `-` is no option: nohup runs a program named `-`
+            "nice - akm search q",
         ],
     )
     def test_mentions_are_not_calls(self, script: str) -> None:
@@ -263,6 +265,9 @@ class TestAkmCalls:
             ["akm", "show", "x"],
         ]
         assert words("echo $((1+") == [["echo", "$((1+"]]
+        # Unquoted, the arithmetic ends at the parenthesis that closes its own `$((`, nested
+        # ones inside it included: nothing after it is read as a command of its own.
+        assert words("echo $((2*(i+1)))x; akm show a") == [["echo", "$((2*(i+1)))x"], ["akm", "show", "a"]]
 
 
 class TestWritesFiles:
