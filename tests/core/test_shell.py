@@ -227,6 +227,9 @@ class TestAkmCalls:
             "npx --package akm-cli akm search q",
             "chrt -f 10 akm search q",  # chrt's priority comes before the command
             "chrt 10 akm search q",
+            # SCHED_DEADLINE's three times are values of their options, then the priority 0
+            "chrt -d -T 5000000 -D 10000000 -P 16666666 0 akm search q",
+            "chrt -d --sched-runtime 5000000 --sched-deadline 10000000 --sched-period 16666666 0 akm search q",
             "taskset 3 akm search q",  # taskset's mask too
             "taskset --cpu-list 0,1 akm search q",
             "env - akm search q",  # `env -` is `env -i`
