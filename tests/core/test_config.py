@@ -177,6 +177,8 @@ class TestPathExpansion:
             ("${BENCH_T_UNSET}/akm", "/akm"),
             ("pre$BENCH_T_UNSET/akm", "CFG/pre/akm"),
             ("~/akm", "HOME/akm"),
+            ("~", "HOME"),
+            ("~user/akm", "CFG/~user/akm"),
             ("bin/akm", "CFG/bin/akm"),
             ("/abs/akm", "/abs/akm"),
             ("$1/akm", "CFG/$1/akm"),

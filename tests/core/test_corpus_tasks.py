@@ -118,6 +118,23 @@ class TestMessages:
             f"{path}: cannot read: 'utf-8' codec can't decode byte 0xe9 in position 20: invalid continuation byte"
         )
 
+    def test_a_yaml_error_says_what_is_wrong_not_what_was_being_read(self, tmp_path: Path) -> None:
+        """PyYAML's message opens with its context ("while scanning a quoted scalar"); the one
+        line a user gets names the problem itself."""
+        path = write_task(tmp_path, "a/one") / "task.yaml"
+        path.write_text('id: a/one\ntitle: "unclosed\n')
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: invalid YAML (line 3): found unexpected end of stream"
+
+    @pytest.mark.parametrize(("text", "kind"), [("- id: a/one\n", "list"), ("a/one\n", "str"), ("", "NoneType")])
+    def test_a_task_yaml_that_is_not_a_mapping_says_what_it_is(self, tmp_path: Path, text: str, kind: str) -> None:
+        path = write_task(tmp_path, "a/one") / "task.yaml"
+        path.write_text(text)
+        with pytest.raises(CorpusError) as err:
+            load_task(path)
+        assert str(err.value) == f"{path}: expected a mapping of task fields, got {kind}"
+
     def test_a_slice_that_is_neither_train_nor_eval_is_named(self, tmp_path: Path) -> None:
         path = write_task(tmp_path, "a/one", extra={"slice": "test"}) / "task.yaml"
         with pytest.raises(CorpusError) as err:

@@ -227,6 +227,9 @@ class TestAkmCalls:
             "npx --package akm-cli akm search q",
             "chrt -f 10 akm search q",  # chrt's priority comes before the command
             "chrt 10 akm search q",
+            # SCHED_DEADLINE's three times are values of their options, then the priority 0
+            "chrt -d -T 5000000 -D 10000000 -P 16666666 0 akm search q",
+            "chrt -d --sched-runtime 5000000 --sched-deadline 10000000 --sched-period 16666666 0 akm search q",
             "taskset 3 akm search q",  # taskset's mask too
             "taskset --cpu-list 0,1 akm search q",
             "env - akm search q",  # `env -` is `env -i`
@@ -248,6 +251,8 @@ class TestAkmCalls:
             "akmx search q",
             "# akm search q",
             "docker exec akm search q",  # runs `search` in a container named akm
+            "nohup - akm search q",  # a lone `-` is no option: nohup runs a program named `-`
+            "nice - akm search q",
         ],
     )
     def test_mentions_are_not_calls(self, script: str) -> None:
@@ -263,6 +268,9 @@ class TestAkmCalls:
             ["akm", "show", "x"],
         ]
         assert words("echo $((1+") == [["echo", "$((1+"]]
+        # Unquoted, the arithmetic ends at the parenthesis that closes its own `$((`, nested
+        # ones inside it included: nothing after it is read as a command of its own.
+        assert words("echo $((2*(i+1)))x; akm show a") == [["echo", "$((2*(i+1)))x"], ["akm", "show", "a"]]
 
 
 class TestWritesFiles:

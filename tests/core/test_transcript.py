@@ -169,3 +169,28 @@ class TestCalls:
     def test_an_output_that_is_not_text_counts_as_empty(self, tmp_path: Path) -> None:
         t = read(tmp_path, tool_use("akm show skill:x", None, metadata={"exit": 0}))
         assert (t.calls[0]["bytes"], t.context_bytes) == (0, 0)
+
+    def test_a_tool_without_its_own_times_takes_the_events(self, tmp_path: Path) -> None:
+        """An event whose tool state has no start time (an older opencode, a cut event) is
+        placed at the event's own timestamp: its call and its write keep a time in the trajectory."""
+        t = read(
+            tmp_path,
+            {**tool_use("akm show skill:x", "abc", metadata={"exit": 0}), "timestamp": 70},
+            {**tool_use("echo hi > out.txt", "", metadata={"exit": 0}), "timestamp": 80},
+        )
+        assert [(c["kind"], c["t_ms"]) for c in t.calls] == [("show", 70)]
+        assert [(w["tool"], w["t_ms"]) for w in t.writes] == [("bash", 80)]
+        assert [tool["t_ms"] for tool in t.tools] == [70, 80]
+
+    def test_a_written_path_that_is_not_text_is_unknown(self, tmp_path: Path) -> None:
+        """An edit tool's ``filePath`` of the wrong type reads as missing (None), as every odd
+        field does: the trajectory never carries a number or a list as a file name."""
+        edits = [
+            {
+                "type": "tool_use",
+                "part": {"tool": "edit", "state": {"status": "completed", "input": {"filePath": path}}},
+            }
+            for path in (5, ["a.txt"], "b.txt")
+        ]
+        t = read(tmp_path, *edits)
+        assert [w["path"] for w in t.writes] == [None, None, "b.txt"]
