@@ -10,7 +10,6 @@ import pytest
 from pytest_akmbench.corpus.config_fields import run_config_problems
 from pytest_akmbench.corpus.values import (
     MAX_SEEDS,
-    clamp_parallel,
     parallel_count,
     seeds_most,
     token_cap,
@@ -71,14 +70,6 @@ def test_parallel_is_any_whole_number() -> None:
     with pytest.raises(ValueError) as err:
         parallel_count("many")
     assert str(err.value) == "expected a whole number of workers, got 'many'"
-
-
-def test_a_clamped_parallel_warns_of_the_load_unless_forced() -> None:
-    assert clamp_parallel(12, force=False) == (
-        8,
-        "--parallel 12: clamped to 8 workers, the most a run uses; above 4, high concurrency may "
-        "overwhelm local providers (--bench-force-parallel suppresses this part)",
-    )
 
 
 def test_a_run_config_names_each_bad_limit(tmp_path: Path) -> None:
