@@ -11,6 +11,11 @@
    samples' ``timing_ms.total`` and of (wall - pytest start-up) / N.
 3. ``opencode --version`` (when the binary is installed) in and out of a cell's sandbox: the
    sandbox's effect on the start-up of the real agent binary.
+4. the cell boundary's newer parts, each against the same step without them: a script verifier
+   in its own sandbox against one run unsandboxed, and an agent start in a network namespace
+   whose one way out is the model forwarder (the relay inside, the forwarder outside) against
+   one on the host's network, plus one model request through relay and forwarder against one
+   sent straight to the server. Target: at most 50 ms per cell for both together.
 
 Target: at most 50 ms added to a cell. Everything runs in a temporary directory that is
 removed at the end. The machine may be shared: every measurement alternates the two modes,
@@ -171,14 +176,100 @@ def section_opencode(tmp: Path, repeats: int) -> None:
     added("opencode --version", med(times["bwrap"]), med(times["none"]))
 
 
+def section_boundary(tmp: Path, n: int) -> None:
+    """Section 4: the verifier's sandbox and the agent's network namespace, each per cell."""
+    import http.server
+    import threading
+    import urllib.request
+
+    from pytest_akmbench.cell.verifiers import verify
+    from pytest_akmbench.corpus.tasks import load_corpus
+    from tests.support.corpus import write_stash, write_task
+
+    print(f"\n== 4. the verifier's sandbox and the agent's network, {n} alternating pairs (load {loadavg()})")
+    become_subreaper()
+    write_stash(tmp / "c4" / "stashes")
+    write_task(tmp / "c4" / "tasks", "a/s")
+    task = load_corpus(tmp / "c4" / "tasks", tmp / "c4" / "stashes").tasks[0]
+    run_dir = cell_dir(tmp)
+    (run_dir / "workspace" / "out.txt").write_text("hello\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(run_dir / "home")}
+    verifier: dict[str, list[float]] = {"bwrap": [], "none": []}
+    for i in range(n):
+        for mode in ("bwrap", "none") if i % 2 else ("none", "bwrap"):
+            procs = ProcessTracker(f"akmbench-sandbox-bench/verify/{mode}/{i}")
+            scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=tmp))
+            t = time.perf_counter()
+            verdict = verify(
+                task,
+                workspace=run_dir / "workspace",
+                final_text="",
+                scratch=scratch,
+                env=env,
+                procs=procs,
+                timeout_s=30,
+                sandbox=mode,
+            )
+            procs.kill_all()
+            verifier[mode].append(time.perf_counter() - t)
+            assert verdict.passed, verdict
+            shutil.rmtree(scratch, ignore_errors=True)
+    added("script verifier, sandboxed or not", med(verifier["bwrap"]), med(verifier["none"]))
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    upstream = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    start: dict[str, list[float]] = {"isolated": [], "host": []}
+    for i in range(n):
+        for network in ("isolated", "host") if i % 2 else ("host", "isolated"):
+            procs = ProcessTracker(f"akmbench-sandbox-bench/net/{network}/{i}")
+            box = sandbox.for_cell("bwrap", run_dir, network=network)
+            t = time.perf_counter()
+            forwarder, _ = box.route_model(upstream, {})
+            with box.applied(procs):
+                code = procs.run(["true"], cwd=run_dir / "workspace", env=env, timeout_s=30)[0]
+            procs.kill_all()
+            forwarder.close()
+            start[network].append(time.perf_counter() - t)
+            assert code == 0
+    added("agent start in its network namespace (relay + forwarder)", med(start["isolated"]), med(start["host"]))
+    request: dict[str, list[float]] = {"forwarded": [], "direct": []}
+    with sandbox.open_route(None, upstream, {})[0] as forwarder:
+        for _ in range(n):
+            for how, url in (("forwarded", forwarder.origin() + "/v1/x"), ("direct", upstream + "/x")):
+                t = time.perf_counter()
+                urllib.request.urlopen(url, timeout=10).read()
+                request[how].append(time.perf_counter() - t)
+    server.shutdown()
+    print(
+        f"   one model request: through the forwarder {ms(med(request['forwarded']))}, "
+        f"straight to the server {ms(med(request['direct']))} (host side; the relay inside adds one hop)"
+    )
+    together = med(verifier["bwrap"]) - med(verifier["none"]) + med(start["isolated"]) - med(start["host"])
+    print(
+        f"   together per cell: {ms(together)} (target <= {ms(TARGET_S)}: {'OK' if together <= TARGET_S else 'MISSED'})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="1,2,3")
+    parser.add_argument("--sections", default="1,2,3,4")
     parser.add_argument("--spawns", type=int, default=200, help="pairs in section 1 (default 200)")
     parser.add_argument("--cells", type=int, default=100, help="cells per run in section 2 (default 100)")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3, help="runs per mode in section 2 (default 3)")
     parser.add_argument("--opencode-repeats", type=int, default=10)
+    parser.add_argument("--boundary-pairs", type=int, default=40, help="pairs in section 4 (default 40)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     sections = {s.strip() for s in args.sections.split(",")}
@@ -191,6 +282,8 @@ def main() -> None:
             section_cells(tmp, args.cells, args.seeds, args.repeats)
         if "3" in sections:
             section_opencode(tmp, args.opencode_repeats)
+        if "4" in sections:
+            section_boundary(tmp, args.boundary_pairs)
     finally:
         if args.keep:
             print(f"kept {tmp}")

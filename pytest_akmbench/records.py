@@ -80,3 +80,4 @@ class Sample(TypedDict):
     started_at: str
     finished_at: str
     warnings: list[str]
+    tamper: list[str] | None  # what the agent left that could stand in for the verifier's tools

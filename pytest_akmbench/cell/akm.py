@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..system.untrusted import read_inside
 
 SUPPORTED = ("0.7", "0.9")
 INSTALL_HINT = (
@@ -41,6 +42,7 @@ OFFLINE = {"npm_config_registry": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": 
 # Exit codes that mean akm itself could not work (config, internal error, not executable, not
 # found, killed), as opposed to an agent asking for something that is not there (1, 2).
 BROKEN_EXITS = frozenset((70, 78, 126, 127))
+EVENTS_LIMIT = 32 * 1024 * 1024  # akm 0.7's event log read back from a cell: more is not a cell's
 _PLURAL = {
     "skill": "skills",
     "knowledge": "knowledge",
@@ -217,20 +219,24 @@ def parse_log(output: str) -> list[dict[str, Any]] | None:
     return [e for e in map(normalise_event, raw) if e is not None] if isinstance(raw, list) else None
 
 
-def parse_events_file(path: Path) -> list[dict[str, Any]]:
-    """The normalised events of an akm 0.7 ``events.jsonl`` (missing file: none)."""
+def parse_events_file(path: Path, root: Path | None = None) -> list[dict[str, Any]]:
+    """The normalised events of an akm 0.7 ``events.jsonl`` (missing file: none). With ``root``
+    (a run dir the agent wrote to) only a regular file inside it is read (system/untrusted.py)."""
+    if root is not None:
+        data = read_inside(path, root, limit=EVENTS_LIMIT) or b""
+    else:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = b""
     events: list[dict[str, Any]] = []
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                try:
-                    event = normalise_event(json.loads(line))
-                except ValueError:
-                    continue
-                if event is not None:
-                    events.append(event)
-    except FileNotFoundError:
-        pass
+    for line in data.splitlines():
+        try:
+            event = normalise_event(json.loads(line))
+        except ValueError:
+            continue
+        if event is not None:
+            events.append(event)
     return events
 
 

@@ -162,8 +162,7 @@ def _verify(
     procs: ProcessTracker,
     timeout_s: float,
 ) -> Verdict:
-    scratch = run_dir / "verify"
-    scratch.mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=run_dir))
     return verify(
         task, workspace=workspace, final_text=text, scratch=scratch, env=env, procs=procs, timeout_s=timeout_s
     )

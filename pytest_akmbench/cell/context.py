@@ -14,6 +14,8 @@ from . import akm
 from .prompts import prompt_version as arm_prompt_version
 from .rundir import task_hash, tree_hash
 
+BOUNDARY = 2
+
 
 @dataclass(frozen=True, slots=True)
 class Cell:
@@ -51,6 +53,7 @@ class RunContext:
     keep_runs: bool = False
     sandbox: str = "none"  # the mode actually used: "bwrap" or "none" (see sandbox.choose)
     sandbox_ro: tuple[Path, ...] = ()
+    network: str = "isolated"  # a sandboxed agent's network: "isolated" (its model only) or "host"
     # Run-level budgets given explicitly (command line, run config or ini): they cap the task's own.
     cap_tokens: int | None = None
     cap_wall_ms: int | None = None
@@ -93,6 +96,10 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
         "task_hash": ctx.content_hash(task.task_dir, lambda _: task_hash(task)),
         "stash_hash": stash,
         "budget": {"tokens": limits.tokens, "wall_ms": int(limits.wall_s * 1000), "turns": limits.turns},
+        # The cell boundary's version: 2 runs the verifier sandboxed and checks pytest's own report,
+        # the agent unprivileged with its model as its only network. An earlier sample's pass could
+        # have been forged, so none counts for a cell of this version.
+        "boundary": BOUNDARY,
     }
     specs = {s.id: s.digest[:16] for s in task.workflows if arm in s.applies_to.arms}
     # Each only when present, so samples made without it keep their hash: providers only from a
@@ -103,6 +110,7 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
         "workflows": specs or None,
         "akm": tool,
         "sandbox": ctx.sandbox if ctx.sandbox != "none" else None,
+        "network": ctx.network if ctx.sandbox != "none" and ctx.network != "isolated" else None,
     }
     fp.update({k: v for k, v in optional.items() if v is not None})
     return fp

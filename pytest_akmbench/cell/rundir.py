@@ -134,7 +134,7 @@ def akm_events(
     """What akm logged since the agent started, or (None, why) when its log cannot be read."""
     argv = akm.log_argv(info)
     if argv is None:
-        return akm.since(akm.parse_events_file(akm.events_file(env)), since_ms), None
+        return akm.since(akm.parse_events_file(akm.events_file(env), root=cwd), since_ms), None
     code, output, timed_out = procs.run(argv, cwd=cwd, env=env, timeout_s=60)
     events = akm.parse_log(output) if code == 0 and not timed_out else None
     if events is None:

@@ -30,7 +30,7 @@ from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
 from ..system.sandbox import Sandbox
 from ..system.sandbox import for_cell as cell_sandbox
-from . import akm, masks
+from . import akm, masks, tamper
 from .context import Cell, RunContext, cell_fingerprint, limits_for
 from .prompts import build_prompt
 from .rundir import (
@@ -104,6 +104,7 @@ class _Run:
     transcript_rel: str | None = None
     trajectory: dict[str, Any] | None = None
     workflow: dict[str, Any] | None = None
+    tamper: list[str] = field(default_factory=list)
     akm_setup: dict[str, Any] | None = None
     setup_warnings: list[str] = field(default_factory=list)
     t_agent: float = 0.0
@@ -120,8 +121,10 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
     try:
         request, env, sandbox = _request(cell, ctx, procs, run)
         agent_started_ms = _run_agent(ctx, procs, run, request, sandbox)
+        run.tamper = tamper.scan(cell.task, request.run_dir)
         if cell.arm == "akm":
-            run.trajectory = _trajectory(cell, ctx, procs, run, request, env, agent_started_ms)
+            with sandbox.applied(procs):  # akm reads what the agent left in its home: not as us
+                run.trajectory = _trajectory(cell, ctx, procs, run, request, env, agent_started_ms)
         run.outcome, run.reason = _judge(cell, ctx, procs, run, request, env)
         code = None if run.verdict is None else -1 if run.verdict.exit_code is None else run.verdict.exit_code
         run.workflow = check_cell(cell.task, cell.arm, run.outcome, request.transcript, code)
@@ -147,13 +150,18 @@ def _request(
     if stash is not None and cell.mask is not None and not masks.mask(stash, cell.mask):
         raise TreatmentDown(f"mask: {cell.mask} is not an asset of the stash {cell.task.stash}")
     workspace = run.run_dir / "workspace"
+    sandbox = cell_sandbox(
+        ctx.sandbox,
+        run.run_dir,
+        akm=ctx.akm.path if stash is not None and ctx.akm else None,
+        extra=ctx.sandbox_ro,
+        network=ctx.network,
+    )
     if stash is not None and ctx.akm is not None:
-        run.akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
+        with sandbox.applied(procs):  # akm runs as the agent will run it: what fails here fails there
+            run.akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
     prompt, run.prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
     transcript, run.transcript_rel = _transcript_path(cell, ctx, run.run_dir)
-    sandbox = cell_sandbox(
-        ctx.sandbox, run.run_dir, akm=ctx.akm.path if stash is not None and ctx.akm else None, extra=ctx.sandbox_ro
-    )
     request = AgentRequest(
         task=cell.task,
         arm=cell.arm,
@@ -216,17 +224,28 @@ def _judge(
         return "harness_error", run.trajectory["akm_broken"]
     if result.budget:
         return "budget_exceeded", f"{result.budget} budget exceeded ({result.budget_tag or 'unknown'})"
-    scratch = request.run_dir / "verify"
-    scratch.mkdir(exist_ok=True)
-    run.verdict = verify(
-        cell.task,
-        workspace=request.workspace,
-        final_text=result.final_text,
-        scratch=scratch,
-        env=verifier_env(env),
-        procs=procs,
-        timeout_s=ctx.verify_timeout_s,
-    )
+    replaced = [p for p in (request.workspace,) if p.is_symlink() or not p.is_dir()]
+    if replaced:
+        return "fail", f"the workspace was replaced by a link or removed: {replaced[0]}"
+    # Beside the run dir, made now: nothing the agent planted in its run dir can redirect it.
+    scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=request.run_dir.parent))
+    try:
+        run.verdict = verify(
+            cell.task,
+            workspace=request.workspace,
+            final_text=result.final_text,
+            scratch=scratch,
+            env=verifier_env(env, request.run_dir),
+            procs=procs,
+            timeout_s=ctx.verify_timeout_s,
+            sandbox=ctx.sandbox,
+        )
+    finally:
+        procs.kill_all()
+        if not ctx.keep_runs:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if run.verdict.tamper:
+        run.tamper.append(run.verdict.tamper)
     if run.verdict.error:
         return "harness_error", run.verdict.error
     if run.verdict.passed:
@@ -282,6 +301,7 @@ def _sample(cell: Cell, ctx: RunContext, run: _Run) -> Sample:
         "started_at": run.started_at,
         "finished_at": _now(),
         "warnings": [*run.setup_warnings, *result.warnings],
+        "tamper": run.tamper or None,
     }
 
 

@@ -12,27 +12,17 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..corpus.tasks import Task
 from ..system.procs import ProcessTracker
+from ..system.sandbox import Sandbox
+from .pytest_verifier import verify_pytest
+from .verdict import TAIL_CHARS, Verdict, fresh, run, verifier_box
 
-TAIL_CHARS = 2000
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    passed: bool
-    exit_code: int | None
-    output: str
-    error: str | None = None
-    timed_out: bool = False
-
-    @property
-    def tail(self) -> str:
-        return self.output[-TAIL_CHARS:]
+# The verifier's names the runner, the checks and the tests reach here.
+__all__ = ["TAIL_CHARS", "Verdict", "verifier_env", "verify"]
 
 
 def verify(
@@ -44,19 +34,76 @@ def verify(
     env: Mapping[str, str],
     procs: ProcessTracker,
     timeout_s: float,
+    sandbox: str = "none",
+    writable: Sequence[Path] = (),
 ) -> Verdict:
     """Run ``task``'s verifier against ``workspace`` (after the agent has finished).
 
-    ``scratch`` is a directory outside the workspace where pytest verifiers get a private
-    copy of the task's tests, so nothing the agent did can reach or alter them.
+    ``scratch`` is a fresh directory outside the run dir, made by the harness after the agent
+    ended (so nothing the agent planted is in it): the verifier's private copy of the task goes
+    to a new ``scratch/task-*`` (read-only to the verifier; the agent's workspace is mounted as
+    its ``workspace/``, the task's layout), what the verifier writes for us to ``scratch/out-*``.
+    The verifier gets a fresh HOME (and TMPDIR) of its own in ``scratch``. With ``sandbox``
+    ``bwrap`` it runs in a sandbox of its own: the workspace, its HOME and ``writable``
+    read-write, the copy and the bench's Python read-only, no network, nothing else
+    (docs/architecture.md, "Isolation").
     """
     if task.verifier == "regex":
-        return _regex(task, final_text, scratch, env, procs, timeout_s)
-    if task.verifier == "script":
-        return _script(task, workspace, env, procs, timeout_s)
+        return _regex(task, final_text, fresh(scratch, "out-"), procs, timeout_s)
+    if task.verifier not in ("script", "pytest"):
+        return Verdict(False, None, "", error=f"unknown verifier kind {task.verifier!r}")
+    missing = _missing(task)
+    if missing is not None:
+        return Verdict(False, None, "", error=missing)
+    copy = _copy_task(task, fresh(scratch, "task-"))
+    # A HOME of its own, not the agent's: nothing the agent left there (a user-site .pth, a
+    # tool's config) may reach a program the verifier runs.
+    home = fresh(scratch, "home-")
+    env = {**env, **_home_env(home), "PYTHONNOUSERSITE": "1"}
+    writable = [*writable, home]
     if task.verifier == "pytest":
-        return _pytest(task, workspace, scratch, env, procs, timeout_s)
-    return Verdict(False, None, "", error=f"unknown verifier kind {task.verifier!r}")
+        return verify_pytest(
+            task, copy, workspace, sandbox=sandbox, writable=writable, env=env, procs=procs, timeout_s=timeout_s
+        )
+    with verifier_box(sandbox, copy, workspace, writable, procs) as (box, _):
+        return _script(copy, workspace, env, procs, timeout_s, box)
+
+
+def _missing(task: Task) -> str | None:
+    if task.verifier == "script" and not (task.task_dir / "verify.sh").is_file():
+        return f"verify.sh not found at {task.task_dir / 'verify.sh'}"
+    if task.verifier == "pytest":
+        if not (task.task_dir / "tests").is_dir():
+            return f"pytest verifier needs a tests/ directory at {task.task_dir / 'tests'}"
+        try:
+            import pytest  # noqa: F401  (only to tell a missing runtime from a failing check)
+        except ImportError:
+            return "pytest is not installed in the bench's Python"
+    return None
+
+
+def _copy_task(task: Task, copy: Path) -> Path:
+    """The task's own files a verifier may use, without what would solve it: no ``solution/``,
+    no stash overlay, no starting workspace (the agent's takes its place)."""
+    overlay = (task.task_dir / task.stash_overlay).resolve() if task.stash_overlay else None
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        here = Path(directory)
+        skipped = {n for n in names if n in ("__pycache__", ".pytest_cache")}
+        if here == task.task_dir:
+            skipped |= {"solution", "workspace"} & set(names)
+        if overlay is not None:
+            skipped |= {n for n in names if (here / n).resolve() == overlay}
+        return skipped
+
+    shutil.copytree(task.task_dir, copy, ignore=ignore, dirs_exist_ok=True)
+    for dirpath, _dirs, files in os.walk(copy):  # the sandbox's unprivileged uid reads it
+        os.chmod(dirpath, 0o755)
+        for name in files:
+            full = os.path.join(dirpath, name)
+            os.chmod(full, os.stat(full).st_mode | 0o444)
+    (copy / "workspace").mkdir()  # the mount point of the agent's workspace
+    return copy
 
 
 # The match runs in a child process: Python's re cannot be interrupted, and a pattern that
@@ -76,15 +123,14 @@ sys.exit(0 if found else 1)
 """
 
 
-def _regex(
-    task: Task, final_text: str, scratch: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float
-) -> Verdict:
+def _regex(task: Task, final_text: str, out: Path, procs: ProcessTracker, timeout_s: float) -> Verdict:
+    # Nothing of the agent's runs here (its final text is data), so no sandbox is needed; the
+    # payload goes to a directory the harness just made, which no planted link can redirect.
     pattern = task.expected_match or ""
-    scratch.mkdir(parents=True, exist_ok=True)
-    payload = scratch / "regex.json"
+    payload = out / "regex.json"
     payload.write_text(json.dumps([pattern, final_text]), encoding="utf-8")
     argv = [sys.executable, "-I", "-S", "-c", _REGEX_CHILD, str(payload)]
-    verdict = _run(procs, argv, scratch, {"PATH": env.get("PATH", os.defpath)}, timeout_s)
+    verdict = run(procs, argv, out, {"PATH": os.defpath}, timeout_s)
     if verdict.timed_out or verdict.error:
         return verdict
     if verdict.exit_code == 0:
@@ -99,69 +145,34 @@ def _regex(
     )
 
 
-def _script(task: Task, workspace: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float) -> Verdict:
-    script = task.task_dir / "verify.sh"
-    if not script.is_file():
-        return Verdict(False, None, "", error=f"verify.sh not found at {script}")
+def _script(
+    copy: Path, workspace: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float, box: Sandbox
+) -> Verdict:
+    # bash from the verifier's PATH, which the harness built: nothing of the run dir is on it.
     bash = shutil.which("bash", path=env.get("PATH"))
     if bash is None:
         return Verdict(False, None, "", error="bash not found on PATH; install bash to run script verifiers")
-    return _run(procs, [bash, str(script)], workspace, env, timeout_s)
+    box.expose_tools(bash)
+    return run(procs, [bash, str(copy / "verify.sh")], workspace, env, timeout_s)
 
 
-def _pytest(
-    task: Task, workspace: Path, scratch: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float
-) -> Verdict:
-    source = task.task_dir / "tests"
-    if not source.is_dir():
-        return Verdict(False, None, "", error=f"pytest verifier needs a tests/ directory at {source}")
-    try:
-        import pytest  # noqa: F401  (only to tell a missing runtime from a failing check)
-    except ImportError:
-        return Verdict(False, None, "", error="pytest is not installed in the bench's Python")
-    tests = scratch / "tests"
-    if tests.exists():
-        shutil.rmtree(tests)
-    shutil.copytree(source, tests, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    # Plugin autoloading off: a verifier pays only for pytest itself, not for every plugin
-    # installed beside the bench (the reference paid about 2 s per cell for those).
-    run_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "--tb=short",
-        "-p",
-        "no:cacheprovider",
-        # No ini file, and no conftest.py from any directory above the copied tests.
-        "--rootdir",
-        str(scratch),
-        "-c",
-        os.devnull,
-        "--confcutdir",
-        str(scratch),
-        str(tests),
-    ]
-    verdict = _run(procs, argv, workspace, run_env, timeout_s)
-    if verdict.exit_code in (3, 4, 5):
-        # internal error, usage error, no tests collected: the corpus or the harness is at
-        # fault, not the agent, so this must not count as a failed attempt.
-        why = {3: "pytest crashed", 4: "pytest usage error", 5: "no tests collected"}[verdict.exit_code]
-        return Verdict(False, verdict.exit_code, verdict.output, error=f"pytest verifier: {why} in {source}")
-    return verdict
+def _home_env(home: Path) -> dict[str, str]:
+    return {
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+    }
 
 
-def _run(procs: ProcessTracker, argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> Verdict:
-    try:
-        code, output, timed_out = procs.run(argv, cwd=cwd, env=env, timeout_s=timeout_s)
-    except OSError as err:
-        return Verdict(False, None, "", error=f"verifier failed to start: {err}")
-    if timed_out:
-        return Verdict(False, None, output + f"\nverifier timed out after {timeout_s:g}s", timed_out=True)
-    return Verdict(code == 0, code, output)
-
-
-def verifier_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The verifier's environment: the agent's, minus anything that points at a stash."""
-    return {k: v for k, v in base.items() if not k.startswith("AKM_")}
+def verifier_env(base: Mapping[str, str], run_dir: Path | None = None) -> dict[str, str]:
+    """The verifier's environment: the agent's, minus anything that points at a stash, and with
+    no PATH entry inside the run dir (where the agent could have planted a ``bash``)."""
+    env = {k: v for k, v in base.items() if not k.startswith("AKM_")}
+    if run_dir is not None and "PATH" in env:
+        root = run_dir.resolve()
+        kept = [e for e in env["PATH"].split(os.pathsep) if e and not Path(e).resolve().is_relative_to(root)]
+        env["PATH"] = os.pathsep.join(kept)
+    return env

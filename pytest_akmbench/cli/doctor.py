@@ -21,7 +21,7 @@ from ..cell.akm_check import check_index
 from ..corpus.config import RunConfig, config_options, corpus_near, load_run_config
 from ..corpus.tasks import load_lenient
 from ..errors import BenchError
-from ..system import sandbox
+from ..system import sandbox, sandbox_doctor
 
 
 def _pkg(name: str) -> str | None:
@@ -60,7 +60,11 @@ def _akm_check(options: dict[str, Any], cfg: RunConfig | None) -> tuple[str, str
         return ("WARN" if info.warning else "PASS"), line + "; no corpus here to index a stash of"
     with tempfile.TemporaryDirectory(prefix="akmbench-doctor-") as work:
         try:
-            indexed = check_index(info, tasks[0], corpus / "stashes", Path(work), f"doctor-{os.getpid()}/")
+            # In a cell's sandbox where one works here, as the run's preflight does.
+            mode = "bwrap" if sandbox.probe() is None else "none"
+            indexed = check_index(
+                info, tasks[0], corpus / "stashes", Path(work), f"doctor-{os.getpid()}/", sandbox=mode
+            )
         except BenchError as err:
             return "FAIL", str(err)
     return ("WARN" if info.warning else "PASS"), f"{line}; {indexed}"
@@ -84,7 +88,7 @@ def _tools(options: dict[str, Any]) -> bool:
         except BenchError as err:
             failed = True
             _line("FAIL", name, str(err))
-    status, detail = sandbox.doctor_line()  # a missing sandbox only warns: --bench-sandbox auto runs without
+    status, detail = sandbox_doctor.doctor_line()  # a missing sandbox only warns: --bench-sandbox auto runs without
     _line(status, "sandbox", detail)
     bash = shutil.which("bash")
     _line("PASS" if bash else "FAIL", "bash", bash or "not found; script verifiers need it")

@@ -137,7 +137,7 @@ def _stored_run(
     args: argparse.Namespace, settings: Settings, latest: dict[str, Any] | None, store_dir: Path
 ) -> RunContext:
     """The run the offline report rebuilds: the stores' latest sample, with its agent version,
-    model, run id (unless given) and sandbox."""
+    model, run id (unless given), sandbox and network."""
     if latest is None:
         raise ConfigError(
             f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True
@@ -155,6 +155,7 @@ def _stored_run(
         verify_timeout_s=settings.verify_timeout,
         **run_caps(settings),
         sandbox=latest["fingerprint"].get("sandbox", "none"),
+        network=latest["fingerprint"].get("network", "isolated"),
     )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..system.sandbox import parse_mode
+from ..system.sandbox import parse_mode, parse_network
 from .config_fields import PHASE2_FIELDS as PHASE2_FIELDS
 from .config_fields import PROVIDER_FIELDS as PROVIDER_FIELDS
 from .config_fields import TRACKS as TRACKS
@@ -190,6 +190,7 @@ class Settings:
     floor: int = DEFAULT_FLOOR
     sandbox: str = "auto"  # auto | bwrap | none; after plugin setup, the mode actually used
     sandbox_ro: tuple[Path, ...] = ()
+    network: str = "isolated"  # isolated | host: a sandboxed agent's network
     track: str = "utility"  # utility | attribute | evolve (docs/tracks.md)
     base: Path | None = None  # the attribute track's base report
     top: int = 5  # the attribute track's number of assets masked
@@ -238,6 +239,7 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "floor": ("floor", positive_int),
     "sandbox": (None, parse_mode),
     "sandbox_ro": (None, lambda v: tuple(v) if isinstance(v, (list, tuple)) else (str(v),)),
+    "network": (None, parse_network),
     "track": ("track", parse_track),
     "base": ("base", str),
     "top": (None, positive_int),

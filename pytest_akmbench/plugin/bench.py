@@ -378,6 +378,11 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
         "rootdir": str(near.parent if near is not None else s.rootdir),
         "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
+        # The preflight starts the agent inside a cell's sandbox too (agents/opencode/boundary.py).
+        "sandbox": s.sandbox,
+        "network": s.network,
+        "sandbox_ro": [str(p) for p in s.sandbox_ro],
+        "work_root": str(state.run_dir),
         **_provider_files(s),
         **config_options(cfg),
     }

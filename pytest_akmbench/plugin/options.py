@@ -56,6 +56,12 @@ OPTIONS: list[tuple[str, str, str]] = [
         "Sandbox of each cell's agent: auto (bwrap when it works, else none with a warning; "
         "the default), bwrap, or none",
     ),
+    (
+        "network",
+        "MODE",
+        "Network of a sandboxed agent: isolated (the default: its model only) or host (the machine's "
+        "network, for tasks that need it; recorded in the fingerprint)",
+    ),
     ("track", "NAME", "Track: utility (the default), attribute (needs --bench-base) or evolve (docs/tracks.md)"),
     ("base", "FILE", "Attribute track: the utility report.json whose akm runs are masked asset by asset"),
     ("top", "N", "Attribute track: mask the N most loaded assets of the base (default: 5)"),

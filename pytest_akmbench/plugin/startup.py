@@ -130,6 +130,8 @@ def preflight(config: pytest.Config, state: BenchState) -> None:
                 state.settings.stashes_root,
                 state.run_dir,
                 f"{state.run_id}/preflight",
+                sandbox=state.settings.sandbox,
+                extra=state.settings.sandbox_ro,
             ),
             lambda line: f"preflight: {line}",
         )

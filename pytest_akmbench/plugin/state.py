@@ -117,6 +117,7 @@ class BenchState:
                 transcripts_dir=self.remote.staging if self.remote is not None else self.store_dir,
                 sandbox=s.sandbox,
                 sandbox_ro=s.sandbox_ro,
+                network=s.network,
                 providers=self._providers(),
                 **run_caps(s),
             )

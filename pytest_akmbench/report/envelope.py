@@ -8,11 +8,7 @@ behind the intervals and the verdict, are described in docs/report.md.
 
 from __future__ import annotations
 
-import json
-import platform
-import socket
 import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,6 +19,7 @@ from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
 from . import akm_usage, corpus_diff, lift, metrics, soundness, spend, transfer, workflow
 from . import gates as gates_mod
+from .provenance import provenance, tampering
 from .verdict import verdict
 
 SCHEMA_VERSION = 1
@@ -71,15 +68,6 @@ def ordered_arms(arms: tuple[str, ...]) -> list[str]:
     return [a for a in metrics.ARM_ORDER if a in arms]
 
 
-def _plugin_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("pytest-akmbench")
-    except PackageNotFoundError:
-        return "0.0.0"
-
-
 Rows = dict[str, list[dict[str, Any] | None]]  # arm -> one per-task row (or None) per task
 Outcomes = dict[str, list[list[bool]]]  # arm -> the valid runs' outcomes, per task
 
@@ -124,26 +112,31 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         "asset_regression_candidates": transfer.asset_regression_candidates(akm_runs, regressed_ids),
         "corpus_coverage": transfer.corpus_coverage(inp.tasks, tasks_out, workflow.per_task_compliance(runs)),
         "warnings": warnings,
+        "tamper": tampering(runs),
         "searchBridge": akm_usage.search_bridge(akm_runs, gold_of),
         "runs": [_run_row(s, labels.get(id(s))) for s in runs],
     }
-    wf = workflow.block(inp.tasks, runs)
-    if wf is not None:  # only when a selected task has a workflow spec (docs/report.md)
-        envelope["workflow"] = wf
-        if wf["traces_truncated"]:
-            warnings.append(f"workflow traces truncated: {wf['traces_truncated']} cell(s) checked on a prefix")
+    _add_workflow(envelope, inp.tasks, runs, warnings)
     if inp.baseline is not None:
         envelope["baseline_by_task_id"] = dict(inp.baseline)
     envelope["perAsset"] = akm_usage.per_asset(akm_runs)
     envelope["akm_overhead"] = akm_usage.akm_overhead(akm_runs)
     envelope["flaky_tasks"] = _flaky(tasks_out, arms)
     envelope["floor_coverage"] = floor
-    envelope["provenance"] = _provenance(inp, runs)
+    envelope["provenance"] = provenance(inp, runs)
     envelope["soundness"] = soundness.block(inp.tasks, inp.store_dir)
     envelope["verdict"] = verdict(envelope)
     if inp.gates:
         envelope["gates"] = gates_mod.evaluate(envelope, list(inp.gates), inp.gates_base_dir or inp.cwd or Path.cwd())
     return envelope
+
+
+def _add_workflow(envelope: dict[str, Any], tasks: list[Task], runs: list[dict[str, Any]], warnings: list[str]) -> None:
+    wf = workflow.block(tasks, runs)
+    if wf is not None:  # only when a selected task has a workflow spec (docs/report.md)
+        envelope["workflow"] = wf
+        if wf["traces_truncated"]:
+            warnings.append(f"workflow traces truncated: {wf['traces_truncated']} cell(s) checked on a prefix")
 
 
 def _by_cell(inp: ReportInput, arms: list[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -298,6 +291,14 @@ def _warnings(
             f"akm trajectory not observed for {unobserved} of {len(ran)} akm-arm runs (agent {inp.agent}); "
             "trajectory, failure_modes, searchBridge, perAsset and akm_overhead cover only the observed runs."
         )
+    tampered = tampering(runs)
+    if tampered:
+        named = ", ".join(f"{t['task_id']}[{t['arm']}-s{t['seed']}] ({t['what'][0]})" for t in tampered[:3])
+        out.append(
+            f"tamper suspected in {len(tampered)} of {len(runs)} runs: {named}"
+            + (", …" if len(tampered) > 3 else "")
+            + "; the verifier ran from the harness's own tools, so what was planted was not used (see tamper[])."
+        )
     silent = sum((akm_usage.observed(s) or {}).get("akm_answered") is False for s in ran)
     if silent:
         out.append(
@@ -305,58 +306,6 @@ def _warnings(
             "(see runs[].trajectory.akm_answered); those runs measured the agent without a working treatment."
         )
     return out
-
-
-def _provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    extra = dict(inp.provenance or {})
-    out: dict[str, Any] = {
-        "plugin_version": _plugin_version(),
-        "python": platform.python_version(),
-        "implementation": sys.implementation.name,
-        "platform": platform.platform(terse=True),
-        "host": socket.gethostname(),
-        "agent": {"name": inp.agent, "version": inp.agent_version},
-        "model": inp.model,
-        "opencode_version": extra.pop("opencode_version", inp.agent_version if inp.agent == "opencode" else None),
-        # The samples say which akm they ran with; the caller's (the one the run found) fills in
-        # when none did, e.g. every cell ended before akm was set up.
-        **{k: v if v is not None else extra.pop(k, None) for k, v in _akm_provenance(runs).items()},
-        "providers": _providers(runs, extra.pop("providers", None)),
-        "prompt_versions": sorted({str(s["prompt_version"]) for s in runs if s.get("prompt_version")}),
-        "fingerprints": sorted({str(s["fingerprint_hash"]) for s in runs if s.get("fingerprint_hash")}),
-        # The sandbox the reported samples ran in; a fingerprint without one ran unsandboxed.
-        "sandbox": ",".join(sorted({(s.get("fingerprint") or {}).get("sandbox") or "none" for s in runs})) or None,
-        "samples_from_store": sum(bool(s.get("from_store")) for s in runs),
-        "store": str(inp.store_dir) if inp.store_dir is not None else None,
-    }
-    out.update({k: v for k, v in extra.items() if not k.startswith("akm_")})
-    return out
-
-
-def _providers(runs: list[dict[str, Any]], found: Any) -> Any:
-    """The agent's provider setup the samples record (so the offline ``report`` says the same);
-    the run's own when none does; a list when the samples disagree."""
-    distinct = {json.dumps(s["providers"], sort_keys=True) for s in runs if isinstance(s.get("providers"), dict)}
-    if not distinct:
-        return found
-    got = [json.loads(x) for x in sorted(distinct)]
-    return got[0] if len(got) == 1 else got
-
-
-def _akm_provenance(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Which akm the akm arm's samples ran with, read from the samples themselves (so the
-    offline ``report`` command says the same). A value is a list when the samples disagree."""
-    setups = [s["akm_setup"] for s in runs if isinstance(s.get("akm_setup"), dict)]
-
-    def one(values: list[Any]) -> Any:
-        distinct = sorted({v for v in values if v is not None}, key=str)
-        return None if not distinct else distinct[0] if len(distinct) == 1 else distinct
-
-    return {
-        "akm_version": one([x.get("version") for x in setups]),
-        "akm_sha256": one([x.get("sha256") for x in setups]),
-        "akm_search_mode": one([(x.get("index") or {}).get("search_mode") for x in setups]),
-    }
 
 
 def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
@@ -388,4 +337,5 @@ def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
         "tool_calls": s.get("tool_calls"),
         "transcript": s.get("transcript"),
         "from_store": bool(s.get("from_store", False)),
+        "tamper": s.get("tamper") or None,
     }

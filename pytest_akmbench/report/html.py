@@ -190,6 +190,7 @@ def _provenance(envelope: dict[str, Any]) -> list[str]:
         "akm_version",
         "akm_search_mode",
         "sandbox",
+        "network",
         "samples_from_store",
     )
     rows = [f"<tr>{td(k)}{td(prov.get(k) if prov.get(k) is not None else 'n/a', k)}</tr>" for k in keys if k in prov]

@@ -72,6 +72,8 @@ class ProcessTracker:
         self._dirty = False  # spawned anything since the last kill_all?
         # Set by a sandbox while the agent runs (sandbox.Sandbox.applied): rewrites each argv.
         self.wrap: Callable[[list[str], Path, Mapping[str, str]], list[str]] | None = None
+        # File descriptors every spawn keeps open (the sandbox's lifeline, sandbox.py).
+        self.pass_fds: tuple[int, ...] = ()
 
     def env_with_marker(self, env: Mapping[str, str]) -> dict[str, str]:
         return {**env, MARKER: self.marker_value}
@@ -96,6 +98,7 @@ class ProcessTracker:
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
+            pass_fds=self.pass_fds,
         )
         self._procs.append(proc)
         return proc

@@ -1,4 +1,5 @@
-"""The per-cell filesystem sandbox: an agent, and every command it starts, sees only its cell.
+"""The per-cell sandbox: an agent, every command it starts, and afterwards its verifier, see
+only their cell (docs/architecture.md, "Isolation").
 
 Without it a cell's agent runs as the user and can read anything the user can: the task's
 solution and verifier, the stash fixtures (so the control arm could read the akm arm's
@@ -10,18 +11,22 @@ sandbox), so no namespace code of our own decides what is safe. A cell sees:
   file or directory under ``/etc`` that other users may not read (shadow, ssh host keys,
   private TLS keys, ...), which is masked;
 * fresh ``/proc`` (a PID namespace of its own: no other process is visible, so
-  ``/proc/<pid>/root`` leads nowhere), minimal ``/dev``, private ``/tmp``;
+  ``/proc/<pid>/root`` leads nowhere) with ``/proc/sys`` read-only, minimal ``/dev``, private
+  ``/tmp``;
 * its run dir read-write, at the same absolute path as outside (workspace, private HOME, XDG
   dirs and tmp, opencode's config dir, the akm arm's stash copy and index: akm's index records
   the stash path, so no path may change);
 * read-only: the Python running the harness (``sys.prefix`` and ``sys.base_prefix``), the
   tools the agent adapter exposes (opencode's package, ripgrep), on the akm arm the akm
   executable's directory (or package root) and its interpreter, and ``--bench-sandbox-ro``
-  paths.
+  paths;
+* a network namespace of its own with loopback only; its one way out is the model forwarder
+  (:mod:`forwarder`), relayed to 127.0.0.1:MODEL_PORT inside, unless ``--bench-network host``.
 
-Nothing else: no corpus, no store, no other run dir, no user home. The network is the host's
-(the scripted model listens on 127.0.0.1, real providers need the internet). When running as
-root every capability is dropped inside. Verifiers run outside, after the agent has ended.
+Nothing else: no corpus, no store, no other run dir, no user home, no loopback service of the
+host. Every capability is dropped; when the bench runs as root, the sandbox's first process
+(:mod:`sandbox_init`) switches to an unprivileged uid, to which the run dir is handed. The
+verifier runs after the agent has ended in a sandbox of its own (:func:`for_verifier`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -40,13 +44,30 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from . import sandbox_init
+from .forwarder import Forwarder
 from .procs import reap_dead_orphans
+from .sandbox_paths import python_paths, system_args, tool_paths
 
 MODES = ("auto", "bwrap", "none")
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap) or set AKMBENCH_BWRAP to its path"
-_SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
-# Where /etc symlinks may point for name resolution (systemd-resolved, NetworkManager).
-_RUN_TARGETS = ("resolv.conf", "hosts", "nsswitch.conf")
+# The unprivileged uid and gid a cell runs as when the bench runs as root ("nobody").
+SANDBOX_UID = SANDBOX_GID = 65534
+# Where the model forwarder is reached inside a cell's network namespace.
+MODEL_PORT = 4780
+RELAY_DIR = Path("/run/akmbench")  # where the forwarder's socket is bound inside the sandbox
+NETWORKS = ("isolated", "host")
+# A fresh /proc for the PID namespace, with what writes to the host's kernel read-only.
+_PROC = (
+    "--proc",
+    "/proc",
+    "--ro-bind",
+    "/proc/sys",
+    "/proc/sys",
+    "--ro-bind-try",
+    "/proc/sysrq-trigger",
+    "/proc/sysrq-trigger",
+)
 
 
 def parse_mode(text: str) -> str:
@@ -54,6 +75,13 @@ def parse_mode(text: str) -> str:
     if mode not in MODES:
         raise ValueError(f"expected one of {', '.join(MODES)}, got {text!r}")
     return mode
+
+
+def parse_network(text: str) -> str:
+    network = str(text).strip().lower()
+    if network not in NETWORKS:
+        raise ValueError(f"expected one of {', '.join(NETWORKS)}, got {text!r}")
+    return network
 
 
 def bwrap_binary() -> str | None:
@@ -72,12 +100,19 @@ def _probe(binary: str | None) -> str | None:
         return f"bwrap not found; {INSTALL_HINT}"
     with tempfile.TemporaryDirectory(prefix="akmbench-probe-") as tmp:
         run_dir = Path(tmp)
-        argv = Sandbox("bwrap", run_dir, binary=binary).wrap(["/bin/sh", "-c", "cd / && test -d /proc/1"], run_dir, {})
+        argv = Sandbox("bwrap", run_dir, binary=binary, owned=[run_dir]).wrap(
+            ["/bin/sh", "-c", "cd / && test -d /proc/1"], run_dir, {}
+        )
         try:
             # Its own session: bwrap's inner process outlives the outer one for a moment and may
             # land on us (a subreaper) as a zombie, which procs reaps only outside our session.
             proc = subprocess.run(
-                argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, start_new_session=True
+                argv,
+                capture_output=True,
+                timeout=30,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                pass_fds=Sandbox("bwrap").keep_fds,
             )
         except (OSError, subprocess.TimeoutExpired) as err:
             return f"{binary} does not run: {err}"
@@ -113,135 +148,27 @@ def choose(requested: str) -> tuple[str, str | None]:
     )
 
 
-def doctor_line() -> tuple[str, str]:
-    """(status, detail) for ``doctor``: whether cells would run sandboxed here."""
-    problem = probe()
-    if problem is not None:
-        return "WARN", f"{problem}; with --bench-sandbox auto (the default) cells run unsandboxed"
-    binary = bwrap_binary()
-    try:
-        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        out = "bwrap"
-    return "PASS", f"{out} at {binary} works: cells run sandboxed"
-
-
-# ---------------------------------------------------------------- what a cell sees
-
-
-@functools.cache
-def _system_args() -> tuple[tuple[str, ...], tuple[Path, ...]]:
-    """bwrap arguments for the read-only system and the roots they make visible."""
-    args: list[str] = []
-    roots: list[Path] = []
-    for name in _SYSTEM:
-        path = Path("/") / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
-            roots.append(path)
-    args += _etc_masks(Path("/etc"))
-    for name in _RUN_TARGETS:
-        link = Path("/etc") / name
-        target = link.resolve() if link.is_symlink() else None
-        if target is not None and target.is_file() and target.is_relative_to("/run"):
-            args += ["--ro-bind", str(target), str(target)]
-    return tuple(args), tuple(roots)
-
-
-def _etc_masks(etc: Path) -> list[str]:
-    """Hide what other users may not read: an empty file or dir is mounted over each."""
-    args: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(etc):
-        for name in list(dirnames):
-            full = os.path.join(dirpath, name)
-            try:
-                mode = os.lstat(full).st_mode
-            except OSError:
-                continue
-            if stat.S_ISDIR(mode) and not mode & stat.S_IROTH:
-                args += ["--tmpfs", full]
-                dirnames.remove(name)
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            try:
-                mode = os.lstat(full).st_mode
-            except OSError:
-                continue
-            if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
-                args += ["--ro-bind", "/dev/null", full]
-    return args
-
-
-def python_paths() -> list[Path]:
-    """The prefixes of the Python running the harness (venv and base install)."""
-    found: list[Path] = []
-    for raw in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix):
-        path = Path(raw)
-        for p in (path, path.resolve()):
-            if p not in found:
-                found.append(p)
-    return found
-
-
-def tool_paths(executable: Path) -> list[Path]:
-    """What running ``executable`` needs to see.
-
-    Inside ``node_modules``: its package root (an npm install). A script: its directory
-    (a self-contained tool dir such as ``bun`` + bundle + launcher) and the interpreter of its
-    ``#!`` line with that interpreter's install prefix. A binary: the file itself. The user's
-    home and its parents are never exposed whole.
-    """
-    path = executable.resolve()
-    interp = _shebang(path)
-    parts = path.parts
-    if "node_modules" in parts:
-        i = len(parts) - 1 - parts[::-1].index("node_modules")
-        depth = i + 3 if i + 1 < len(parts) and parts[i + 1].startswith("@") else i + 2
-        wanted = [(Path(*parts[:depth]), path)]
-    else:
-        wanted = [(path.parent if interp is not None else path, path)]
-    if interp is not None:
-        found = interp.resolve()
-        prefix = found.parent.parent
-        # An interpreter is usually <prefix>/bin/<name>; its prefix holds its libraries.
-        wanted.append((prefix if found.parent.name == "bin" and (prefix / "lib").is_dir() else found, found))
-    home = Path.home().resolve()
-    return [fallback if home.is_relative_to(want) else want for want, fallback in wanted]
-
-
-def _shebang(path: Path) -> Path | None:
-    """The interpreter named by a script's ``#!`` line (``env NAME`` looked up on PATH)."""
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(256)
-    except OSError:
-        return None
-    if not first.startswith(b"#!"):
-        return None
-    words = first[2:].decode("utf-8", "replace").split()
-    if not words:
-        return None
-    if Path(words[0]).name == "env":
-        names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-        found = shutil.which(names[0]) if names else None
-        return Path(found) if found else None
-    return Path(words[0])
-
-
 @dataclass
 class Sandbox:
-    """What one cell may see; :meth:`wrap` turns a command into its sandboxed form.
+    """What one sandboxed process tree may see; :meth:`wrap` turns a command into its sandboxed form.
 
-    ``mode`` ``none`` wraps nothing. ``run_dir`` is bound read-write, ``ro`` read-only, both
-    at their own absolute paths (and their resolved paths, where a symlink leads elsewhere).
+    ``mode`` ``none`` wraps nothing. ``run_dir`` (when given) and ``rw`` are bound read-write,
+    ``ro`` read-only, each at its own absolute path (and its resolved path, where a symlink
+    leads elsewhere); ``mounts`` bind a source at another path. ``network`` is ``isolated`` (a
+    namespace with loopback only; :meth:`route_model` adds the one way out) or ``host``.
+    ``owned`` are handed to the sandbox's unprivileged uid before each start when the bench
+    runs as root (docs/architecture.md, "Isolation").
     """
 
     mode: str
-    run_dir: Path
+    run_dir: Path | None = None
     ro: list[Path] = field(default_factory=list)
     binary: str | None = None
+    rw: list[Path] = field(default_factory=list)
+    mounts: list[tuple[Path, Path, bool]] = field(default_factory=list)
+    network: str = "isolated"
+    owned: list[Path] = field(default_factory=list)
+    relay: Path | None = None  # the model forwarder's Unix socket, reached at 127.0.0.1:MODEL_PORT
 
     def expose(self, *paths: Path | str) -> None:
         """Let the cell read these files or directories (missing ones are skipped)."""
@@ -255,12 +182,39 @@ class Sandbox:
         for exe in executables:
             self.expose(*tool_paths(Path(exe)))
 
+    @property
+    def keep_fds(self) -> tuple[int, ...]:
+        """The file descriptors a process started with :meth:`wrap`'s argv must inherit."""
+        return (lifeline(),) if self.mode != "none" and os.geteuid() == 0 else ()
+
+    @property
+    def isolated(self) -> bool:
+        """Whether the processes get a network namespace of their own."""
+        return self.mode != "none" and self.network == "isolated"
+
+    def route_model(self, upstream: str, swaps: Mapping[str, str] | None = None) -> tuple[Forwarder, str]:
+        """Open the way to the model at ``upstream``: (the forwarder, the origin the agent uses).
+
+        Isolated: a Unix socket in a fresh directory beside the run dir, bound into the sandbox
+        and relayed to 127.0.0.1:MODEL_PORT inside it. Otherwise the forwarder listens on the
+        host's loopback. Close the forwarder when the agent has ended.
+        """
+        if not self.isolated:
+            fwd = Forwarder(upstream, swaps)
+            return fwd, fwd.origin()
+        # In the host's /tmp, not beside the run dir: a Unix socket's path holds at most 107 bytes.
+        sock_dir = Path(tempfile.mkdtemp(prefix="akmbench-net-", dir="/tmp" if os.access("/tmp", os.W_OK) else None))
+        sock_dir.chmod(0o755)
+        fwd = Forwarder(upstream, swaps, unix_path=sock_dir / "model.sock")
+        self.relay = fwd.unix_path
+        return fwd, fwd.origin(MODEL_PORT)
+
     def visible(self, path: Path) -> bool:
         """Whether ``path`` exists inside the sandbox (``none``: always)."""
         if self.mode == "none":
             return True
         # Not /tmp: the cell gets a fresh one, the host's is not there.
-        roots = [*_system_args()[1], self.run_dir, *self.ro]
+        roots = [*system_args()[1], *self._writable(), *self.ro, *(dest for _, dest, _ in self.mounts)]
         resolved = path.resolve()
         return any(p.is_relative_to(r) or p.is_relative_to(r.resolve()) for r in roots for p in (path, resolved))
 
@@ -268,8 +222,11 @@ class Sandbox:
         """``argv`` to run instead: bwrap around the command, or the command itself."""
         if self.mode == "none":
             return list(argv)
-        system, _ = _system_args()
-        # --as-pid-1: the command itself is the namespace's init, so bwrap waits for it and leaves
+        system, _ = system_args()
+        drop = os.geteuid() == 0
+        if drop:
+            self._hand_over()
+        # --as-pid-1: the first process is the namespace's init, so bwrap waits for it and leaves
         # no orphan behind; when it ends, or bwrap or the harness dies (--die-with-parent), the
         # kernel kills everything else in the namespace, setsid'd or not.
         args = [
@@ -278,29 +235,76 @@ class Sandbox:
             "--unshare-pid",
             "--as-pid-1",
             "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
         ]
-        if os.geteuid() == 0:
-            args += ["--cap-drop", "ALL"]  # root keeps every capability in the sandbox otherwise
-        args += [*system, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        binds: dict[Path, str] = {}
-        for path in self.ro:
-            for p in (path, path.resolve()):
-                if p.exists() and not self._in_system(p):
-                    binds.setdefault(p, "--ro-bind")
-        for p in (self.run_dir, self.run_dir.resolve()):
-            binds[p] = "--bind"
-        # Parents before children, so a read-write run dir inside a read-only path stays writable.
-        for p in sorted(binds, key=lambda q: (len(q.parts), str(q))):
-            source = p.resolve()
-            args += [binds[p], str(source), str(p)]
-        args += ["--chdir", str(cwd)]
+        if self.isolated:
+            args.append("--unshare-net")
+        if drop:
+            # Only what sandbox_init needs to switch to the unprivileged uid; the switch clears both.
+            args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        init: list[str] = []
+        if drop:
+            init += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--lifeline", str(lifeline())]
+            init += ["--chdir", str(cwd)]
+        if self.relay is not None and self.isolated:
+            init += ["--relay", str(MODEL_PORT), str(RELAY_DIR / self.relay.name)]
+        if init:
+            self.expose(*python_paths())  # sandbox_init runs on the harness's Python
+        args += [*system, *_PROC, "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        args += self._binds()
+        if not drop:  # as root the run dir is the sandbox uid's: sandbox_init enters it after the switch
+            args += ["--chdir", str(cwd)]
         path_env = self._path_with_python(env.get("PATH", ""))
         if path_env is not None:
             args += ["--setenv", "PATH", path_env]
+        if init:
+            return [*args, "--", sys.executable, "-I", "-S", "-c", _init_source(), *init, "--", *argv]
         return [*args, "--", *argv]
 
+    def _writable(self) -> list[Path]:
+        return ([self.run_dir] if self.run_dir is not None else []) + list(self.rw)
+
+    def _binds(self) -> list[str]:
+        """The bind arguments: read-only paths, then read-write ones, parents before children."""
+        binds: dict[Path, tuple[str, Path]] = {}
+        for path in self.ro:
+            for p in (path, path.resolve()):
+                if p.exists() and not self._in_system(p):
+                    binds.setdefault(p, ("--ro-bind", p.resolve()))
+        if self.relay is not None and self.isolated:
+            binds[RELAY_DIR] = ("--ro-bind", self.relay.parent)
+        for path in self._writable():
+            for p in (path, path.resolve()):
+                binds[p] = ("--bind", p.resolve())
+        for source, dest, writable in self.mounts:
+            binds[dest] = ("--bind" if writable else "--ro-bind", source.resolve())
+        args: list[str] = []
+        covered = [*system_args()[1], *binds]
+        # Directories bwrap would make on its own are 0700: the unprivileged uid could not pass.
+        parents = {a for dest in binds for a in dest.parents if not any(a.is_relative_to(c) for c in covered)}
+        for parent in sorted(parents, key=lambda q: (len(q.parts), str(q))):
+            if parent != Path("/"):
+                args += ["--perms", "0755", "--dir", str(parent)]
+        # Parents before children, so a read-write run dir inside a read-only path stays writable.
+        for dest in sorted(binds, key=lambda q: (len(q.parts), str(q))):
+            kind, source = binds[dest]
+            args += [kind, str(source), str(dest)]
+        return args
+
+    def _hand_over(self) -> None:
+        """Give the sandbox's uid what it must write: the run dir the harness made as root."""
+        for root in self.owned:
+            for dirpath, dirnames, filenames in os.walk(root):
+                for name in (dirpath, *(os.path.join(dirpath, n) for n in (*dirnames, *filenames))):
+                    try:
+                        if os.lstat(name).st_uid != SANDBOX_UID:
+                            os.chown(name, SANDBOX_UID, SANDBOX_GID, follow_symlinks=False)
+                    except OSError:
+                        pass
+
     def _in_system(self, path: Path) -> bool:
-        roots = _system_args()[1]
+        roots = system_args()[1]
         return any(path.is_relative_to(r) for r in roots if r != Path("/etc"))
 
     def _path_with_python(self, path_env: str) -> str | None:
@@ -318,17 +322,20 @@ class Sandbox:
         if self.mode == "none":
             yield
             return
-        previous = procs.wrap
+        previous = procs.wrap, procs.pass_fds
         procs.wrap = self.wrap
+        procs.pass_fds = (*procs.pass_fds, *self.keep_fds)
         try:
             yield
         finally:
-            procs.wrap = previous
+            procs.wrap, procs.pass_fds = previous
 
 
-def for_cell(mode: str, run_dir: Path, *, akm: Path | None = None, extra: Sequence[Path] = ()) -> Sandbox:
-    """The sandbox of one cell: its run dir, the harness's Python, akm (akm arm), ``extra``."""
-    box = Sandbox(mode, run_dir)
+def for_cell(
+    mode: str, run_dir: Path, *, akm: Path | None = None, extra: Sequence[Path] = (), network: str = "isolated"
+) -> Sandbox:
+    """The sandbox of one cell's agent: its run dir, the harness's Python, akm (akm arm), ``extra``."""
+    box = Sandbox(mode, run_dir, network=network, owned=[run_dir])
     if mode == "none":
         return box
     box.expose(*python_paths())
@@ -336,3 +343,43 @@ def for_cell(mode: str, run_dir: Path, *, akm: Path | None = None, extra: Sequen
         box.expose_tools(akm)
     box.expose(*extra)
     return box
+
+
+def for_verifier(
+    mode: str,
+    *,
+    rw: Sequence[Path],
+    ro: Sequence[Path],
+    mounts: Sequence[tuple[Path, Path, bool]] = (),
+    owned: Sequence[Path] = (),
+) -> Sandbox:
+    """The sandbox of a verifier: the harness's Python and the task's fresh verifier copy
+    read-only, the agent's workspace (and its home and tmp) read-write, no network at all."""
+    box = Sandbox(mode, rw=list(rw), mounts=list(mounts), owned=list(owned), network="isolated")
+    if mode == "none":
+        return box
+    box.expose(*python_paths(), *ro)
+    return box
+
+
+def open_route(box: Sandbox | None, upstream: str, swaps: Mapping[str, str]) -> tuple[Forwarder, str]:
+    """The model's forwarder for a cell with or without a sandbox: (forwarder, origin)."""
+    if box is None:
+        fwd = Forwarder(upstream, swaps)
+        return fwd, fwd.origin()
+    return box.route_model(upstream, swaps)
+
+
+@functools.cache
+def lifeline() -> int:
+    """The read end of this process's lifeline: its write end stays open, unshared, for as long
+    as this process lives, so a sandbox holding the read end sees EOF only when we are gone."""
+    read_end, _write_end = os.pipe()
+    return read_end
+
+
+@functools.cache
+def _init_source() -> str:
+    """sandbox_init's code without its docstring: it is on every sandboxed process's command line."""
+    text = Path(sandbox_init.__file__).read_text(encoding="utf-8")
+    return text[text.index('"""', 3) + 3 :].lstrip()

@@ -132,6 +132,21 @@ class TestWhatInvalidates:
         changes the akm cells."""
         assert root.hash("akm", **change) != root.hash("akm")
 
+    def test_a_sandboxed_agents_host_network_invalidates(self, root: Root) -> None:
+        """--bench-network host is another measurement than the isolated default; unsandboxed
+        cells have the host's network either way, so it does not change theirs."""
+        isolated = root.hash("noakm", sandbox="bwrap")
+        assert root.hash("noakm", sandbox="bwrap", network="host") != isolated
+        assert root.hash("noakm", sandbox="bwrap", network="isolated") == isolated
+        assert root.hash("noakm", network="host") == root.hash("noakm")
+
+    def test_samples_from_before_the_cell_boundary_do_not_count(self, root: Root) -> None:
+        """A sample stored before the verifier ran sandboxed (boundary 2) could hold a forged pass:
+        its fingerprint, the same but for the boundary, does not match a cell's now."""
+        fp = cell_fingerprint(Cell(root.task(), "noakm", 1), root.ctx())
+        old = {k: v for k, v in fp.items() if k != "boundary"}
+        assert fingerprint_hash(old) != fingerprint_hash(fp)
+
     @pytest.mark.parametrize("change", [{"budget_tokens": 999}, {"budget_wall_ms": 19000}])
     def test_run_default_budget_invalidates_tasks_without_their_own(self, root: Root, change: dict[str, Any]) -> None:
         """The run's default budget applies to a task that declares none, so it is part of that
@@ -232,8 +247,9 @@ class TestStoredSamplesStayValid:
             "budget",
             "akm",
             "sandbox",
+            "boundary",
         }
-        assert fp["prompt_version"] == prompts.prompt_version("akm")
+        assert fp["prompt_version"] == prompts.prompt_version("akm") and fp["boundary"] == 2
         entry = setup_digest("local/m", "local", {"options": {"baseURL": "http://a:1/v1"}}, "p.json")
         with_file = cell_fingerprint(Cell(root.task(), "noakm", 1), root.ctx(providers=entry))
         assert set(with_file) - set(fp) == {"providers"} and with_file["providers"] == entry["digest"]

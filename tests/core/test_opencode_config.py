@@ -91,14 +91,15 @@ def test_config_and_env(tmp_path, monkeypatch):
     agent.rg = exe(tmp_path / "tools" / "rg")
     agent.choice = choose_model(None, {"providers": str(providers_file(tmp_path)), "env": {"HOME": "/nowhere"}})
     agent._secret_env = {"LOCAL_KEY": "value"}
+    agent._placeholders = {"LOCAL_KEY": "akmbench-placeholder-local_key-0123"}
     run_dir = tmp_path / "cell"
     (run_dir / "workspace").mkdir(parents=True)
-    config = agent._config("local/m", None, 5)
-    # The key goes into the private config file, not into the environment every tool command sees.
-    assert config["provider"]["local"]["options"]["apiKey"] == "value"
-    assert (
-        agent._config("local/m", None, 5, resolve=False)["provider"]["local"]["options"]["apiKey"] == "{env:LOCAL_KEY}"
-    )
+    config = agent._config("local/m", "http://127.0.0.1:4780/v1", 5)
+    # The key stays with the harness's forwarder: the cell's config holds a placeholder for it, and
+    # the forwarder's address as the base URL (system/forwarder.py).
+    options = config["provider"]["local"]["options"]
+    assert options["apiKey"] == "akmbench-placeholder-local_key-0123" and "value" not in json.dumps(config)
+    assert options["baseURL"] == "http://127.0.0.1:4780/v1"
     assert config["snapshot"] is False and config["share"] == "disabled" and config["$schema"]
     scripted = OpencodeAgent()
     scripted.choice = choose_model("scripted/hang", {})

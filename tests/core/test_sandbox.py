@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import http.server
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -21,7 +23,7 @@ from pytest_akmbench.cell.context import Cell, RunContext, fingerprint
 from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.system import sandbox
+from pytest_akmbench.system import sandbox, sandbox_doctor
 from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
 from tests.support import real_akm
 from tests.support.bwrap import require_bwrap
@@ -52,7 +54,13 @@ def run_in(box: sandbox.Sandbox, script: str, env: dict[str, str] | None = None)
     cwd = box.run_dir / "workspace"
     env = env or env_for(box.run_dir)
     return subprocess.run(
-        box.wrap(["/bin/bash", "-c", script], cwd, env), cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+        box.wrap(["/bin/bash", "-c", script], cwd, env),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        pass_fds=box.keep_fds,
     )
 
 
@@ -135,6 +143,58 @@ def test_system_read_only_secrets_masked_processes_hidden(cell: Path) -> None:
     assert int(pids) < 10, "the cell must see only its own processes"
     caps = run_in(box, "grep CapEff /proc/self/status").stdout.split()[-1]
     assert int(caps, 16) == 0, "no capability survives inside, even for root"
+
+
+def test_a_cell_is_unprivileged_and_its_network_is_loopback_only(cell: Path) -> None:
+    """What doctor measures: no capability, no new privileges, /proc/sys read-only, loopback
+    only, and when the bench runs as root an unprivileged uid (issue 28, item 5)."""
+    require_bwrap()
+    assert sandbox_doctor.inspect() == {
+        "uid": "unprivileged",
+        "capabilities": "none",
+        "new privileges": "none",
+        "/proc/sys": "read-only",
+        "network": "loopback only",
+    }
+    box = sandbox.for_cell("bwrap", cell)
+    done = run_in(box, "cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern; echo $?; id -u")
+    code, uid = done.stdout.split()
+    assert code != "0" and (uid == str(sandbox.SANDBOX_UID) if os.geteuid() == 0 else uid == str(os.geteuid()))
+    assert (cell / "workspace").stat().st_uid == (sandbox.SANDBOX_UID if os.geteuid() == 0 else os.geteuid())
+
+
+def test_the_models_forwarder_is_the_only_way_out(cell: Path) -> None:
+    """Inside, 127.0.0.1:MODEL_PORT reaches the model through the relay and the forwarder; the
+    host's loopback does not exist there. With --bench-network host it is the host's again."""
+    require_bwrap()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    fetch = "python3 -I -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())'"
+    try:
+        box = sandbox.for_cell("bwrap", cell)
+        fwd, origin = box.route_model(f"http://127.0.0.1:{port}/v1", {})
+        try:
+            assert origin == f"http://127.0.0.1:{sandbox.MODEL_PORT}"
+            inside = run_in(box, f"{fetch} {origin}/v1/x; {fetch} http://127.0.0.1:{port}/v1/x || echo DENIED")
+        finally:
+            fwd.close()
+        assert inside.stdout.split() == ["hello", "DENIED"], inside
+        host = sandbox.for_cell("bwrap", cell, network="host")
+        assert run_in(host, f"{fetch} http://127.0.0.1:{port}/v1/x").stdout.split() == ["hello"]
+    finally:
+        server.shutdown()
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *args: object) -> None:
+        pass
 
 
 def test_no_regular_file_of_the_user_home(cell: Path) -> None:

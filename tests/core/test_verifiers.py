@@ -7,9 +7,11 @@ or the environment (no verify.sh, a pytest verifier that collects nothing, pytes
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import sys
+import sysconfig
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 from pytest_akmbench.cell.verifiers import TAIL_CHARS, Verdict, verifier_env, verify
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.system.procs import ProcessTracker
+from tests.support.bwrap import require_bwrap
 from tests.support.corpus import write_stash, write_task
 
 
@@ -186,7 +189,8 @@ class TestPytest:
             task, workspace=workspace, final_text="", scratch=scratch, env=env, procs=procs, timeout_s=30.0
         )
         assert verdict.passed is True
-        assert sorted(p.name for p in (scratch / "tests").iterdir()) == sorted(
+        (copy,) = scratch.glob("task-*")
+        assert sorted(p.name for p in (copy / "tests").iterdir()) == sorted(
             p.name for p in (task.task_dir / "tests").iterdir() if p.name not in ("__pycache__", ".pytest_cache")
         )
 
@@ -262,3 +266,144 @@ def test_unknown_kind_is_an_error(case: Case) -> None:
     odd = Task(**{**{f: getattr(task, f) for f in task.__dataclass_fields__}, "verifier": "manual"})
     verdict = case.verify(odd)
     assert verdict == Verdict(False, None, "", error="unknown verifier kind 'manual'")
+
+
+class TestWhatTheAgentLeftBehind:
+    """Files the agent wrote do not stand in for the verifier's tools (issue 28)."""
+
+    def test_a_workspace_pytest_is_never_imported(self, case: Case) -> None:
+        task = case.task("a/shadow", verifier="pytest")
+        fake = "import sys\nprint('1 passed')\nsys.exit(0)\n"
+        files = {"out.txt": "bye\n", "pytest.py": fake, "sitecustomize.py": fake, "_pytest.py": fake}
+        verdict = case.verify(task, files=files)
+        assert (verdict.passed, verdict.exit_code) == (False, 1) and "assert 'bye' == 'hello'" in verdict.output
+
+    def test_the_agents_modules_are_still_importable_after_the_standard_library(self, case: Case) -> None:
+        """Tests import the agent's module by name; a workspace json.py does not replace json."""
+        tests = "import json\nimport solution\n\ndef test_x():\n    assert solution.ok and json.dumps(1) == '1'\n"
+        task = case.task("a/imports2", verifier="pytest", tests=tests)
+        verdict = case.verify(task, files={"solution.py": "ok = True\n", "json.py": "raise SystemExit(9)\n"})
+        assert verdict.passed is True, verdict.output
+
+    def test_exit_0_without_a_passed_test_is_not_a_pass(self, case: Case) -> None:
+        tests = "import solution\n\ndef test_x():\n    assert solution.ok\n"
+        task = case.task("a/exit0", verifier="pytest", tests=tests)
+        verdict = case.verify(task, files={"solution.py": "import os\nos._exit(0)\n"})
+        assert (verdict.passed, verdict.exit_code, verdict.error) == (False, 0, None)
+        assert (
+            verdict.tamper == "pytest exited 0 without writing its report (tamper suspected: the process ended early)"
+        )
+
+    def test_every_test_skipped_is_not_a_pass(self, case: Case) -> None:
+        tests = "import pytest\n\ndef test_x():\n    pytest.skip('not today')\n"
+        verdict = case.verify(case.task("a/skips", verifier="pytest", tests=tests))
+        assert (verdict.passed, verdict.tamper) == (False, None)
+        assert verdict.output.endswith("no test passed: 1 collected, 1 skipped")
+
+    def test_an_agent_cannot_make_its_failure_a_harness_error(self, case: Case) -> None:
+        """The tests collect nothing only because the agent's module skips them: the same tests
+        run on the starting workspace, so the attempt failed (an error would not count)."""
+        tests = "import solution\n\ndef test_x():\n    assert solution.ok\n"
+        task = case.task("a/hide", verifier="pytest", tests=tests)
+        skip = "import pytest\npytest.skip('no', allow_module_level=True)\n"
+        verdict = case.verify(task, files={"solution.py": skip})
+        assert (verdict.passed, verdict.exit_code, verdict.error) == (False, 5, None)
+        assert verdict.output.endswith(
+            "no tests collected on the agent's workspace, while the tests run on the starting one: "
+            "the agent's files are at fault"
+        )
+
+    def test_tests_find_the_workspace_beside_them(self, case: Case) -> None:
+        """akm-bench's tests read ``Path(__file__).parent.parent / "workspace"``: the task's own
+        layout, with the agent's workspace in it."""
+        tests = (
+            "from pathlib import Path\n\n"
+            "def test_x():\n"
+            "    assert (Path(__file__).parent.parent / 'workspace' / 'out.txt').read_text() == 'hello\\n'\n"
+        )
+        task = case.task("a/layout", verifier="pytest", tests=tests)
+        assert case.verify(task, files={"out.txt": "hello\n"}).passed is True
+        assert case.verify(task, files={"out.txt": "bye\n"}).passed is False
+
+    def test_the_solution_is_not_in_the_verifiers_copy(self, case: Case) -> None:
+        task = case.task("a/nosolve", verify="test ! -e solution/solve.sh && test -e verify.sh && echo hello\n")
+        (task.task_dir / "verify.sh").write_text(
+            'cd "$(dirname "$0")" && test -e verify.sh && test ! -e solution && test -d workspace\n'
+        )
+        assert case.verify(task).passed is True
+
+    def test_a_user_site_in_the_agents_home_does_not_reach_the_verifiers_python(self, case: Case) -> None:
+        """A .pth the agent left in its HOME's user site would run in every python3 a script starts:
+        the verifier has a HOME of its own."""
+        home = case.base / "agent-home"
+        site = home / ".local" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+        site.mkdir(parents=True)
+        (site / "evil.pth").write_text("import sys; sys.stdout.write('PWNED ')\n")
+        task = case.task("a/usersite", verify='out=$(python3 -c \'print(1)\'); echo "$out"; test "$out" = 1\n')
+        verdict = case.verify(task, env={"PATH": os.environ["PATH"], "HOME": str(home)})
+        assert verdict.passed is True and "PWNED" not in verdict.output, verdict.output
+
+    def test_verifier_env_takes_nothing_of_the_run_dir_on_path(self, tmp_path: Path) -> None:
+        run_dir = tmp_path / "cell"
+        (run_dir / "bin").mkdir(parents=True)
+        env = {"PATH": f"{run_dir / 'bin'}:/usr/bin:/bin", "HOME": str(run_dir / "home")}
+        assert verifier_env(env, run_dir) == {"PATH": "/usr/bin:/bin", "HOME": str(run_dir / "home")}
+
+
+class TestInItsSandbox:
+    """With bubblewrap the verifier runs in a sandbox of its own (issue 28): nothing of the host
+    but the system, the bench's Python and the task's copy; no network; not root."""
+
+    @pytest.fixture(autouse=True)
+    def _bwrap(self) -> None:
+        require_bwrap()
+
+    def boxed(self, case: Case, task: Task, files: dict[str, str]) -> tuple[Verdict, Path]:
+        workspace = case.base / uuid.uuid4().hex / "workspace"
+        workspace.mkdir(parents=True)
+        for name, text in files.items():
+            (workspace / name).write_text(text)
+        procs = ProcessTracker(f"test-verifiers/{uuid.uuid4().hex}")
+        verdict = verify(
+            task,
+            workspace=workspace,
+            final_text="",
+            scratch=case.base / "scratch",
+            env={"PATH": os.environ["PATH"]},
+            procs=procs,
+            timeout_s=60.0,
+            sandbox="bwrap",
+        )
+        return verdict, workspace
+
+    def test_the_verifier_reaches_nothing_of_the_host(self, case: Case) -> None:
+        site = sysconfig.get_paths()["purelib"]
+        tag = uuid.uuid4().hex[:10]
+        check = (
+            "import os, socket, sys\n\n"
+            "def attempt(fn):\n"
+            "    try:\n        fn()\n        return 'OK'\n"
+            "    except Exception as err:\n        return type(err).__name__\n\n"
+            "def test_x():\n"
+            "    s = socket.socket()\n    s.settimeout(2)\n"
+            "    found = {\n"
+            f"        'corpus': attempt(lambda: open({str(case.tasks)!r} + '/a/reach/solution/solve.sh').read()),\n"
+            f"        'venv': attempt(lambda: open({site!r} + '/akmbench_probe_{tag}.py', 'w').write('x')),\n"
+            "        'sysctl': attempt(lambda: open('/proc/sys/kernel/core_pattern', 'w').write("
+            "open('/proc/sys/kernel/core_pattern').read())),\n"
+            "        'net': attempt(lambda: s.connect(('1.1.1.1', 53))),\n"
+            "        'uid0': 'yes' if os.getuid() == 0 else 'no',\n"
+            "    }\n"
+            "    open('found.txt', 'w').write(repr(found))\n"
+        )
+        task = case.task("a/reach", verifier="pytest", tests=check)
+        verdict, workspace = self.boxed(case, task, {})
+        assert verdict.passed is True, verdict.output
+        found = ast.literal_eval((workspace / "found.txt").read_text())
+        assert found["uid0"] == "no" and all(v != "OK" for k, v in found.items() if k != "uid0"), found
+        assert not (Path(site) / f"akmbench_probe_{tag}.py").exists()
+
+    def test_a_script_verifier_runs_in_the_tasks_layout(self, case: Case) -> None:
+        task = case.task("a/boxed", verify='test -d "$(dirname "$0")/workspace" && grep -qx hello out.txt\n')
+        assert self.boxed(case, task, {"out.txt": "hello\n"})[0].passed is True
+        assert self.boxed(case, task, {"out.txt": "bye\n"})[0].passed is False

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents.opencode.scripted import ScriptedModel
-from tests.support import opencode
+from tests.support import opencode, real_akm
+from tests.support.bwrap import require_bwrap
 from tests.support.http import answering, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,3 +142,46 @@ def test_a_harness_error_keeps_opencodes_log(project: Path) -> None:
     assert log.is_file() and log.parent.is_relative_to(project / "store") and (log.stat().st_mode & 0o077) == 0
     assert "==> " in log.read_text()
     assert not any((project / "cells").rglob("cell-*")), "the run dir itself is gone"
+
+
+def test_the_preflight_looks_from_inside_a_cells_sandbox(project: Path) -> None:
+    """With the sandbox, the preflight also starts opencode and reaches the model from inside a
+    sandbox made as a cell's, and says so."""
+    require_bwrap()
+    with ScriptedModel() as server:
+        url = server.register("preflight", "idle")
+        proc = bench(project, "--bench-model", "local/m", "--bench-providers", str(providers(project, url)))
+    out = proc.stdout + proc.stderr
+    assert (
+        f"akmbench: preflight: local/m at {url}: answers; opencode starts and reaches the model inside the cell "
+        "sandbox (isolated network) (" in out
+    ), out
+
+
+def test_an_akm_whose_runtime_the_sandbox_does_not_show_stops_the_run(project: Path, tmp_path: Path) -> None:
+    """A launcher that execs bun from a place the cell's sandbox does not expose indexes fine
+    outside and fails in every cell: the preflight indexes inside the sandbox and stops the run
+    with one line, before any cell or store."""
+    require_bwrap()
+    real = real_akm.get()
+    bun = ROOT / ".tools" / "node_modules" / "@oven" / "bun-linux-x64" / "bin" / "bun"
+    launcher = tmp_path / "launcher" / "akm"
+    launcher.parent.mkdir()
+    launcher.write_text(f'#!/bin/sh\nexec "{bun}" "{real.path.parent / "akm.js"}" "$@"\n')
+    launcher.chmod(0o755)
+    assert subprocess.run([str(launcher), "--version"], capture_output=True, text=True).stdout.strip() == real.version
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-seeds", "1", "--bench-tasks", TASK]
+        + ["--bench-model", "scripted/oracle", "--bench-akm", str(launcher)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=_env(),
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4, out
+    (line,) = [ln for ln in out.splitlines() if "preflight: akm" in ln]
+    assert f"preflight: akm {real.version} at {launcher} cannot index stash 'tidectl' inside the cell sandbox" in line
+    assert "expose what it runs with --bench-sandbox-ro" in line and "Traceback" not in out
+    assert not (project / "store").exists() and not (project / "report").exists() and "collected" not in out

@@ -1,14 +1,19 @@
-"""Item 12: a real provider's key never reaches a tool command, a stored text or a report.
+"""A real provider's key never enters the cell: not its environment, not its config, not a file of
+its run dir; so no tool command, transform of it, stored text or report can hold it.
 
 A whole bench through pytest with the real opencode binary and a providers file whose provider
 is the project's scripted server, reached through ``{env:...}`` references like a real one:
-the base URL's path and the API key both come from the environment.
+the base URL's path and the API key both come from the environment. The cell's config holds a
+placeholder; the harness's forwarder (system/forwarder.py) puts the key on the request on its way
+out, which the server confirms.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -16,7 +21,6 @@ import uuid
 from pathlib import Path
 
 from pytest_akmbench.agents.opencode.scripted import ScriptedModel
-from pytest_akmbench.store.scrub import REDACTED
 from tests.support import opencode
 from tests.support.corpus import write_stash, write_task
 
@@ -34,7 +38,17 @@ def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:
     token = uuid.uuid4().hex
     with ScriptedModel() as server:
         # A curious agent: its environment, then the config opencode was given, then the task.
-        server.register(token, "oracle", commands=["env | sort", 'cat "$OPENCODE_CONFIG"', "echo hello > out.txt"])
+        server.register(
+            token,
+            "oracle",
+            commands=[
+                "env | sort",
+                'cat "$OPENCODE_CONFIG"',
+                'cat "$OPENCODE_CONFIG" | base64 -w0',
+                'cat "$OPENCODE_CONFIG" | rev',
+                "echo hello > out.txt",
+            ],
+        )
         (tmp_path / "providers.json").write_text(
             json.dumps(
                 {
@@ -94,24 +108,30 @@ def test_key_stays_out_of_tools_store_and_report(tmp_path: Path) -> None:
             text=True,
             timeout=180,
         )
+        seen = server.authorization(token)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
+    assert seen == {f"Bearer {secret}"}  # the key reached the model, through the forwarder
     assert secret not in out and token not in out
     store, report = tmp_path / "store", tmp_path / "report"
     (sample,) = [json.loads(line) for line in (store / "samples.jsonl").read_text().splitlines()]
     assert sample["outcome"] == "pass"
     transcript = (store / sample["transcript"]).read_text()
     assert "PATH=" in transcript and "LOCAL_API_KEY" not in transcript  # `env` ran, and had no key to show
-    assert REDACTED in transcript  # the config the agent printed held the key: scrubbed
-    for path in [*store.rglob("*"), *report.rglob("*")]:
-        if path.is_file():
-            data = path.read_bytes()
-            assert secret.encode() not in data and token.encode() not in data, path
-    # A kept run dir's config and opencode's stderr are rewritten without the key (opencode's
-    # own database keeps what the agent printed: the README says to keep such dirs private).
-    (config,) = (tmp_path / "cells").rglob("opencode/opencode.json")
-    assert secret not in config.read_text() and "{env:LOCAL_API_KEY}" in config.read_text()
-    assert secret.encode() not in (config.parent / "stderr.log").read_bytes()
+    assert "akmbench-placeholder-local_api_key-" in transcript  # the config the agent printed held no key
+    # Nothing the run wrote or kept holds the key, as it is, reversed or base64-encoded: neither
+    # the store, nor the report, nor the kept run dir (opencode's database and its WAL included).
+    kept = tmp_path / "cells"
+    files = [p for p in [*store.rglob("*"), *report.rglob("*"), *kept.rglob("*")] if p.is_file() and not p.is_symlink()]
+    assert any(p.name.endswith("-wal") or p.suffix == ".db" for p in files)  # opencode's database was kept
+    for path in files:
+        data = path.read_bytes()
+        for form in (secret, secret[::-1], token):
+            assert form.encode() not in data, path
+        for run in re.findall(rb"[A-Za-z0-9+/]{24,}", data):
+            for start in range(4):  # the key may sit at any offset of an encoded run
+                piece = run[start:][: (len(run) - start) // 4 * 4]
+                assert secret.encode() not in base64.b64decode(piece), path
     # Nothing in the store is readable by anyone but its owner.
     for path in [store, *store.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)

@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import time
+import urllib.parse
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,12 +46,15 @@ from typing import Any
 
 from ...cell.rundir import hide_akm
 from ...store.scrub import Scrubber
+from ...system.forwarder import Forwarder
+from ...system.sandbox import open_route
 from ..base import AgentRequest, AgentResult, SessionInfo
 from . import agentlog
 from .binaries import OFFLINE_ENV, locate_opencode, locate_rg, read_version
+from .boundary import check_inside
 from .events import EventStream
 from .model import choose_model
-from .preflight import check_provider
+from .preflight import DEFAULT_BASE_URLS, check_provider
 from .providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from .scripted import ScriptedModel
 from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
@@ -101,6 +106,9 @@ class OpencodeAgent:
         self.scripted: ScriptedModel | None = None
         self.scripted_totals: dict[str, dict[str, int]] = {}
         self._secret_env: dict[str, str] = {}
+        self._placeholders: dict[str, str] = {}  # {env:VAR} -> what the cell's config holds instead
+        self._swaps: dict[str, str] = {}  # placeholder -> the value the forwarder puts back
+        self._boundary: dict[str, Any] = {}
         self._env_source: Mapping[str, str] = os.environ
         self.secrets: list[str] = []  # the harness scrubs these from everything it stores
         self.warnings: list[str] = []  # for the run's terminal and report
@@ -124,7 +132,13 @@ class OpencodeAgent:
             )
         env = options.get("env") or os.environ
         self._env_source = env
+        # Where the preflight looks from inside a cell (agents/opencode/boundary.py).
+        self._boundary = {k: options.get(k) for k in ("sandbox", "network", "sandbox_ro", "work_root")}
         self._secret_env = check_env_vars(choice, env)
+        self._placeholders = {
+            var: f"akmbench-placeholder-{var.lower()}-{secrets.token_hex(8)}" for var in self._secret_env
+        }
+        self._swaps = {self._placeholders[var]: value for var, value in self._secret_env.items()}
         self.secrets = secret_values(choice.providers, env)
         self._scrub = Scrubber(self.secrets)
         # A local xdist worker is given the version its controller read from the same binary.
@@ -159,39 +173,22 @@ class OpencodeAgent:
         cfg_dir.mkdir(parents=True, exist_ok=True)
         warnings: list[str] = []
         token = uuid.uuid4().hex
-        if self.choice.scripted:
-            if self.scripted is None:
-                return AgentResult(error="scripted model server is not running")
-            base_url = self.scripted.register(
-                token,
-                self.choice.policy or "idle",
-                request.task,
-                request.arm,
-                request.run_dir,
-                akm_line=request.akm_line,
-            )
-        else:
-            base_url = None
-        config_path = cfg_dir / "opencode.json"
+        route: Forwarder | None = None
         try:
+            route, base_url = self._route(request, token)
             config = self._config(model, base_url, request.limits.wall_s)
+            config_path = cfg_dir / "opencode.json"
             fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(config, fh, indent=2)
-            os.chmod(config_path, 0o600)
             env = self._env(request, cfg_dir, config_path, warnings)
             result = self._spawn_and_watch(request, model, env, cfg_dir, warnings)
+        except (OSError, ValueError) as err:
+            return AgentResult(error=f"cannot reach the model from the cell: {err}")
         finally:
-            if self._secret_env and config_path.exists():
-                # A kept run dir (--bench-keep-runs) must not hold the resolved keys.
-                config_path.write_text(
-                    json.dumps(self._config(model, base_url, request.limits.wall_s, resolve=False), indent=2),
-                    encoding="utf-8",
-                )
-            stderr_log = cfg_dir / "stderr.log"
-            if self._scrub and stderr_log.exists():
-                stderr_log.write_bytes(self._scrub.bytes(stderr_log.read_bytes()))
-            if self.scripted is not None and base_url is not None:
+            if route is not None:
+                route.close()
+            if self.scripted is not None and self.choice.scripted:
                 self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
                 self.scripted.unregister(token)
         if result.error is not None:  # a harness error: keep opencode's own log, which the run dir takes along
@@ -199,12 +196,72 @@ class OpencodeAgent:
             result.error += f"; opencode's log: {kept}" if kept else ""
         return result
 
-    def preflight(self) -> str:
-        """One minimal request to the model through the provider entry the cells will get."""
+    def _route(self, request: AgentRequest, token: str) -> tuple[Forwarder, str]:
+        """The cell's one way to its model (system/forwarder.py): (the forwarder, the base URL the
+        cell's config gets). The provider's key stays with the forwarder: the cell's config holds
+        a placeholder, swapped for the key on the way out."""
         assert self.choice is not None
-        return check_provider(self.choice, self._env_source)
+        if self.choice.scripted:
+            if self.scripted is None:
+                raise ValueError("scripted model server is not running")
+            self.scripted.register(
+                token,
+                self.choice.policy or "idle",
+                request.task,
+                request.arm,
+                request.run_dir,
+                akm_line=request.akm_line,
+            )
+        upstream, cell_path = self._endpoint(token)
+        forwarder, origin = open_route(request.sandbox, upstream, self._swaps)
+        return forwarder, origin + cell_path
 
-    def _config(self, model: str, base_url: str | None, wall_s: float, *, resolve: bool = True) -> dict[str, Any]:
+    def _endpoint(self, token: str) -> tuple[str, str]:
+        """(the model's real base URL, the path and query of the base URL the cell is given)."""
+        assert self.choice is not None
+        if self.choice.scripted:
+            assert self.scripted is not None
+            upstream = cell_base = self.scripted.base_url(token)
+        else:
+            entry = self.choice.provider_entry or {}
+            written = (entry.get("options") or {}).get("baseURL") or DEFAULT_BASE_URLS.get(self.choice.provider_key)
+            if not written:
+                raise ValueError(f"provider {self.choice.provider_key!r} has no options.baseURL")
+            upstream = resolve_env_refs(str(written), self._secret_env)
+            cell_base = resolve_env_refs(str(written), self._placeholders)
+        parts = urllib.parse.urlsplit(cell_base)
+        return upstream, parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
+
+    def preflight(self) -> str:
+        """One minimal request to the model through the provider entry the cells will get, then
+        opencode's start and the way to the model from inside a cell's sandbox."""
+        assert self.choice is not None and self.binary is not None and self.rg is not None
+        line = check_provider(self.choice, self._env_source)
+        opts = self._boundary
+        if opts.get("sandbox", "none") == "none" or not opts.get("work_root"):
+            return line
+        token = uuid.uuid4().hex
+        if self.scripted is not None:
+            self.scripted.register(token, "idle")
+        try:
+            upstream, cell_path = self._endpoint(token)
+            inside = check_inside(
+                mode=str(opts["sandbox"]),
+                network=str(opts.get("network") or "isolated"),
+                work_root=Path(str(opts["work_root"])),
+                tools=[self.binary, self.rg],
+                version_argv=[str(self.binary), "--version"],
+                upstream=upstream,
+                cell_path=cell_path,
+                swaps=self._swaps,
+                extra=[Path(p) for p in opts.get("sandbox_ro") or ()],
+            )
+        finally:
+            if self.scripted is not None:
+                self.scripted.unregister(token)
+        return line if inside is None else f"{line}; {inside}"
+
+    def _config(self, model: str, base_url: str, wall_s: float) -> dict[str, Any]:
         assert self.choice is not None
         config: dict[str, Any] = {
             "$schema": SCHEMA_URL,
@@ -216,7 +273,7 @@ class OpencodeAgent:
             "autoupdate": False,
             "permission": dict(PERMISSION),
         }
-        if base_url is not None:
+        if self.choice.scripted:
             timeout_ms = int(min(60000, max(1000, wall_s * 1000)))
             policy = self.choice.policy or "idle"
             config["provider"] = {
@@ -238,10 +295,11 @@ class OpencodeAgent:
                     },
                 }
             }
-        elif self.choice.provider_entry is not None:
-            # Resolved here, into the 0600 config, rather than passed as environment variables:
-            # every tool command the agent runs inherits opencode's environment.
-            entry = resolve_env_refs(self.choice.provider_entry, self._secret_env if resolve else {})
+        else:
+            # The entry as written, its {env:VAR} values replaced by placeholders and its base URL
+            # by the forwarder's: no key, and no other value of the user's environment, in the cell.
+            entry = resolve_env_refs(self.choice.provider_entry or {}, self._placeholders)
+            entry["options"] = {**(entry.get("options") or {}), "baseURL": base_url}
             config["provider"] = {self.choice.provider_key: entry}
         return config
 
@@ -303,7 +361,7 @@ class OpencodeAgent:
                 return AgentResult(error=f"cannot start opencode ({self.binary}): {err}")
         budget, idle = watch(proc, stream, request, started, self._scrub)
         elapsed = time.monotonic() - started
-        stderr_text = self._scrub.text(tail(stderr_path))
+        stderr_text = self._scrub.text(tail(stderr_path, request.run_dir))
         stream_warnings(stream, stderr_text, warnings)
         result = agent_result(request, proc.returncode, stream, warnings)
         if budget is not None:

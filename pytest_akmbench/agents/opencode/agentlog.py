@@ -13,15 +13,9 @@ import os
 from pathlib import Path
 
 from ...store.scrub import Scrubber
+from ...system.untrusted import read_inside
 
 LIMIT = 256 * 1024  # the tail of each file: what led up to the error
-
-
-def _tail(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, fh.tell() - LIMIT))
-        return fh.read()
 
 
 def keep(run_dir: Path, transcript: Path, scrub: Scrubber) -> Path | None:
@@ -38,7 +32,8 @@ def keep(run_dir: Path, transcript: Path, scrub: Scrubber) -> Path | None:
         with os.fdopen(fd, "wb") as out:
             for source in sources:
                 out.write(f"==> {source.relative_to(run_dir)} <==\n".encode())
-                out.write(scrub.bytes(_tail(source)))
+                # The agent could have swapped a log for a link to any file: only its own are read.
+                out.write(scrub.bytes(read_inside(source, run_dir, limit=LIMIT, tail=True) or b""))
                 out.write(b"\n")
     except OSError:
         return None

@@ -50,6 +50,8 @@ class ScriptedCell:
     run_dir: Path | None
     commands: list[str] | None = None
     akm_line: str | None = None
+    # The Authorization headers the cell's requests carried (tests: the forwarder adds the key).
+    authorization: set[str] = field(default_factory=set)
     totals: dict[str, int] = field(
         default_factory=lambda: {
             "requests": 0,

@@ -167,6 +167,12 @@ class ScriptedModel:
             cell = self._cells.get(token)
             return dict(cell.totals) if cell else dict(ScriptedCell("idle", None, "", None).totals)
 
+    def authorization(self, token: str) -> set[str]:
+        """The Authorization headers this cell's requests carried so far."""
+        with self._lock:
+            cell = self._cells.get(token)
+            return set(cell.authorization) if cell else set()
+
     def _cell(self, token: str) -> ScriptedCell | None:
         with self._lock:
             return self._cells.get(token)
@@ -194,6 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
         if cell is None:
             self._json(404, {"error": {"message": "unknown scripted cell", "type": "invalid_request_error"}})
             return
+        with self.scripted._lock:
+            cell.authorization.add(self.headers.get("Authorization") or "")
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:

@@ -3,7 +3,6 @@ budgets enforced, and what the run's end means (docs/opencode.md)."""
 
 from __future__ import annotations
 
-import os
 import queue
 import subprocess
 import threading
@@ -11,6 +10,7 @@ import time
 from pathlib import Path
 
 from ...store.scrub import Scrubber
+from ...system.untrusted import read_inside
 from ..base import AgentRequest, AgentResult, Limits
 from .events import EventStream
 
@@ -148,12 +148,6 @@ def failure(stream: EventStream, returncode: int | None, stderr_text: str) -> st
     return None
 
 
-def tail(path: Path, limit: int = 8192) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - limit))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+def tail(path: Path, root: Path, limit: int = 8192) -> str:
+    """The end of a log the agent's sandbox could have replaced: only a regular file in ``root``."""
+    return (read_inside(path, root, limit=limit, tail=True) or b"").decode("utf-8", "replace")

@@ -1,0 +1,78 @@
+"""A verifier's verdict, how a verifier's process is run, and the sandbox it runs in
+(docs/architecture.md, "Isolation"); shared by the verifier kinds (cell/verifiers.py,
+cell/pytest_verifier.py)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..system.procs import ProcessTracker
+from ..system.sandbox import Sandbox, for_verifier
+
+TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    passed: bool
+    exit_code: int | None
+    output: str
+    error: str | None = None
+    timed_out: bool = False
+    tamper: str | None = None  # why the verdict itself looks forged (a pytest that never reported)
+
+    @property
+    def tail(self) -> str:
+        return self.output[-TAIL_CHARS:]
+
+
+def run(procs: ProcessTracker, argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> Verdict:
+    try:
+        code, output, timed_out = procs.run(argv, cwd=cwd, env=env, timeout_s=timeout_s)
+    except OSError as err:
+        return Verdict(False, None, "", error=f"verifier failed to start: {err}")
+    if timed_out:
+        return Verdict(False, None, output + f"\nverifier timed out after {timeout_s:g}s", timed_out=True)
+    return Verdict(code == 0, code, output)
+
+
+def fresh(scratch: Path, prefix: str) -> Path:
+    """A new directory in ``scratch`` (several verifier runs may share one scratch)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+
+
+@contextmanager
+def verifier_box(
+    mode: str,
+    copy: Path,
+    workspace: Path,
+    writable: Sequence[Path],
+    procs: ProcessTracker,
+) -> Iterator[tuple[Sandbox, Path]]:
+    """While active, ``procs`` starts everything in the verifier's sandbox: ``workspace`` (also
+    at ``copy/workspace``), ``writable`` and a fresh output directory (given) read-write, the
+    task's copy and the bench's Python read-only, no network."""
+    out = fresh(copy.parent, "out-")
+    if mode == "none":  # no mount: the task's layout is made with a link instead
+        place = copy / "workspace"
+        if place.is_symlink() or place.is_file():
+            place.unlink()
+        elif place.is_dir():
+            place.rmdir()
+        place.symlink_to(workspace)
+    box = for_verifier(
+        mode,
+        rw=[workspace, *writable, out],
+        ro=[copy],
+        mounts=[(workspace, copy / "workspace", True)],
+        # The sandbox's uid (when the bench runs as root) must write them: an agent that wrote its
+        # files from the harness's own process left them root's.
+        owned=[workspace, *writable, out],
+    )
+    with box.applied(procs):
+        yield box, out

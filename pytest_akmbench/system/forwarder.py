@@ -1,0 +1,268 @@
+"""One cell's way to its model: a small HTTP forwarder the harness runs outside the sandbox.
+
+A sandboxed cell has its own network namespace with loopback only (docs/architecture.md,
+"Isolation"); its one way out is this forwarder, reached through a Unix socket bound into the
+sandbox (the sandbox's first process relays 127.0.0.1:PORT inside to it), or on the host's
+loopback when the cell is not network-isolated. It forwards requests under the upstream base
+URL's path to that URL and nothing else: not the host's other loopback services, not another
+cell's scripted endpoint, not the internet.
+
+It also keeps the provider's key out of the cell: the cell's config holds a placeholder for each
+secret, and the forwarder swaps placeholders for the real values in the request line and headers
+(never in a body, so an agent cannot have the key echoed back by the model). Upstream answers
+are streamed back as they arrive (server-sent events stay live), with any secret value masked.
+
+One request per connection (``Connection: close``): simple, and the clients (opencode's HTTP
+stack) open a new connection for the next request.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+HEAD_LIMIT = 256 * 1024
+BODY_LIMIT = 64 * 1024 * 1024
+CHUNK = 65536
+_HOP = frozenset(
+    (
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    )
+)
+
+
+class BadRequest(Exception):
+    pass
+
+
+class Forwarder:
+    """Listens on ``unix_path`` (or 127.0.0.1 on a free port) and forwards to ``upstream``.
+
+    ``swaps`` maps each placeholder the cell was given to the secret it stands for. ``close``
+    stops listening and cuts every connection still open (a cell's end must not wait on a
+    hung model).
+    """
+
+    def __init__(self, upstream: str, swaps: Mapping[str, str] | None = None, *, unix_path: Path | None = None) -> None:
+        parts = urllib.parse.urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"model forwarder: upstream {upstream!r} is not an http(s) URL")
+        self.scheme = parts.scheme
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.netloc = parts.netloc.rsplit("@", 1)[-1]
+        self.base_path = "/" + parts.path.strip("/") if parts.path.strip("/") else ""
+        self.swaps = {k: v for k, v in (swaps or {}).items() if k and v}
+        self.secrets = [v.encode() for v in self.swaps.values()]
+        self.unix_path = unix_path
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        if unix_path is not None:
+            self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listener.bind(str(unix_path))
+            os.chmod(unix_path, 0o666)  # the sandbox's unprivileged uid connects to it
+        else:
+            self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="akmbench-model-forwarder")
+        self._thread.start()
+
+    @property
+    def tcp_port(self) -> int:
+        return int(self._listener.getsockname()[1]) if self.unix_path is None else 0
+
+    def origin(self, port: int | None = None) -> str:
+        """Where a cell reaches the forwarder: its host loopback port, or ``port`` in the cell's
+        own network namespace, which the sandbox relays to the Unix socket."""
+        return f"http://127.0.0.1:{port or self.tcp_port}"
+
+    def close(self) -> None:
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        with self._lock:
+            conns = list(self._open)
+            self._open.clear()
+        for sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        self._thread.join(timeout=5)
+        if self.unix_path is not None:
+            try:
+                self.unix_path.unlink()
+                self.unix_path.parent.rmdir()  # the directory made for this socket alone
+            except OSError:
+                pass
+
+    def __enter__(self) -> Forwarder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ serving
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self._track(conn)
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _track(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.add(sock)
+
+    def _untrack(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(sock)
+        sock.close()
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            reader: BinaryIO = conn.makefile("rb")
+            try:
+                method, target, headers, body = _read_request(reader)
+            except BadRequest as err:
+                _answer(conn, 400, str(err))
+                return
+            path = self._swap(target)
+            if not _under(urllib.parse.urlsplit(path).path, self.base_path):
+                _answer(conn, 403, f"the cell's model forwarder reaches only {self.base_path or '/'}")
+                return
+            self._forward(conn, method, path, headers, body)
+        except OSError:
+            pass
+        finally:
+            self._untrack(conn)
+
+    def _forward(
+        self, conn: socket.socket, method: str, path: str, headers: list[tuple[str, str]], body: bytes
+    ) -> None:
+        cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+        upstream = cls(self.host, self.port, timeout=None)
+        try:
+            out = {name: self._swap(value) for name, value in headers if name.lower() not in _HOP}
+            out["Host"] = self.netloc
+            out["Accept-Encoding"] = "identity"  # so a secret in an answer can be masked
+            try:
+                upstream.request(method, path, body=body or None, headers=out)
+                if upstream.sock is not None:
+                    self._track(upstream.sock)
+                response = upstream.getresponse()
+            except (OSError, http.client.HTTPException) as err:
+                _answer(conn, 502, f"model forwarder: {self.netloc} unreachable ({err})")
+                return
+            head = [f"HTTP/1.1 {response.status} {response.reason}"]
+            head += [f"{k}: {v}" for k, v in response.getheaders() if k.lower() not in _HOP]
+            head += ["Connection: close", "", ""]
+            conn.sendall(self._mask("\r\n".join(head).encode("latin-1")))
+            while True:
+                data = response.read1(CHUNK)
+                if not data:
+                    break
+                conn.sendall(self._mask(data))
+        finally:
+            if upstream.sock is not None:
+                self._untrack(upstream.sock)
+            upstream.close()
+
+    def _swap(self, text: str) -> str:
+        for placeholder, value in self.swaps.items():
+            text = text.replace(placeholder, value)
+        return text
+
+    def _mask(self, data: bytes) -> bytes:
+        for secret in self.secrets:
+            data = data.replace(secret, b"*" * len(secret))
+        return data
+
+
+def _under(path: str, base: str) -> bool:
+    if not base:
+        return True
+    normal = "/" + "/".join(p for p in path.split("/") if p)
+    return ".." not in path.split("/") and (normal == base or normal.startswith(base + "/"))
+
+
+def _read_request(reader: BinaryIO) -> tuple[str, str, list[tuple[str, str]], bytes]:
+    """(method, target, headers, body) of one HTTP/1.1 request."""
+    line = reader.readline(HEAD_LIMIT)
+    words = line.decode("latin-1").split()
+    if len(words) != 3 or not words[2].startswith("HTTP/"):
+        raise BadRequest("malformed request line")
+    headers: list[tuple[str, str]] = []
+    size = len(line)
+    while True:
+        raw = reader.readline(HEAD_LIMIT)
+        size += len(raw)
+        if size > HEAD_LIMIT:
+            raise BadRequest("request head too large")
+        if raw in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = raw.decode("latin-1").partition(":")
+        headers.append((name.strip(), value.strip()))
+    fields = {k.lower(): v for k, v in headers}
+    if "chunked" in fields.get("transfer-encoding", "").lower():
+        body = _dechunk(reader)
+    else:
+        length = int(fields.get("content-length") or 0)
+        if length < 0 or length > BODY_LIMIT:
+            raise BadRequest("request body too large")
+        body = reader.read(length) if length else b""
+    return words[0], words[1], headers, body
+
+
+def _dechunk(reader: BinaryIO) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        size_line = reader.readline(1024).split(b";")[0].strip()
+        try:
+            size = int(size_line, 16)
+        except ValueError:
+            raise BadRequest("malformed chunk") from None
+        if size == 0:
+            while reader.readline(HEAD_LIMIT) not in (b"\r\n", b"\n", b""):
+                pass
+            return b"".join(parts)
+        total += size
+        if total > BODY_LIMIT:
+            raise BadRequest("request body too large")
+        parts.append(reader.read(size))
+        reader.readline(16)
+
+
+def _answer(conn: socket.socket, status: int, message: str) -> None:
+    data = json.dumps({"error": {"message": message, "type": "forwarder_error"}}).encode()
+    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}.get(status, "Error")
+    head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    try:
+        conn.sendall(head.encode() + data)
+    except OSError:
+        pass

@@ -1,0 +1,136 @@
+"""The model forwarder (system/forwarder.py): a cell's one way to its model, holding the key."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import pytest
+
+from pytest_akmbench.system.forwarder import Forwarder
+
+SECRET = "sk-test-0123456789abcdef"
+PLACEHOLDER = "akmbench-placeholder-key-42"
+
+
+class Upstream(BaseHTTPRequestHandler):
+    seen: ClassVar[list[dict[str, Any]]] = []
+    protocol_version = "HTTP/1.1"
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if self.path.endswith("/echo-key"):  # an upstream that quotes the key back
+            data = f"Incorrect API key provided: {SECRET}".encode()
+            self.send_response(401)
+        elif self.path.endswith("/stream"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for i in range(3):
+                self.wfile.write(f"data: {i}\n\n".encode())
+                self.wfile.flush()
+            return
+        else:
+            data = json.dumps({"ok": True}).encode()
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def upstream() -> Iterator[str]:
+    Upstream.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/c/tok/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def call(url: str, **headers: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=b'{"model": "m"}', headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_the_key_is_put_on_the_request_on_its_way_out(upstream: str) -> None:
+    with Forwarder(upstream, {PLACEHOLDER: SECRET}) as fwd:
+        status, body = call(fwd.origin() + "/c/tok/v1/chat/completions", Authorization=f"Bearer {PLACEHOLDER}")
+    assert (status, json.loads(body)) == (200, {"ok": True})
+    (seen,) = Upstream.seen
+    assert seen == {"path": "/c/tok/v1/chat/completions", "auth": f"Bearer {SECRET}", "body": b'{"model": "m"}'}
+
+
+def test_a_placeholder_in_a_body_stays_a_placeholder(upstream: str) -> None:
+    """Only the request line and headers are swapped: a model asked to echo the placeholder
+    never sees, so never echoes, the key."""
+    with Forwarder(upstream, {PLACEHOLDER: SECRET}) as fwd:
+        request = urllib.request.Request(
+            fwd.origin() + "/c/tok/v1/chat/completions", data=PLACEHOLDER.encode(), method="POST"
+        )
+        urllib.request.urlopen(request, timeout=10).read()
+    assert Upstream.seen[0]["body"] == PLACEHOLDER.encode()
+
+
+def test_only_the_models_own_path_is_forwarded(upstream: str) -> None:
+    """Not the server's other paths (another scripted cell's), not a way out of the path."""
+    with Forwarder(upstream, {}) as fwd:
+        for path in ("/", "/c/other/v1/chat/completions", "/c/tok/v1/../../other/v1/x", "/c/tokx/v1"):
+            status, body = call(fwd.origin() + path)
+            assert status == 403 and b"reaches only /c/tok/v1" in body, path
+    assert Upstream.seen == []
+
+
+def test_a_key_an_answer_echoes_is_masked(upstream: str) -> None:
+    with Forwarder(upstream, {PLACEHOLDER: SECRET}) as fwd:
+        status, body = call(fwd.origin() + "/c/tok/v1/echo-key")
+    assert status == 401 and SECRET.encode() not in body and b"*" * len(SECRET) in body
+
+
+def test_a_stream_is_carried_as_it_comes(upstream: str) -> None:
+    with Forwarder(upstream, {}) as fwd:
+        status, body = call(fwd.origin() + "/c/tok/v1/stream")
+    assert (status, body) == (200, b"data: 0\n\ndata: 1\n\ndata: 2\n\n")
+
+
+def test_an_unreachable_model_is_a_502_naming_it(upstream: str) -> None:
+    with Forwarder("http://127.0.0.1:9/v1", {}) as fwd:
+        status, body = call(fwd.origin() + "/v1/chat/completions")
+    assert status == 502 and b"model forwarder: 127.0.0.1:9 unreachable" in body
+
+
+def test_closing_cuts_a_hung_request(upstream: str) -> None:
+    """A cell's end must not wait on a hung model: close() cuts open connections."""
+    import socket
+    import time
+
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen()
+    fwd = Forwarder(f"http://127.0.0.1:{hung.getsockname()[1]}/v1", {})
+    results: list[object] = []
+    thread = threading.Thread(target=lambda: results.append(call(fwd.origin() + "/v1/x")))
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    fwd.close()
+    thread.join(timeout=10)
+    hung.close()
+    assert not thread.is_alive() and time.monotonic() - started < 6
