@@ -94,6 +94,10 @@ class Forwarder:
         own network namespace, which the sandbox relays to the Unix socket."""
         return f"http://127.0.0.1:{port or self.tcp_port}"
 
+    @property
+    def closed(self) -> bool:
+        return self._listener.fileno() == -1
+
     def close(self) -> None:
         try:
             self._listener.shutdown(socket.SHUT_RDWR)

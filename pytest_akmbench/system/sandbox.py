@@ -31,6 +31,7 @@ verifier runs after the agent has ended in a sandbox of its own (:func:`for_veri
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import shutil
@@ -168,7 +169,7 @@ class Sandbox:
     mounts: list[tuple[Path, Path, bool]] = field(default_factory=list)
     network: str = "isolated"
     owned: list[Path] = field(default_factory=list)
-    relay: Path | None = None  # the model forwarder's Unix socket, reached at 127.0.0.1:MODEL_PORT
+    route: Forwarder | None = None  # the model's forwarder on a Unix socket, relayed to 127.0.0.1:MODEL_PORT
 
     def expose(self, *paths: Path | str) -> None:
         """Let the cell read these files or directories (missing ones are skipped)."""
@@ -184,8 +185,11 @@ class Sandbox:
 
     @property
     def keep_fds(self) -> tuple[int, ...]:
-        """The file descriptors a process started with :meth:`wrap`'s argv must inherit."""
-        return (lifeline(),) if self.mode != "none" and os.geteuid() == 0 else ()
+        """The file descriptors a process started with :meth:`wrap`'s argv must inherit: the
+        sandbox init's code and, as root, the lifeline."""
+        if self.mode == "none":
+            return ()
+        return (_init_source(), lifeline()) if os.geteuid() == 0 else (_init_source(),)
 
     @property
     def isolated(self) -> bool:
@@ -205,9 +209,15 @@ class Sandbox:
         # In the host's /tmp, not beside the run dir: a Unix socket's path holds at most 107 bytes.
         sock_dir = Path(tempfile.mkdtemp(prefix="akmbench-net-", dir="/tmp" if os.access("/tmp", os.W_OK) else None))
         sock_dir.chmod(0o755)
-        fwd = Forwarder(upstream, swaps, unix_path=sock_dir / "model.sock")
-        self.relay = fwd.unix_path
-        return fwd, fwd.origin(MODEL_PORT)
+        self.route = Forwarder(upstream, swaps, unix_path=sock_dir / "model.sock")
+        return self.route, self.route.origin(MODEL_PORT)
+
+    @property
+    def relay(self) -> Path | None:
+        """The forwarder's socket while it is open: processes started after it closed (akm's log
+        read after the agent) get no way out at all."""
+        route = self.route
+        return route.unix_path if route is not None and not route.closed and self.isolated else None
 
     def visible(self, path: Path) -> bool:
         """Whether ``path`` exists inside the sandbox (``none``: always)."""
@@ -247,7 +257,7 @@ class Sandbox:
         if drop:
             init += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--lifeline", str(lifeline())]
             init += ["--chdir", str(cwd)]
-        if self.relay is not None and self.isolated:
+        if self.relay is not None:
             init += ["--relay", str(MODEL_PORT), str(RELAY_DIR / self.relay.name)]
         if init:
             self.expose(*python_paths())  # sandbox_init runs on the harness's Python
@@ -259,7 +269,7 @@ class Sandbox:
         if path_env is not None:
             args += ["--setenv", "PATH", path_env]
         if init:
-            return [*args, "--", sys.executable, "-I", "-S", "-c", _init_source(), *init, "--", *argv]
+            return [*args, "--", *_init_argv(), *init, "--", *argv]
         return [*args, "--", *argv]
 
     def _writable(self) -> list[Path]:
@@ -272,7 +282,7 @@ class Sandbox:
             for p in (path, path.resolve()):
                 if p.exists() and not self._in_system(p):
                     binds.setdefault(p, ("--ro-bind", p.resolve()))
-        if self.relay is not None and self.isolated:
+        if self.relay is not None:
             binds[RELAY_DIR] = ("--ro-bind", self.relay.parent)
         for path in self._writable():
             for p in (path, path.resolve()):
@@ -379,7 +389,17 @@ def lifeline() -> int:
 
 
 @functools.cache
-def _init_source() -> str:
-    """sandbox_init's code without its docstring: it is on every sandboxed process's command line."""
-    text = Path(sandbox_init.__file__).read_text(encoding="utf-8")
-    return text[text.index('"""', 3) + 3 :].lstrip()
+def _init_source() -> int:
+    """A file descriptor holding sandbox_init's code, read by the sandbox's first process: the
+    code is not on every sandboxed process's command line (ps, a test's process matching)."""
+    fd = os.memfd_create("akmbench-sandbox-init", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+    os.write(fd, Path(sandbox_init.__file__).read_bytes())
+    # Sealed: no process that inherits it (root in the next sandbox before its switch) may run
+    # anything but this code.
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def _init_argv() -> list[str]:
+    fd = _init_source()
+    return [sys.executable, "-I", "-S", "-c", f"import os;exec(os.pread({fd},1<<20,0))"]

@@ -1,7 +1,7 @@
 """The first process inside a cell's sandbox (docs/architecture.md, "Isolation").
 
-It runs as ``python -I -S -c <this file's text> [--uid U --gid G --lifeline FD --chdir DIR]
-[--relay PORT SOCKET] -- argv``,
+It runs as ``python -I -S -c <exec this file's text, from an inherited memfd> [--uid U --gid G
+--lifeline FD --chdir DIR] [--relay PORT SOCKET] -- argv``,
 started by bubblewrap as the namespace's PID 1, and is plain standard library so it needs
 nothing of the package inside the sandbox. Two jobs, both of which must happen inside:
 
@@ -127,6 +127,11 @@ def main(args: list[str]) -> int:
     argv = args[args.index("--") + 1 :]
     ids, relay = _option(args, "--uid", 3), _option(args, "--relay", 2)
     lifeline, cwd = _option(args, "--lifeline", 1), _option(args, "--chdir", 1)
+    # Nothing the harness passed in reaches the command but its stdio (this code's own file
+    # among them); the lifeline stays with us alone.
+    keep = int(lifeline[0]) if lifeline is not None else 2
+    os.closerange(3, keep)
+    os.closerange(max(3, keep + 1), 1 << 16)
     if relay is not None:
         _relay(int(relay[0]), relay[1])  # bound before the switch: whatever the port
     if ids is not None:

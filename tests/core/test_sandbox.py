@@ -161,6 +161,8 @@ def test_a_cell_is_unprivileged_and_its_network_is_loopback_only(cell: Path) -> 
     code, uid = done.stdout.split()
     assert code != "0" and (uid == str(sandbox.SANDBOX_UID) if os.geteuid() == 0 else uid == str(os.geteuid()))
     assert (cell / "workspace").stat().st_uid == (sandbox.SANDBOX_UID if os.geteuid() == 0 else os.geteuid())
+    # Nothing the harness handed the sandbox's first process (its code, the lifeline) is inherited.
+    assert set(run_in(box, "ls /proc/$$/fd; true").stdout.split()) <= {"0", "1", "2", "255"}
 
 
 def test_the_models_forwarder_is_the_only_way_out(cell: Path) -> None:

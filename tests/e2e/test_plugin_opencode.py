@@ -182,6 +182,9 @@ def test_local_workers_take_the_controllers_probes(project: Path) -> None:
         *("--bench-model", "scripted/oracle", "--bench-tasks", "tidectl/drain-cell", "-n", "2"),
         *("--bench-opencode", str(wrappers["opencode"][0]), "--bench-akm", str(wrappers["akm"][0])),
         *("-k", "no-cell-is-named-so"),  # the workers start, configure and collect; no cell runs
+        # The wrappers log beside themselves and exec binaries a cell's sandbox does not show: the
+        # preflight from inside a cell (an opencode --version of its own) would refuse them.
+        *("--bench-sandbox", "none"),
     )
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == pytest.ExitCode.NO_TESTS_COLLECTED and "2 workers" in out, out

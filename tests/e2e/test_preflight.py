@@ -119,7 +119,7 @@ def test_a_model_that_answers_runs_the_cells_through_the_same_entry(project: Pat
         proc = bench(project, "--bench-model", "local/m", "--bench-providers", str(providers(project, url)), "-v")
         totals = server.totals("preflight")
     out = proc.stdout + proc.stderr
-    assert f"akmbench: preflight: local/m at {url}: answers (" in out, out
+    assert f"akmbench: preflight: local/m at {url}: answers; opencode starts and reaches the model inside " in out, out
     assert "akmbench: agent opencode " in out and " started, model local/m (" in out
     report = json.loads((project / "report" / "report.json").read_text())
     (run,) = report["runs"]

@@ -287,9 +287,9 @@ def check_env_vars(choice: ModelChoice, env: Mapping[str, str]) -> dict[str, str
 def resolve_env_refs(node: Any, values: Mapping[str, str]) -> Any:
     """A copy of ``node`` with every ``{env:VAR}`` of ``values`` replaced by its value.
 
-    The adapter writes the resolved provider entry into the cell's private (0600) opencode
-    config, so the variables themselves need not be in the agent's environment, where every
-    tool command (an agent running ``env``) would see them.
+    The harness resolves the provider's URL with the real values for the model forwarder and the
+    entry with placeholders for the cell's config (docs/opencode.md, "Configuration"), so neither
+    the variables nor their values are in the agent's environment or its files.
     """
     if isinstance(node, str):
         return _ENV_REF.sub(lambda m: values.get(m.group(1), m.group(0)), node)
