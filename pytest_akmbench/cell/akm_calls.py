@@ -45,6 +45,19 @@ class Call:
         return self.args[0] if self.verb == "search" and self.args else None
 
     @property
+    def logged_query(self) -> str | None:
+        """The query akm logs a search event under for this call, or None if it logs none:
+        ``search`` (no query is akm's default, ""), akm 0.7's ``curate Q`` (which searches Q) and
+        ``wiki search NAME Q``."""
+        if self.verb == "search":
+            return self.query or ""
+        if self.verb == "curate":
+            return self.args[0] if self.args else None
+        if self.verb == "wiki" and self.args[:1] == ("search",) and len(self.args) >= 3:
+            return self.args[2]
+        return None
+
+    @property
     def ref(self) -> str | None:
         return self.args[0] if self.verb in ("show", "feedback") and self.args else None
 

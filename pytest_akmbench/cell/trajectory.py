@@ -12,10 +12,20 @@ empty or artefacts. Here two sources are combined:
    Without akm's log (an akm that keeps none) it is the only source of akm operations: a call
    counts only when its command did not fail.
 
-Only the adapter's own summary (``AgentResult.akm``) is used when there is no transcript.
-Everything returned is plain builtins (it crosses xdist and lands in the sample store) and
-bounded: at most :data:`MAX_ACTIONS` actions and :data:`transcript.MAX_RESULTS` refs per search. The
-transcript is read by :mod:`transcript`. Pure: no pytest.
+akm's log lies in the cell's run dir, where the agent can write, so it is evidence only where
+the transcript backs it (:func:`akm_evidence.cross_check`): each event needs an akm call the
+agent made that akm logs such an event for (a search of the same query, a show or feedback of
+the same asset), at the time of that call; each call stands for one event. Events no call
+stands for get no credit and are counted (``unconfirmed_events``) and warned about: akm's log
+was tampered with, or akm ran where the transcript cannot see it (docs/akm.md, "akm's log,
+cross-checked").
+
+Only the adapter's own summary (``AgentResult.akm``) is used when there is no transcript; with
+akm's log it stands in for the transcript's calls (without times), and without either akm's
+log is not credited at all. Everything returned is plain builtins (it crosses xdist and lands
+in the sample store) and bounded: at most :data:`MAX_ACTIONS` actions and
+:data:`transcript.MAX_RESULTS` refs per search. The transcript is read by :mod:`transcript`.
+Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from typing import Any
 
 from ..corpus.tasks import Task
 from . import akm
+from .akm_evidence import cross_check, describe
 from .transcript import Transcript, cap_refs
 
 MAX_ACTIONS = 100
@@ -37,11 +48,11 @@ def ref_matches(ref: str | None, gold: str | None) -> bool:
     return akm.same_asset(ref, gold)
 
 
-def _from_events(events: list[dict[str, Any]], gold: str | None, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """akm operations as akm logged them; show sizes borrowed from the matching transcript call."""
-    sizes = [c for c in calls if c["kind"] == "show" and c.get("bytes") is not None]
+def _from_events(matched: list[tuple[dict[str, Any], dict[str, Any]]], gold: str | None) -> list[dict[str, Any]]:
+    """akm operations as akm logged them; a show's size is its call's output when that call ran
+    akm alone."""
     ops: list[dict[str, Any]] = []
-    for e in events:
+    for e, call in matched:
         if e["kind"] == "search":
             ops.append(
                 {
@@ -55,18 +66,13 @@ def _from_events(events: list[dict[str, Any]], gold: str | None, calls: list[dic
                 }
             )
         elif e["kind"] == "show":
-            size = next(
-                (c for c in sizes if akm.same_asset(c["ref"], e["ref"]) or akm.same_asset(e["ref"], c["ref"])), None
-            )
-            if size is not None:
-                sizes.remove(size)
             ops.append(
                 {
                     "kind": "show",
                     "ref": e["ref"],
                     "t_ms": e["t_ms"],
                     "ok": True,
-                    "bytes": size["bytes"] if size else None,
+                    "bytes": call.get("bytes") if call["kind"] == "show" else None,
                 }
             )
         else:
@@ -78,12 +84,17 @@ def _from_calls(calls: list[dict[str, Any]], gold: str | None) -> list[dict[str,
     ops = []
     for c in calls:
         if c["kind"] in AKM_VERBS and c["ok"] is not False:
-            op = {k: v for k, v in c.items() if k != "exit"}
+            op = {k: v for k, v in c.items() if k not in ("exit", "t_end")}
             if c["kind"] == "search":
                 op["hit_count"] = None if c["results"] is None else len(c["results"])
                 op["gold_rank"] = _rank(c["results"], gold)
             ops.append(op)
     return ops
+
+
+def _agent_calls(summary: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The akm calls an adapter's summary reports, as untimed calls of unknown status."""
+    return [{**op, "ok": None} for op in (_from_agent(summary) if summary else [])]
 
 
 def _from_agent(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -182,12 +193,28 @@ def _analyse(
             source = "transcript"
         except OSError as err:
             warnings.append(f"transcript unreadable: {err}")
+    unconfirmed: list[dict[str, Any]] | None = None
     if events is not None:
-        ops = _from_events(events, gold, seen.calls)
-        source = source or "akm_events"
-        confirmed = sum(1 for c in seen.calls if c["ok"] and c["kind"] in AKM_VERBS)
-        if confirmed > len(ops):
-            warnings.append(f"{confirmed - len(ops)} akm call(s) the transcript shows succeeding are not in akm's log")
+        if source is None and agent_akm:
+            source, calls, where = "akm_events", _agent_calls(agent_akm), "the agent's own account of its calls"
+        else:
+            calls, where = seen.calls, "the transcript"
+        matched, unconfirmed = cross_check(events, calls)
+        ops, events = _from_events(matched, gold), [e for e, _ in matched]
+        if unconfirmed and source is None:
+            warnings.append(
+                f"no transcript: the {len(unconfirmed)} akm event(s) in akm's log cannot be checked against the "
+                "agent's akm calls (akm log unconfirmed); none credited, and the trajectory is not observed"
+            )
+        elif unconfirmed:
+            warnings.append(
+                f"{len(unconfirmed)} akm event(s) in akm's log match no akm call in {where} "
+                f"(akm log tampered or unconfirmed): {describe(unconfirmed)}; none credited"
+            )
+        served = {id(c) for _, c in matched}
+        missing = sum(1 for c in seen.calls if c["ok"] and c["kind"] in AKM_VERBS and id(c) not in served)
+        if missing:
+            warnings.append(f"{missing} akm call(s) the transcript shows succeeding are not in akm's log")
     elif source == "transcript":
         ops = _from_calls(seen.calls, gold)
     elif agent_akm:
@@ -205,7 +232,10 @@ def _analyse(
         if c["kind"] in AKM_VERBS and len(actions) < MAX_ACTIONS
     )
     answered, broken = liveness(seen.calls, events)
-    return _summary(task, source, events is not None, ops, actions, seen, answered, broken, agent_started_ms, warnings)
+    trajectory = _summary(task, source, events is not None, ops, actions, seen, answered, broken, agent_started_ms)
+    trajectory["unconfirmed_events"] = None if unconfirmed is None else len(unconfirmed)
+    trajectory["warnings"] = warnings
+    return trajectory
 
 
 def _summary(
@@ -218,9 +248,9 @@ def _summary(
     answered: bool | None,
     broken: str | None,
     agent_started_ms: int | None,
-    warnings: list[str],
 ) -> dict[str, Any]:
-    """The trajectory's figures, in the order the sample stores them."""
+    """The trajectory's figures, in the order the sample stores them (the caller adds
+    ``unconfirmed_events`` and ``warnings``)."""
     gold = task.gold_ref
     searches = [a for a in ops if a["kind"] == "search"]
     shows = [a for a in ops if a["kind"] == "show"]
@@ -258,7 +288,6 @@ def _summary(
         "time_to_first_correct_asset_ms": _elapsed(gold_show["t_ms"] if gold_show else None, anchor),
         "asset_bytes_loaded": sum(sizes) if observed else None,
         "context_bytes_loaded": seen.context_bytes if observed else None,
-        "warnings": warnings,
     }
 
 

@@ -101,6 +101,7 @@ class Transcript:
                 "t_ms": start,
                 "ok": ok,
                 "exit": exit_code if len(found) == 1 else None,
+                "t_end": end,  # akm logs a call's events between its tool call's start and end
             }
             if call.verb == "search":
                 entry["query"] = call.query
@@ -112,6 +113,8 @@ class Transcript:
                     entry["bytes"] = len(output.encode("utf-8", "replace"))
             else:
                 entry["args"] = list(call.args[:2])  # `akm workflow start X`: the subcommand
+                if call.logged_query is not None:
+                    entry["query"] = call.logged_query  # `akm curate Q` (0.7) searches and shows
             self.calls.append(entry)
         if completed and not failed and writes_files(command):
             self._write("bash", None, end)

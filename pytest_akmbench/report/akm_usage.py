@@ -26,10 +26,24 @@ def counted(sample: Sample) -> dict[str, Any] | None:
     return None if sample["outcome"] == "harness_error" else observed(sample)
 
 
+def unconfirmed_cells(akm_runs: Sequence[Sample]) -> list[dict[str, Any]]:
+    """The akm-arm runs whose akm log held events no akm call of the agent accounts for (akm log
+    tampered or unconfirmed, docs/akm.md), in run order, harness errors included: such a log is
+    worth a look whatever the outcome."""
+    out = []
+    for s in akm_runs:
+        traj = s.get("trajectory")
+        n = traj.get("unconfirmed_events") if isinstance(traj, dict) else None
+        if isinstance(n, int) and n > 0:
+            out.append({"task_id": s["task_id"], "seed": s["seed"], "outcome": s["outcome"], "unconfirmed_events": n})
+    return out
+
+
 def trajectory_aggregate(akm_runs: Sequence[Sample]) -> dict[str, Any]:
     """``trajectory.akm``: rates over the akm-arm runs whose trajectory was observed
-    (harness errors excluded)."""
+    (harness errors excluded), and the runs whose akm log was not confirmed by their calls."""
     trajs = [t for t in map(counted, akm_runs) if t is not None]
+    flagged = unconfirmed_cells(akm_runs)
     judged = [t["correct_asset_loaded"] for t in trajs if t["correct_asset_loaded"] is not None]
     ordered = [t["searched_before_acting"] for t in trajs if t["searched_before_acting"] is not None]
     irrelevant = [len(t["irrelevant_assets_loaded"]) for t in trajs if t["irrelevant_assets_loaded"] is not None]
@@ -52,7 +66,10 @@ def trajectory_aggregate(akm_runs: Sequence[Sample]) -> dict[str, Any]:
             "searched_before_acting_judged": len(ordered),
             "searched_before_acting": sum(ordered),
             "irrelevant_assets_loaded": sum(irrelevant),
+            "unconfirmed_runs": len(flagged),
+            "unconfirmed_events": sum(c["unconfirmed_events"] for c in flagged),
         },
+        "unconfirmed_cells": flagged,
     }
 
 

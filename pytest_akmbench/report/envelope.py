@@ -17,7 +17,7 @@ from typing import Any
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
-from . import akm_usage, corpus_diff, lift, metrics, soundness, spend, transfer, workflow
+from . import akm_usage, corpus_diff, lift, metrics, notes, soundness, spend, transfer, workflow
 from . import gates as gates_mod
 from .provenance import provenance, tampering
 from .verdict import verdict
@@ -299,6 +299,9 @@ def _warnings(
             + (", …" if len(tampered) > 3 else "")
             + "; the verifier ran from the harness's own tools, so what was planted was not used (see tamper[])."
         )
+    unconfirmed = notes.unconfirmed_akm_log(akm_usage.unconfirmed_cells(akm_runs), len(akm_runs))
+    if unconfirmed:
+        out.append(unconfirmed + " (see trajectory.akm.unconfirmed_cells and docs/akm.md).")
     silent = sum((akm_usage.observed(s) or {}).get("akm_answered") is False for s in ran)
     if silent:
         out.append(
@@ -325,6 +328,8 @@ def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
             "feedback_recorded": traj["feedback_recorded"] if traj else None,
             "searched_before_acting": traj["searched_before_acting"] if traj else None,
             "akm_answered": traj.get("akm_answered") if traj else None,
+            # Not only of observed runs: a log no transcript confirms is the point of the figure.
+            "unconfirmed_events": (s.get("trajectory") or {}).get("unconfirmed_events"),
         },
         "assets_loaded": list(traj["assets_loaded"]) if traj else None,
         "failure_mode": label,

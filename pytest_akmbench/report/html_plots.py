@@ -333,6 +333,13 @@ def trajectory_section(envelope: dict[str, Any]) -> list[str]:
     if t is None:
         return out + [empty("the akm arm did not run", "trajectory")]
     c = t["counts"]
+    cells = t.get("unconfirmed_cells") or []
+    unconfirmed = notes.unconfirmed_akm_log(cells, c["runs"])
+    if unconfirmed:
+        out.append(
+            f'<p class="bad" id="akm-unconfirmed" data-runs="{len(cells)}" '
+            f'data-events="{c.get("unconfirmed_events", 0)}">{escape(unconfirmed)}</p>'
+        )
     if not c["runs_with_trajectory"]:
         return out + [
             empty(

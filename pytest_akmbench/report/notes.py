@@ -18,3 +18,17 @@ def trajectory_not_observed(counts: dict[str, Any]) -> str:
         f"not observed: none of the {runs - errors} akm-arm runs the agent finished recorded a transcript or akm events"
     )
     return text + (f" ({errors} more were harness errors)" if errors else "")
+
+
+def unconfirmed_akm_log(cells: list[dict[str, Any]], runs: int, limit: int = 10) -> str | None:
+    """The akm-arm runs (of ``runs``) whose akm log held events no akm call of the agent accounts
+    for, the first ``limit`` named; None when there are none (docs/akm.md, "akm's log,
+    cross-checked")."""
+    if not cells:
+        return None
+    named = ", ".join(f"{c['task_id']} s{c['seed']} ({c['unconfirmed_events']} events)" for c in cells[:limit])
+    more = f" and {len(cells) - limit} more" if len(cells) > limit else ""
+    return (
+        f"akm log tampered or unconfirmed in {len(cells)} of {runs} akm-arm runs: {named}{more}; "
+        "their akm log holds events no akm call of the agent accounts for, and those events got no credit"
+    )

@@ -44,6 +44,8 @@ def trajectory_section(envelope: dict[str, Any]) -> list[str]:
         return []
     c = t["counts"]
     lines = ["", "## Trajectory (akm)", ""]
+    unconfirmed = notes.unconfirmed_akm_log(t.get("unconfirmed_cells") or [], c["runs"])
+    lines += [f"**{unconfirmed}**", ""] if unconfirmed else []
     if not c["runs_with_trajectory"]:
         return lines + [notes.trajectory_not_observed(c)]
     lines += [

@@ -31,7 +31,6 @@ verifier runs after the agent has ended in a sandbox of its own (:func:`for_veri
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import os
 import shutil
@@ -45,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from . import sandbox_init
 from .forwarder import Forwarder
 from .procs import reap_dead_orphans
+from .sandbox_launch import init_argv, init_source, lifeline
 from .sandbox_paths import python_paths, system_args, tool_paths
 
 MODES = ("auto", "bwrap", "none")
@@ -189,7 +188,7 @@ class Sandbox:
         sandbox init's code and, as root, the lifeline."""
         if self.mode == "none":
             return ()
-        return (_init_source(), lifeline()) if os.geteuid() == 0 else (_init_source(),)
+        return (init_source(), lifeline()) if os.geteuid() == 0 else (init_source(),)
 
     @property
     def isolated(self) -> bool:
@@ -269,7 +268,7 @@ class Sandbox:
         if path_env is not None:
             args += ["--setenv", "PATH", path_env]
         if init:
-            return [*args, "--", *_init_argv(), *init, "--", *argv]
+            return [*args, "--", *init_argv(), *init, "--", *argv]
         return [*args, "--", *argv]
 
     def _writable(self) -> list[Path]:
@@ -378,28 +377,3 @@ def open_route(box: Sandbox | None, upstream: str, swaps: Mapping[str, str]) -> 
         fwd = Forwarder(upstream, swaps)
         return fwd, fwd.origin()
     return box.route_model(upstream, swaps)
-
-
-@functools.cache
-def lifeline() -> int:
-    """The read end of this process's lifeline: its write end stays open, unshared, for as long
-    as this process lives, so a sandbox holding the read end sees EOF only when we are gone."""
-    read_end, _write_end = os.pipe()
-    return read_end
-
-
-@functools.cache
-def _init_source() -> int:
-    """A file descriptor holding sandbox_init's code, read by the sandbox's first process: the
-    code is not on every sandboxed process's command line (ps, a test's process matching)."""
-    fd = os.memfd_create("akmbench-sandbox-init", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
-    os.write(fd, Path(sandbox_init.__file__).read_bytes())
-    # Sealed: no process that inherits it (root in the next sandbox before its switch) may run
-    # anything but this code.
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-    return fd
-
-
-def _init_argv() -> list[str]:
-    fd = _init_source()
-    return [sys.executable, "-I", "-S", "-c", f"import os;exec(os.pread({fd},1<<20,0))"]

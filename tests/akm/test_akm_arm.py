@@ -107,6 +107,8 @@ class TestShippedCorpus:
             assert s["outcome"] == "pass", s["task_id"]
             assert s["akm_setup"]["version"] == info.version and s["akm_setup"]["index"]["search_mode"] == "keyword"
             assert t["akm_events"] is True and t["akm_answered"] is True, (s["task_id"], t["warnings"])
+            # every event akm logged is accounted for by the oracle's own calls (docs/akm.md)
+            assert t["unconfirmed_events"] == 0 and t["warnings"] == [], (s["task_id"], t["warnings"])
             assert t["searches_with_hits"] >= 1, s["task_id"]
             if gold:
                 assert t["correct_asset_loaded"] is True and t["gold_ranks"][0] is not None, s["task_id"]
@@ -115,6 +117,7 @@ class TestShippedCorpus:
         prov = report["provenance"]
         assert prov["akm_version"] == info.version and prov["akm_sha256"] == info.sha256
         assert prov["akm_search_mode"] == "keyword" and prov["opencode_version"] == "1.18.33"
+        assert report["trajectory"]["akm"]["unconfirmed_cells"] == [] and "tampered" not in json.dumps(report)
         _oracle_complies(report, (tmp_path / "report" / "summary.md").read_text(), got)
         again = bench(ROOT, *args, timeout=300)  # resumed: every cell from the store
         assert again.returncode == 0, again.stdout[-3000:]

@@ -7,14 +7,19 @@ to read the answer, so a change in akm's behaviour fails here rather than in a r
 
 from __future__ import annotations
 
+import json
+import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_akmbench.cell import akm, akm_calls
+from pytest_akmbench.cell.akm_evidence import cross_check
+from pytest_akmbench.cell.transcript import Transcript
 from tests.support import real_akm
 
 STASH = real_akm.ROOT / "corpus" / "stashes" / "logline"
@@ -182,3 +187,42 @@ class TestEventsAndExits:
         """An unknown command: exit 1 (0.7) or 2 (0.9), both the caller's mistake, not a broken akm."""
         code, _ = tool("frobnicate")
         assert code == (1 if info.line == "0.7" else 2) and code not in akm.BROKEN_EXITS
+
+
+class TestEachCallItsEvents:
+    def test_what_one_call_logs_is_what_the_cross_check_expects(self, info: akm.AkmInfo, tool: Akm) -> None:
+        """Commands typed as an agent types them, each timed as opencode times its tool call: every
+        event akm logs is accounted for by its own call (a padded query as akm trims it, a search,
+        show and feedback one event each, 0.7's curate its search and the shows it picked), and no
+        call accounts for an event of another (docs/akm.md, "akm's log, cross-checked")."""
+        ref = tool.ref("skill:logline")
+        commands = ["search '  logline   severity sev '", f"show {ref}", f"feedback {ref} --positive"]
+        commands += ["curate 'logline event catalog'"] if info.line == "0.7" else []
+        lines, per_command = [], []
+        for command in commands:
+            before = len(tool.events())
+            start = time.time_ns() // 1_000_000
+            code, _ = tool(*shlex.split(command))
+            end = time.time_ns() // 1_000_000
+            assert code == 0, command
+            per_command.append([e["kind"] for e in tool.events()[before:]])
+            state = {
+                "status": "completed",
+                "input": {"command": f"akm {command}"},
+                "output": "",
+                "metadata": {"exit": 0},
+            }
+            state["time"] = {"start": start, "end": end}
+            lines.append(json.dumps({"type": "tool_use", "timestamp": end, "part": {"tool": "bash", "state": state}}))
+        assert per_command[:3] == [["search"], ["show"], ["feedback"]]
+        if info.line == "0.7":
+            assert per_command[3][0] == "search" and set(per_command[3][1:]) == {"show"}, per_command[3]
+        transcript = tool.cwd / "transcript.jsonl"
+        transcript.write_text("\n".join(lines) + "\n")
+        seen = Transcript()
+        seen.read(transcript)
+        matched, unconfirmed = cross_check(tool.events(), seen.calls)
+        assert unconfirmed == [] and len(matched) == sum(map(len, per_command))
+        assert [c["kind"] for _, c in matched[:3]] == ["search", "show", "feedback"]
+        without_show = cross_check(tool.events(), [c for c in seen.calls if c["kind"] != "show"])
+        assert [e["kind"] for e in without_show[1]] == ["show"]  # the feedback call does not stand for the show

@@ -43,9 +43,31 @@ class TestTrajectoryAggregate:
             "searched_before_acting_judged": 2,
             "searched_before_acting": 2,
             "irrelevant_assets_loaded": 2,
+            "unconfirmed_runs": 0,
+            "unconfirmed_events": 0,
         }
         assert (t["correct_asset_loaded"], t["feedback_recorded"], t["searched_before_acting"]) == (0.5, 2 / 3, 1.0)
-        assert t["irrelevant_assets_loaded"] == 1.0
+        assert t["irrelevant_assets_loaded"] == 1.0 and t["unconfirmed_cells"] == []
+
+    def test_runs_with_unconfirmed_akm_events_are_named(self) -> None:
+        """Every akm-arm run whose akm log held events no call accounts for is named with how many,
+        observed or not, harness errors included; a run whose log was not read (None) or had none
+        (0) is not."""
+        runs = [
+            sample("a/t", "akm", 1, "pass", trajectory={**traj(), "unconfirmed_events": 3}),
+            sample("a/t", "akm", 2, "pass", trajectory={**traj(), "unconfirmed_events": 0}),
+            sample("b/t", "akm", 1, "fail", trajectory={**traj(), "source": None, "unconfirmed_events": 2}),
+            sample("b/t", "akm", 2, "harness_error", trajectory={**traj(), "unconfirmed_events": 1}),
+            sample("b/t", "akm", 3, "fail", trajectory={**traj(), "unconfirmed_events": None}),
+            sample("c/t", "akm", 1, "fail"),
+        ]
+        t = akm_usage.trajectory_aggregate(runs)
+        assert t["unconfirmed_cells"] == [
+            {"task_id": "a/t", "seed": 1, "outcome": "pass", "unconfirmed_events": 3},
+            {"task_id": "b/t", "seed": 1, "outcome": "fail", "unconfirmed_events": 2},
+            {"task_id": "b/t", "seed": 2, "outcome": "harness_error", "unconfirmed_events": 1},
+        ]
+        assert (t["counts"]["unconfirmed_runs"], t["counts"]["unconfirmed_events"]) == (3, 6)
 
     def test_a_trajectory_without_a_source_is_not_observed(self) -> None:
         """A trajectory dict whose source is None (the analysis saw nothing) is left out, as no dict is."""

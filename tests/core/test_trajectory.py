@@ -523,11 +523,227 @@ class TestHandWrittenStreams:
         empty = analyse_cell(TASK, None, None, {"searches": None, "shows": [], "feedback": None})
         assert empty["source"] == "agent" and empty["actions"] == [] and empty["search_count"] == 0
 
-    def test_events_only(self) -> None:
-        """Only akm's log: searches get their result refs from it."""
+    def test_events_without_a_transcript_are_not_credited(self) -> None:
+        """Only akm's log, no transcript and no account from the adapter: nothing confirms the log,
+        so the run is not observed (left out of the report's figures), its events are counted as
+        unconfirmed and nothing is credited."""
         events = [event("search", 1, query="q", resultRefs=["skill:a", GOLD]), event("show", 2, GOLD)]
         t = analyse_cell(TASK, None, events, None)
+        assert t["source"] is None and t["akm_events"] is True and t["unconfirmed_events"] == 2
+        assert t["correct_asset_loaded"] is False and t["search_count"] == 0 and t["akm_answered"] is None
+        assert t["warnings"] == [
+            "no transcript: the 2 akm event(s) in akm's log cannot be checked against the agent's akm calls "
+            "(akm log unconfirmed); none credited, and the trajectory is not observed"
+        ]
+        empty = analyse_cell(TASK, None, [], None)
+        assert empty["source"] is None and empty["unconfirmed_events"] == 0 and empty["warnings"] == []
+
+    def test_without_a_transcript_the_adapters_account_confirms_the_log(self) -> None:
+        """No transcript, but the adapter reports the akm calls it saw: akm's events are checked
+        against those (no times) and searches get their result refs from akm's log."""
+        events = [
+            event("search", 1, query="q", resultRefs=["skill:a", GOLD]),
+            event("show", 2, "skills/hello-file"),
+            event("feedback", 3, GOLD, signal="positive"),
+        ]
+        summary = {"searches": [{"query": "q"}], "shows": [GOLD], "feedback": []}
+        t = analyse_cell(TASK, None, events, summary)
         assert t["source"] == "akm_events" and t["gold_ranks"] == [2] and t["correct_asset_loaded"] is True
+        assert t["feedback_recorded"] is False and t["unconfirmed_events"] == 1 and t["akm_answered"] is True
+        assert t["warnings"] == [
+            "1 akm event(s) in akm's log match no akm call in the agent's own account of its calls "
+            f"(akm log tampered or unconfirmed): feedback {GOLD} positive; none credited"
+        ]
+
+    def test_an_unreadable_log_has_nothing_to_confirm(self, tmp_path: Path) -> None:
+        """akm's log not read (None): the transcript's calls count as before, unconfirmed is unknown."""
+        stream = write_stream(tmp_path / "t.jsonl", [step(1), bash(f"akm show {GOLD}", "hi", ts=2)])
+        t = analyse_cell(TASK, stream, None, None)
+        assert t["unconfirmed_events"] is None and t["correct_asset_loaded"] is True and t["warnings"] == []
+
+
+class TestCrossCheck:
+    """akm's log lies where the agent can write: an event counts only when an akm call in the
+    transcript accounts for it (pytest_akmbench/cell/akm_evidence.py)."""
+
+    FORGED = (
+        event("search", 1500, query="hello file", hitCount=1, resultRefs=[GOLD]),
+        event("show", 1510, GOLD),
+        event("feedback", 1520, GOLD, signal="positive"),
+    )
+
+    def test_forged_events_without_any_call_get_no_credit(self, tmp_path: Path) -> None:
+        """The agent wrote the file and appended a search, a show and feedback to akm's log without
+        calling akm: nothing is credited, all three are unconfirmed and named in a warning."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [step(1000), bash("echo hello > out.txt; printf '...' >> ~/.cache/akm/events.jsonl", ts=1400)],
+        )
+        t = analyse_cell(TASK, stream, list(self.FORGED), None, agent_started_ms=1000)
+        assert t["unconfirmed_events"] == 3 and t["akm_events"] is True and t["akm_calls"] == 0
+        assert t["correct_asset_loaded"] is False and t["feedback_recorded"] is False
+        assert t["searched_before_acting"] is False and t["akm_answered"] is None
+        assert (t["search_count"], t["show_count"], t["feedback_count"]) == (0, 0, 0)
+        assert t["assets_loaded"] == [] and t["gold_ranks"] == [] and t["time_to_first_search_ms"] is None
+        assert [a["kind"] for a in t["actions"]] == ["write"]
+        assert t["warnings"] == [
+            "3 akm event(s) in akm's log match no akm call in the transcript (akm log tampered or unconfirmed): "
+            f"search 'hello file', show {GOLD}, feedback {GOLD} positive; none credited"
+        ]
+        assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": t}, GOLD) == "no_search"
+
+    def test_events_matching_calls_are_all_confirmed(self, tmp_path: Path) -> None:
+        """One search, show and feedback call each, each logged once within its tool call: all credited."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm search 'hello file'", hits(GOLD), ts=1490),
+                bash(f"akm show {GOLD}", "hi", ts=1505),
+                bash(f"akm feedback {GOLD} --positive", "{}", ts=1515),
+            ],
+        )
+        t = analyse_cell(TASK, stream, list(self.FORGED), None, agent_started_ms=1000)
+        assert t["unconfirmed_events"] == 0 and t["warnings"] == []
+        assert t["correct_asset_loaded"] is True and t["feedback_polarity"] == "positive"
+        assert t["searched_before_acting"] is True and t["akm_answered"] is True
+
+    def test_one_real_call_confirms_one_event(self, tmp_path: Path) -> None:
+        """A real search, then forged copies: the search is credited once; a second search of the same
+        query, a show and feedback in the same tool call are not."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [step(1000), bash("akm search 'hello file'; echo hello > out.txt", hits(GOLD), ts=1490)],
+        )
+        events = [self.FORGED[0], event("search", 1501, query="hello file", resultRefs=[GOLD]), *self.FORGED[1:]]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["search_count"] == 1 and t["unconfirmed_events"] == 3 and t["akm_answered"] is True
+        assert t["correct_asset_loaded"] is False and t["feedback_recorded"] is False
+        assert t["warnings"][0].startswith("3 akm event(s) in akm's log match no akm call in the transcript")
+
+    def test_a_show_or_feedback_of_another_asset_confirms_nothing(self, tmp_path: Path) -> None:
+        """A show of another asset does not stand for a show of the gold one; feedback of the other
+        polarity does not stand for this one."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash("akm search 'hello file'", hits(GOLD), ts=1490),
+                bash("akm show knowledge:hello-file", "x", ts=1505),
+                bash(f"akm feedback {GOLD} --negative", "{}", ts=1515),
+            ],
+        )
+        t = analyse_cell(TASK, stream, list(self.FORGED), None, agent_started_ms=1000)
+        assert t["search_count"] == 1 and t["unconfirmed_events"] == 2
+        assert t["correct_asset_loaded"] is False and t["feedback_recorded"] is False
+        assert t["warnings"] == [
+            "2 akm event(s) in akm's log match no akm call in the transcript (akm log tampered or unconfirmed): "
+            f"show {GOLD}, feedback {GOLD} positive; none credited",
+            "2 akm call(s) the transcript shows succeeding are not in akm's log",
+        ]
+
+    @pytest.mark.parametrize(
+        ("said", "logged"),
+        [
+            ("skill:hello-file", "skills/hello-file"),
+            ("skills/hello-file", "skill:hello-file"),
+            ("stash//skills/hello-file#usage", "skills/hello-file"),
+            ("skill:hello-file/SKILL.md", "skills/hello-file"),
+            ("skills/hello-file", "stash//skills/hello-file"),
+            ('"$REF"', "skills/hello-file"),
+        ],
+    )
+    def test_either_ref_syntax_confirms(self, tmp_path: Path, said: str, logged: str) -> None:
+        """A show and a feedback call name the asset akm logged in either syntax, with an origin or
+        fragment, a part of it, or a variable the transcript does not resolve."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                bash(f"akm show {said}", "hi", ts=1100),
+                bash(f"akm feedback {said} --positive", "{}", ts=1200),
+            ],
+        )
+        events = [event("show", 1101, logged), event("feedback", 1201, logged, signal="positive")]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["unconfirmed_events"] == 0 and t["correct_asset_loaded"] is True and t["feedback_recorded"] is True
+
+    @pytest.mark.parametrize(
+        ("command", "logged", "confirmed"),
+        [
+            ('akm search "greeting hello file"', "greeting hello file", True),
+            ("akm search '  Greeting   Hello file '", "Greeting   Hello file", True),
+            ("akm search greeting hello file", "greeting", True),
+            ("akm search greeting hello file", "greeting hello file", False),
+            ('akm search "greeting hello"', "greeting hello file", False),
+            ('akm search --limit 5 "greeting"', "greeting", True),
+            ('akm search "$KEYWORDS"', "greeting hello file", True),
+            ("akm search", "", True),
+            ("akm curate 'greeting file'", "greeting file", True),
+            ("akm curate 'greeting file'", "file", True),
+            ("akm wiki search notes 'greeting file'", "greeting file", True),
+            ("akm show greeting", "greeting", False),
+        ],
+    )
+    def test_a_search_needs_a_search_call_of_its_query(
+        self, tmp_path: Path, command: str, logged: str, confirmed: bool
+    ) -> None:
+        """A search event is confirmed by a search of the query akm received: quoted multi-word
+        keywords whole, unquoted only the first word (akm's trim and case aside); a word the shell
+        expands stands for any query; akm 0.7's curate and wiki search search too."""
+        stream = write_stream(tmp_path / "t.jsonl", [step(1000), bash(command, hits(GOLD), ts=1100)])
+        events = [event("search", 1101, query=logged, hitCount=1, resultRefs=[GOLD])]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["unconfirmed_events"] == (0 if confirmed else 1)
+        assert t["search_count"] == (1 if confirmed else 0)
+
+    def test_curate_confirms_its_search_and_the_shows_of_what_it_found(self, tmp_path: Path) -> None:
+        """akm 0.7's `akm curate Q` logs a search of Q and a show of each asset it picked: those
+        count, once each; a show of an asset its search did not find does not."""
+        stream = write_stream(tmp_path / "t.jsonl", [step(1000), bash("akm curate 'hello file'", "{}", ts=1100)])
+        events = [
+            event("search", 1101, query="hello file", hitCount=2, resultRefs=[GOLD, "knowledge:other"]),
+            event("show", 1102, GOLD),
+            event("show", 1103, "knowledge:other"),
+            event("show", 1104, GOLD),
+            event("show", 1105, "knowledge:unfound"),
+        ]
+        t = analyse_cell(TASK, stream, events, None, agent_started_ms=1000)
+        assert t["search_count"] == 1 and t["show_count"] == 2 and t["correct_asset_loaded"] is True
+        assert t["unconfirmed_events"] == 2 and f"show {GOLD}, show knowledge:unfound" in t["warnings"][0]
+
+    def test_an_event_stamped_outside_its_call_is_not_its_call(self, tmp_path: Path) -> None:
+        """A search event back-dated to before the first write (the real search came after it) is not
+        the search call's: searched_before_acting stays False."""
+        stream = write_stream(
+            tmp_path / "t.jsonl",
+            [
+                step(1000),
+                tool("write", {"filePath": "/ws/out.txt", "content": "hi"}, "", ts=1100),
+                bash("akm search hello", hits(GOLD), ts=9000),
+            ],
+        )
+        forged = analyse_cell(TASK, stream, [event("search", 1050, query="hello")], None, agent_started_ms=1000)
+        assert forged["unconfirmed_events"] == 1 and forged["search_count"] == 0
+        assert forged["searched_before_acting"] is False
+        honest = analyse_cell(TASK, stream, [event("search", 9002, query="hello")], None, agent_started_ms=1000)
+        assert honest["unconfirmed_events"] == 0 and honest["search_count"] == 1
+        assert honest["searched_before_acting"] is False
+        # the slack: an event within 2 s of its tool call's start or end is still the call's
+        late = analyse_cell(TASK, stream, [event("search", 9005 + 2000, query="hello")], None)
+        early = analyse_cell(TASK, stream, [event("search", 9000 - 2000, query="hello")], None)
+        too_late = analyse_cell(TASK, stream, [event("search", 9005 + 2001, query="hello")], None)
+        assert (late["unconfirmed_events"], early["unconfirmed_events"], too_late["unconfirmed_events"]) == (0, 0, 1)
+
+    def test_calls_are_matched_in_order_exact_before_unknown(self, tmp_path: Path) -> None:
+        """Two shows in one command, one of a variable: the gold show is matched by the exact call,
+        the other event by the variable."""
+        stream = write_stream(
+            tmp_path / "t.jsonl", [step(1000), bash(f'akm show "$X"; akm show {GOLD}', "...", ts=1100)]
+        )
+        events = [event("show", 1101, GOLD), event("show", 1102, "knowledge:other")]
+        t = analyse_cell(TASK, stream, events, None)
+        assert t["unconfirmed_events"] == 0 and t["assets_loaded"] == [GOLD, "knowledge:other"]
 
 
 class TestLiveness:
@@ -565,7 +781,7 @@ class TestRecordedTranscripts:
         assert t["feedback_polarity"] == "positive" and t["searched_before_acting"] is True
         assert t["akm_calls"] == 3 and t["akm_calls_failed"] == 0 and t["akm_answered"] is True
         assert 0 < t["time_to_first_search_ms"] < t["time_to_first_correct_asset_ms"]
-        assert t["warnings"] == []
+        assert t["warnings"] == [] and t["unconfirmed_events"] == 0
 
     @pytest.mark.parametrize("version", RECORDED)
     def test_idle(self, version: str) -> None:
@@ -584,6 +800,7 @@ class TestRecordedTranscripts:
         assert t["irrelevant_assets_loaded"] == [wrong] and t["correct_asset_loaded"] is False
         assert t["feedback_polarity"] == "negative" and t["akm_calls"] == 4 and t["akm_calls_failed"] == 1
         assert t["akm_answered"] is True and t["akm_broken"] is None
+        assert t["unconfirmed_events"] == 0 and t["warnings"] == []
         assert failure_mode({"arm": "akm", "outcome": "fail", "trajectory": t}, GOLD) == "search_no_gold"
 
 
@@ -695,6 +912,47 @@ class TestIntoTheReport:
         )
         assert [r["trajectory"]["akm_answered"] for r in env["runs"]] == [False, True]
         assert any(w.startswith("akm never answered in 1 of 2 akm-arm runs") for w in env["warnings"])
+
+    def test_a_forged_akm_log_is_named_in_the_report(self, tmp_path: Path) -> None:
+        """A run whose akm log holds events no call accounts for: its row carries the count, the
+        trajectory block counts and names it, and the warnings, summary and page say so; an honest
+        run beside it is not named."""
+        from pytest_akmbench.report import envelope as report
+        from pytest_akmbench.report.html import render
+        from pytest_akmbench.report.markdown import render_markdown
+        from tests.core.test_metrics import sample
+        from tests.core.test_report import TS, inp
+
+        stream = write_stream(tmp_path / "t.jsonl", [step(1000), bash("echo hello > out.txt", ts=1400)])
+        forged = analyse_cell(TASK, stream, list(TestCrossCheck.FORGED), None, agent_started_ms=1000)
+        env = report.build(
+            inp(
+                [TASK],
+                [
+                    sample(TASK.id, "akm", 1, "pass", trajectory=forged),
+                    sample(TASK.id, "akm", 2, "pass", trajectory=recorded("oracle", "0.7.0")),
+                ],
+                arms=("akm",),
+            ),
+            timestamp=TS,
+        )
+        akm_block = env["trajectory"]["akm"]
+        assert akm_block["unconfirmed_cells"] == [
+            {"task_id": TASK.id, "seed": 1, "outcome": "pass", "unconfirmed_events": 3}
+        ]
+        assert (akm_block["counts"]["unconfirmed_runs"], akm_block["counts"]["unconfirmed_events"]) == (1, 3)
+        assert akm_block["correct_asset_loaded"] == 0.5 and akm_block["feedback_recorded"] == 0.5
+        assert [r["trajectory"]["unconfirmed_events"] for r in env["runs"]] == [3, 0]
+        assert [r["trajectory"]["correct_asset_loaded"] for r in env["runs"]] == [False, True]
+        line = (
+            f"akm log tampered or unconfirmed in 1 of 2 akm-arm runs: {TASK.id} s1 (3 events); their akm log "
+            "holds events no akm call of the agent accounts for, and those events got no credit"
+        )
+        assert line + " (see trajectory.akm.unconfirmed_cells and docs/akm.md)." in env["warnings"]
+        summary = render_markdown(env)
+        assert f"**{line}**" in summary.split("## Trajectory (akm)", 1)[1].split("\n## ", 1)[0]
+        page = render(env)
+        assert f'<p class="bad" id="akm-unconfirmed" data-runs="1" data-events="3">{line}</p>' in page
 
     def test_analysis_never_raises(self) -> None:
         """A malformed adapter summary gives an unobserved trajectory with a warning, not an exception."""

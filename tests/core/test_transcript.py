@@ -98,7 +98,16 @@ class TestOddEvents:
             tool_use("akm show skill:x", "abc", metadata={"exit": 0}, time={"start": 5, "end": 6}),
         )
         assert t.calls == [
-            {"kind": "show", "t_ms": 5, "ok": True, "exit": 0, "ref": "skill:x", "polarity": None, "bytes": 3}
+            {
+                "kind": "show",
+                "t_ms": 5,
+                "ok": True,
+                "exit": 0,
+                "t_end": 6,
+                "ref": "skill:x",
+                "polarity": None,
+                "bytes": 3,
+            }
         ]
         assert [tool["ok"] for tool in t.tools] == [False, False, True]
 
@@ -111,7 +120,16 @@ class TestOddEvents:
         )
         assert t.first_ts is None
         assert t.calls == [
-            {"kind": "show", "t_ms": None, "ok": True, "exit": None, "ref": "skill:x", "polarity": None, "bytes": 4}
+            {
+                "kind": "show",
+                "t_ms": None,
+                "ok": True,
+                "exit": None,
+                "t_end": None,
+                "ref": "skill:x",
+                "polarity": None,
+                "bytes": 4,
+            }
         ]
 
     def test_akm_context_is_the_output_of_akm_calls_only(self, tmp_path: Path) -> None:
@@ -132,17 +150,18 @@ class TestCalls:
             tool_use("akm search again", hits, metadata={"exit": 1}, time={"start": 7}),
         )
         assert t.calls == [
-            {"kind": "search", "t_ms": 3, "ok": True, "exit": None, "query": "hello file", "results": None},
-            {"kind": "show", "t_ms": 3, "ok": True, "exit": None, "ref": "skill:x", "polarity": None},
+            {"kind": "search", "t_ms": 3, "ok": True, "exit": None, "t_end": 3, "query": "hello file", "results": None},
+            {"kind": "show", "t_ms": 3, "ok": True, "exit": None, "t_end": 3, "ref": "skill:x", "polarity": None},
             {
                 "kind": "search",
                 "t_ms": 5,
                 "ok": True,
                 "exit": 0,
+                "t_end": 5,
                 "query": "hello",
                 "results": [f"skill:s{i}" for i in range(10)],
             },
-            {"kind": "search", "t_ms": 7, "ok": False, "exit": 1, "query": "again", "results": None},
+            {"kind": "search", "t_ms": 7, "ok": False, "exit": 1, "t_end": 7, "query": "again", "results": None},
         ]
 
     def test_workspace_writes_name_their_tool(self, tmp_path: Path) -> None:
