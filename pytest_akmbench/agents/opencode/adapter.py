@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
+import socket
 import time
 import urllib.parse
 import uuid
@@ -346,20 +346,29 @@ class OpencodeAgent:
         if request.sandbox is not None:  # opencode, rg and (akm arm) akm must run inside it
             request.sandbox.expose_tools(self.binary, self.rg)  # akm (akm arm) is exposed by the runner
         started = time.monotonic()
-        with open(prompt_path, "rb") as stdin, open(stderr_path, "wb") as stderr:
+        # opencode's events come over a socket, not a pipe: a tool command (the agent's, same uid)
+        # can reopen a pipe through /proc/<pid>/fd/1 and write events of its own into the
+        # transcript; a socket cannot be reopened that way.
+        ours, theirs = socket.socketpair()
+        with open(prompt_path, "rb") as stdin, open(stderr_path, "wb") as stderr, theirs:
             try:
                 proc = request.procs.spawn(
                     argv,
                     cwd=request.workspace,
                     env=env,
                     stdin=stdin,
-                    stdout=subprocess.PIPE,
+                    stdout=theirs.fileno(),
                     stderr=stderr,
                 )
             except OSError as err:
                 stream.close()
+                ours.close()
                 return AgentResult(error=f"cannot start opencode ({self.binary}): {err}")
-        budget, idle = watch(proc, stream, request, started, self._scrub)
+        proc.stdout = ours.makefile("rb")
+        try:
+            budget, idle = watch(proc, stream, request, started, self._scrub)
+        finally:
+            ours.close()
         elapsed = time.monotonic() - started
         stderr_text = self._scrub.text(tail(stderr_path, request.run_dir))
         stream_warnings(stream, stderr_text, warnings)
