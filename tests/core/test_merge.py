@@ -4,6 +4,7 @@ stores as within one, and the stores' shard plans are checked against each other
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pytest_akmbench.agents.base import NopAgent
 from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
@@ -74,9 +75,9 @@ def test_the_newest_plan_counts_and_older_ones_are_history(tmp_path: Path) -> No
     assert merged.cells() == sorted(CELLS) and merged.arms() == ("noakm", "akm") and merged.seeds() == 1
 
 
-def test_a_shard_whose_store_lost_cells_is_incomplete(tmp_path: Path) -> None:
-    """A shard record says the shard ran; only samples count: the cells whose samples are gone
-    (a corrupt line, a torn tail) are named with the shard and its store, and the store's damage."""
+def two_shards(tmp_path: Path, *, records: bool) -> tuple[Any, RunContext, shards.Plan]:
+    """The standard corpus split into two shards, each store holding its shard's samples (under
+    the report's fingerprints) and, with ``records``, its shard record."""
     tasks_root, stashes = standard_corpus(tmp_path)
     corpus = load_corpus(tasks_root, stashes)
     ctx = RunContext(
@@ -90,23 +91,29 @@ def test_a_shard_whose_store_lost_cells_is_incomplete(tmp_path: Path) -> None:
         budget_turns=None,
         verify_timeout_s=1,
     )
-    cells = [(t.id, arm, 1) for t in corpus.tasks for arm in ("noakm", "akm")]
-    plan = shards.split(cells, 2, {})
-    one, two = tmp_path / "one", tmp_path / "two"
-    record(one, 1, 2, plan, "r1", "2026-01-01T00:00:01.000Z")
-    record(two, 2, 2, plan, "r2", "2026-01-01T00:00:02.000Z")
+    plan = shards.split([(t.id, arm, 1) for t in corpus.tasks for arm in ("noakm", "akm")], 2, {})
     by_id = {t.id: t for t in corpus.tasks}
-    for store, k in ((one, 1), (two, 2)):
-        s = SampleStore(store, fsync=False)
+    for name, k in (("one", 1), ("two", 2)):
+        if records:
+            record(tmp_path / name, k, 2, plan, f"r{k}", f"2026-01-01T00:00:0{k}.000Z")
+        store = SampleStore(tmp_path / name, fsync=False)
         for cell in sorted(c for c, shard in plan.items() if shard == k):
             fp = cell_fingerprint(Cell(by_id[cell[0]], cell[1], cell[2]), ctx)
-            s.append(
+            store.append(
                 {
                     **sample(cell, "2026-01-01T00:00:03.000Z"),
                     "fingerprint": fp,
                     "fingerprint_hash": fingerprint_hash(fp),
                 }
             )
+    return corpus, ctx, plan
+
+
+def test_a_shard_whose_store_lost_cells_is_incomplete(tmp_path: Path) -> None:
+    """A shard record says the shard ran; only samples count: the cells whose samples are gone
+    (a corrupt line, a torn tail) are named with the shard and its store, and the store's damage."""
+    corpus, ctx, plan = two_shards(tmp_path, records=True)
+    one, two = tmp_path / "one", tmp_path / "two"
     lines = (two / "samples.jsonl").read_bytes().splitlines(keepends=True)
     (two / "samples.jsonl").write_bytes(lines[0] + b"{corrupt\n" + lines[1] + lines[2][:40])
     merged = merge.load([one, two])
@@ -124,3 +131,22 @@ def test_a_shard_whose_store_lost_cells_is_incomplete(tmp_path: Path) -> None:
     merged = merge.load([one, two])
     (line,) = merge.check(merged, corpus.tasks, sorted(plan), ctx)
     assert "no sample for 2 of its 3 cells" in line and "torn" not in line
+
+
+def test_stores_without_a_plan_name_the_cells_no_store_holds(tmp_path: Path) -> None:
+    """Benches run apart (no shard record): the selected cells no store holds are one line, and a
+    store given that is not there is named."""
+    corpus, ctx, plan = two_shards(tmp_path, records=False)
+    one, two = tmp_path / "one", tmp_path / "two"
+    lines = (two / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (two / "samples.jsonl").write_bytes(lines[0])
+    merged = merge.load([one, two, tmp_path / "gone"])
+    gone, line = merge.check(merged, corpus.tasks, sorted(plan), ctx)
+    assert gone == (
+        f"{tmp_path / 'gone'}: no such store (the directory does not exist); give the store the shard or bench "
+        "wrote (its whole directory), or leave it out"
+    )
+    assert line.startswith("no store given holds a sample of 2 of the 6 selected cells (")
+    assert merged.plan is None and merged.incomplete == []
+    whole = sorted(c for c, k in plan.items() if k == 1)  # all in store one, given twice: counted once
+    assert merge.check(merge.load([one, two, one]), corpus.tasks, whole, ctx) == []
