@@ -22,7 +22,7 @@ from ..system.procs import ProcessTracker
 from . import akm
 from .akm import asset_exists
 from .prompts import keywords
-from .rundir import copy_stash, copy_workspace
+from .rundir import copy_stash, copy_workspace, large_workspace
 from .verifiers import Verdict, verify
 
 _AKM = re.compile(r"(?<![a-z0-9])akm(?![a-z0-9])", re.IGNORECASE)
@@ -63,6 +63,9 @@ def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], l
         rel = path.parent.relative_to(tasks_root).as_posix()
         if rel != task.id:
             warnings.append(f"{path}: id: {task.id!r} differs from its directory {rel!r}")
+        large = large_workspace(task)
+        if large is not None:
+            warnings.append(large)
         if not task.solution.is_file():
             errors.append(f"{path}: solution: no solution/solve.sh; add one so the oracle can prove the task solvable")
         if task.gold_ref and not asset_exists(stashes_root / task.stash, task.gold_ref):

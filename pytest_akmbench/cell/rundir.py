@@ -18,6 +18,11 @@ from ..corpus.tasks import Task
 from ..system.procs import ProcessTracker, is_executable
 from . import akm
 
+# A workspace larger than this (apparent size, shared layers included) is named in a warning of
+# the run and of validate: every cell copies it whole (docs/corpus.md, "Layout").
+LARGE_WORKSPACE = 100 * 1024 * 1024
+_CHUNK = 1024 * 1024  # hashing and sparse copies read a file this much at a time, never whole
+
 # What a shell says for a command that does not exist: "not available in this arm" would
 # itself tell the control arm that there is an akm to have.
 _NO_AKM = '#!/bin/sh\necho "sh: 1: akm: not found" >&2\nexit 127\n'
@@ -35,7 +40,13 @@ def tree_hash(path: Path) -> str:
     for rel in sorted(entries):
         full = path / rel
         if full.is_file() and not full.is_symlink():
-            h.update(rel.encode() + b"\0" + full.read_bytes() + b"\0")
+            h.update(rel.encode() + b"\0")
+            # In chunks: the same digest as the whole file's bytes, without holding them (a 1 GB
+            # workspace file made every cell's process 2 GB large).
+            with open(full, "rb") as f:
+                for chunk in iter(lambda: f.read(_CHUNK), b""):
+                    h.update(chunk)
+            h.update(b"\0")
     return h.hexdigest()
 
 
@@ -43,6 +54,28 @@ def copy_workspace(task: Task, dst: Path) -> None:
     """The task's starting workspace: its shared layers, then its own ``workspace/``."""
     for layer in (*task.layers, task.workspace):
         _copy_tree(layer, dst)
+
+
+def workspace_bytes(task: Task) -> int:
+    """The apparent size of the regular files a cell's workspace copy starts with."""
+    total = 0
+    for layer in (*task.layers, task.workspace):
+        for dirpath, _, filenames in os.walk(layer):
+            for name in filenames:
+                st = os.lstat(os.path.join(dirpath, name))
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
+
+
+def large_workspace(task: Task) -> str | None:
+    """The warning for a task whose workspace is above ``LARGE_WORKSPACE``, else None."""
+    size = workspace_bytes(task)
+    if size <= LARGE_WORKSPACE:
+        return None
+    return (
+        f"{task.yaml_path}: workspace: {size / 2**20:.0f} MB (shared layers included) is copied into every cell's "
+        f"run dir; keep it under {LARGE_WORKSPACE // 2**20} MB (large data belongs outside the workspace)"
+    )
 
 
 def task_hash(task: Task) -> str:
@@ -65,7 +98,35 @@ def _copy_tree(src: Path, dst: Path) -> None:
             source = Path(dirpath) / name
             if name == ".gitkeep" or not source.is_file() or source.is_symlink():
                 continue
-            shutil.copy2(source, dst / rel / name)
+            _copy_file(source, dst / rel / name)
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """``shutil.copy2``, but a sparse file (fewer blocks than its size) keeps its holes: only its
+    data extents are copied, in chunks, so a 1 GB file of holes costs no 1 GB per cell."""
+    st = os.stat(source)
+    if st.st_blocks * 512 >= st.st_size or not hasattr(os, "SEEK_DATA"):
+        shutil.copy2(source, target)  # streams (sendfile): never the whole file in memory
+        return
+    with open(source, "rb") as src, open(target, "wb") as out:
+        fd, offset = src.fileno(), 0
+        while offset < st.st_size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: only a hole is left
+                break
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            src.seek(start)
+            out.seek(start)
+            while start < end:
+                chunk = src.read(min(_CHUNK, end - start))
+                if not chunk:
+                    break
+                out.write(chunk)
+                start += len(chunk)
+            offset = end
+        out.truncate(st.st_size)
+    shutil.copystat(source, target)
 
 
 def write_akm_stub(bin_dir: Path) -> None:

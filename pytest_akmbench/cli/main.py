@@ -77,6 +77,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     envelope = adaptive_run.stamp(report.build(inp), run.block)
     if merging:
         envelope["merge"] = merged.block()
+        if problems and envelope.get("gates"):
+            envelope["gates"] = gates.withhold(envelope["gates"], len(problems))
     out = Path(args.out or DEFAULT_OUT)
     if args.out is None and (out / "report.json").exists():
         # The default is the bench's own report directory: say that its report is replaced.
@@ -85,17 +87,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
     for line in problems:
         print(f"akmbench: {line}", file=sys.stderr)
+    for line in merged.notes() if merging else ():
+        print(f"akmbench: warning: {line}", file=sys.stderr)
     return _report_status(envelope, problems)
 
 
 def _report_status(envelope: dict[str, Any], problems: list[str]) -> int:
     """1 when a merge could not make the report whole or a gate failed (with gates, also when a
     reported cell is a harness error, as a bench's exit status is); else 0."""
-    if problems:
-        return 1
     results = envelope.get("gates") or []
     for gate in results:
         print(f"gate {'held' if gate['ok'] else 'FAILED'}: {gate['gate']}: {gate['message']}")
+    if problems:
+        return 1
     if results and any(r["outcome"] == "harness_error" for r in envelope["runs"]):
         return 1
     return 0 if all(g["ok"] for g in results) else 1

@@ -21,18 +21,22 @@ from .config_fields import PHASE2_FIELDS as PHASE2_FIELDS
 from .config_fields import PROVIDER_FIELDS as PROVIDER_FIELDS
 from .config_fields import TRACKS as TRACKS
 from .config_fields import run_config_problems as run_config_problems
+from .strict import DuplicateKey, loads_json
 from .values import (
+    budget_tokens,
+    budget_turns,
+    budget_wall_ms,
     parallel_count,
     parse_arms,
     parse_bool,
     parse_tasks,
-    positive_float,
     positive_int,
     seed_count,
     seeds_most,
     token_cap,
     until_choice,
     usd_cap,
+    verify_timeout,
 )
 
 DEFAULT_SEEDS = 3
@@ -132,9 +136,11 @@ def read_run_config(path: Path) -> dict[str, Any]:
             f"{path}: cannot read run config: {getattr(err, 'strerror', None) or err}", usage=True
         ) from err
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
+    except DuplicateKey as err:
+        raise ConfigError(f"{path}: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config is a JSON object, got {type(data).__name__}")
     return data
@@ -221,10 +227,10 @@ _SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "model": (None, str),
     "providers": (None, str),
     "opencode_config": (None, str),
-    "budget_tokens": ("budgetTokens", positive_int),
-    "budget_wall_ms": ("budgetWallMs", positive_int),
-    "budget_turns": ("budgetTurns", positive_int),
-    "verify_timeout": (None, positive_float),
+    "budget_tokens": ("budgetTokens", budget_tokens),
+    "budget_wall_ms": ("budgetWallMs", budget_wall_ms),
+    "budget_turns": ("budgetTurns", budget_turns),
+    "verify_timeout": (None, verify_timeout),
     "parallel": ("parallel", parallel_count),
     "force_parallel": ("forceParallel", parse_bool),
     "akm": ("akm", str),

@@ -7,7 +7,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .values import MAX_SEEDS, parse_arms, positive_int, seeds_most, token_cap, until_choice, usd_cap
+from .strict import literal_keys
+from .values import (
+    MAX_SEEDS,
+    budget_tokens,
+    budget_turns,
+    budget_wall_ms,
+    parse_arms,
+    positive_int,
+    seeds_most,
+    token_cap,
+    until_choice,
+    usd_cap,
+)
 
 # Adaptive seeds and spend caps (docs/adaptive.md; README, "Spend and spend caps"): each field's
 # JSON types and the parser its option shares, so a file and the command line refuse alike.
@@ -17,6 +29,12 @@ LIMIT_FIELDS: dict[str, tuple[tuple[type, ...], Callable[[Any], Any]]] = {
     "maxSeeds": ((int,), seeds_most),
     "budgetUsd": ((int, float), usd_cap),
     "budgetRunTokens": ((int,), token_cap),
+}
+# The per-cell budgets, refused past their upper bounds as their options are (corpus/values.py).
+BUDGET_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "budgetTokens": budget_tokens,
+    "budgetWallMs": budget_wall_ms,
+    "budgetTurns": budget_turns,
 }
 
 # Run-config fields: the reference's schema v1, the standalone akm-bench's additions (track,
@@ -76,7 +94,13 @@ _POSITIVE = (
 
 def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
     """Every problem of a parsed run config, each a line naming the file and the field."""
-    problems: list[str] = []
+    # Whatever the agent: an oracle run never reads the providers, but the file is still committed
+    # with a key in it, and its name and description reach every report.
+    problems: list[str] = [
+        f"{path}: {where}: looks like a literal API key (sk-...); a run config holds no keys: reference it as "
+        "{env:NAME} in a providers entry and export NAME"
+        for where in literal_keys(dict(data))
+    ]
     typed: dict[str, Any] = {}  # the known fields of the right type: the checks below read only these
     for key, value in data.items():
         if key not in FIELDS:
@@ -108,6 +132,11 @@ def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
     for key in [k for k in LIMIT_FIELDS if k in typed]:
         try:
             LIMIT_FIELDS[key][1](typed[key])
+        except ValueError as err:
+            problems.append(f"{path}: {key}: {err}")
+    for key in [k for k in BUDGET_FIELDS if k in typed and typed[k] >= 1]:  # below 1: _POSITIVE said so
+        try:
+            BUDGET_FIELDS[key](typed[key])
         except ValueError as err:
             problems.append(f"{path}: {key}: {err}")
     if "arms" in typed:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorpusError
+from .values import BUDGET_LIMITS
 
 
 class TaskFields:
@@ -99,4 +100,7 @@ class TaskFields:
             raise self.bad(f"{key}.{name}", f"must be a positive number, got {value!r}")
         if value < 1:  # whole tokens and milliseconds: 0.5 would have become a budget of 0
             raise self.bad(f"{key}.{name}", f"must be at least 1, got {value!r}")
+        most, unit = BUDGET_LIMITS[name]
+        if not value <= most:  # also .inf: int() of it raised OverflowError, and a timer cannot wait that long
+            raise self.bad(f"{key}.{name}", f"must be a finite number of at most {most} {unit}, got {value!r}")
         return int(value)

@@ -37,7 +37,9 @@ def fixture_hash(fixture_dir: Path) -> str:
     for rel in sorted(files, key=_code_units):
         h.update(rel.encode())
         h.update(b"\0")
-        h.update((fixture_dir / rel).read_bytes())
+        with open(fixture_dir / rel, "rb") as f:  # in chunks: the same digest, never a whole file in memory
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
         h.update(b"\0")
     return h.hexdigest()
 

@@ -25,6 +25,7 @@ from .fields import TaskFields
 from .hashes import fixture_hash as fixture_hash
 from .hashes import fixtures_stamp as fixtures_stamp
 from .hashes import task_corpus_hash as task_corpus_hash
+from .strict import load_yaml
 from .workflows import WorkflowSpec, for_task, load_specs, workflows_dir
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -68,8 +69,6 @@ _KNOWN_KEYS = frozenset(
 )
 _FIXTURE_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 BASE = "base"  # <tasks root>/base/ holds workspace layers shared by tasks, not a domain
-# libyaml's safe loader parses a corpus of thousands of task.yaml files several times faster.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,10 +147,12 @@ def slice_of(task_id: str) -> str:
 
 def find_task_files(tasks_root: Path) -> list[Path]:
     """Every task.yaml under ``tasks_root`` (not below a task dir, not in ``_example`` or the
-    shared ``base/`` layers), sorted."""
+    shared ``base/`` layers), sorted. A task.yaml that is a directory is listed too: loading it is
+    that task's error, never a task silently skipped (a dangling task.yaml link marks no task)."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(tasks_root):
-        if "task.yaml" in filenames and os.path.isfile(os.path.join(dirpath, "task.yaml")):
+        task_file = "task.yaml" in filenames and os.path.isfile(os.path.join(dirpath, "task.yaml"))
+        if task_file or "task.yaml" in dirnames:
             dirnames[:] = []
             rel = Path(dirpath).relative_to(tasks_root)
             if "_example" not in rel.parts:
@@ -201,6 +202,7 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
                 raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
             check_stash(task, stashes_root)
             check_paths(task)
+            check_verifier(task)
         except CorpusError as err:
             errors[path] = str(err)
             continue
@@ -235,6 +237,16 @@ def check_stash(task: Task, stashes_root: Path) -> None:
             raise CorpusError(f"{task.yaml_path}: stash_overlay: directory {task.stash_overlay!r} not found")
 
 
+def check_verifier(task: Task) -> None:
+    """The verifier's files must be there: without them every cell would be a harness error."""
+    tests, script = task.task_dir / "tests", task.task_dir / "verify.sh"
+    # pytest's default file patterns: the pytest verifier runs with no ini file (cell/verifiers.py).
+    if task.verifier == "pytest" and not any(p.is_file() for g in ("test_*.py", "*_test.py") for p in tests.rglob(g)):
+        raise CorpusError(f"{task.yaml_path}: verifier: pytest, but {tests} holds no test_*.py; add the tests there")
+    if task.verifier == "script" and not script.is_file():
+        raise CorpusError(f"{task.yaml_path}: verifier: script, but there is no {script}; add it (exit 0 on a pass)")
+
+
 # Paths the harness copies or runs: each must lead to a place inside the task directory, so a
 # task can neither pull another directory into the akm arm's stash or the workspace nor run
 # (and fingerprint) a file it does not contain.
@@ -266,12 +278,14 @@ def check_paths(task: Task) -> None:
 
 def load_task(path: Path) -> Task:
     """Parse and validate one task.yaml."""
+    if path.is_dir():
+        raise CorpusError(f"{path}: is a directory; replace it with the task's YAML file of fields (docs/corpus.md)")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise CorpusError(f"{path}: cannot read: {err}") from err
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = load_yaml(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

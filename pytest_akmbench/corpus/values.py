@@ -10,12 +10,21 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..records import ARMS
+from .strict import DuplicateKey, loads_json
 
 PARALLEL_MAX = 8
 PARALLEL_WARN = 4
 # Beyond these a run is a typo, not a benchmark: 10^8 seeds took 2.9 GB just to collect.
 MAX_SEEDS = 1000
 MAX_CELLS = 200_000
+# A budget past these is a typo, not a benchmark (docs/corpus.md, "Budgets"). The wall budget and
+# the verify timeout also bound a timer's wait, which must stay far below what a thread can wait
+# (threading.TIMEOUT_MAX, about 292 years): wallMs 1e23 crashed the cell's timer thread.
+MAX_BUDGET_TOKENS = 10**12
+MAX_BUDGET_WALL_MS = 7 * 24 * 3600 * 1000  # 7 days
+MAX_BUDGET_TURNS = 100_000
+MAX_VERIFY_TIMEOUT_S = 7 * 24 * 3600
+BUDGET_LIMITS = {"tokens": (MAX_BUDGET_TOKENS, "tokens"), "wallMs": (MAX_BUDGET_WALL_MS, "ms (7 days)")}
 
 
 def positive_int(text: str | int) -> int:
@@ -25,6 +34,35 @@ def positive_int(text: str | int) -> int:
         raise ValueError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise ValueError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _at_most(value: int, most: int, unit: str) -> int:
+    if value > most:
+        raise ValueError(f"{value} is more than a budget can be: at most {most} {unit}")
+    return value
+
+
+def budget_tokens(text: str | int) -> int:
+    """A run's token budget per cell: a whole number from 1 to ``MAX_BUDGET_TOKENS``."""
+    return _at_most(positive_int(text), MAX_BUDGET_TOKENS, "tokens")
+
+
+def budget_wall_ms(text: str | int) -> int:
+    """A run's wall budget per cell in ms: a whole number from 1 to ``MAX_BUDGET_WALL_MS`` (7 days)."""
+    return _at_most(positive_int(text), MAX_BUDGET_WALL_MS, "ms (7 days)")
+
+
+def budget_turns(text: str | int) -> int:
+    """A run's turn budget per cell: a whole number from 1 to ``MAX_BUDGET_TURNS``."""
+    return _at_most(positive_int(text), MAX_BUDGET_TURNS, "turns")
+
+
+def verify_timeout(text: str | float) -> float:
+    """One verifier run's timeout in seconds: positive, finite, at most 7 days."""
+    value = positive_float(text)
+    if not value <= MAX_VERIFY_TIMEOUT_S:  # also inf and nan
+        raise ValueError(f"expected a number of seconds from 0 to {MAX_VERIFY_TIMEOUT_S} (7 days), got {text!r}")
     return value
 
 
@@ -134,13 +172,15 @@ def parse_bool(value: str | bool) -> bool:
 def load_baseline(path: Path) -> dict[str, float]:
     """A flat {task_id: pass_rate} map (docs/corpus.md, "Run configs"); rates are numbers in [0, 1]."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: baseline file not found; fix the baseline path", usage=True) from None
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: cannot read baseline: {err}", usage=True) from err
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: baseline is not valid JSON: line {err.lineno}: {err.msg}") from err
+    except DuplicateKey as err:
+        raise ConfigError(f"{path}: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a baseline is a JSON object mapping task ids to pass rates")
     for task_id, rate in data.items():

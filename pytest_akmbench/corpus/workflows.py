@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..errors import CorpusError
+from .strict import load_yaml
 
 # The trace vocabulary (docs/corpus.md, "Workflow specs").
 EVENTS = (
@@ -123,7 +124,7 @@ def load_spec(path: Path) -> WorkflowSpec:
     if len(raw) > MAX_BYTES:
         raise CorpusError(f"{path}: workflow spec larger than {MAX_BYTES} bytes")
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = load_yaml(raw.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise CorpusError(f"{path}: invalid YAML: {str(err).splitlines()[0]}") from err
     if not isinstance(data, dict):

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..agents.base import Agent, OracleAgent
+from ..cell import rundir
 from ..corpus.config import Settings, config_options, corpus_near, in_file, load_run_config, resolve
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
 from ..corpus.values import check_matrix, load_baseline
@@ -247,7 +248,8 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
         state.warnings.append(state.akm.warning)
     if controller:
         cfg = state.settings.config
-        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", [])]:
+        large = [line for task in state.tasks if (line := rundir.large_workspace(task)) is not None]
+        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", []), *large]:
             state.warnings.append(line)
             config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
 
@@ -327,6 +329,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path in state.selected or file_path in state.errors:
         return TaskFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A task.yaml that is a directory: its error is that path's collection error, as a bad
+    task.yaml file's is, rather than a directory pytest walks into and finds nothing in."""
+    state = parent.config.stash.get(STATE_KEY, None)
+    if state is None or path.name != "task.yaml" or path not in state.errors:
+        return None
+    return TaskFile.from_parent(parent, path=path)
 
 
 @pytest.hookimpl(tryfirst=True)

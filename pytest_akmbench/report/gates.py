@@ -151,6 +151,14 @@ def evaluate(envelope: dict[str, Any], gates: list[str], base_dir: Path) -> list
     return out
 
 
+def withhold(results: list[dict[str, Any]], problems: int) -> list[dict[str, Any]]:
+    """Every gate failed, keeping what it observed: a merged report that lacks cells of its plan
+    (or names another problem) measured part of the run, and a gate must not pass on the part
+    (docs/ci.md)."""
+    why = f"not passed: the merged report is incomplete ({problems} problem(s) in its warnings)"
+    return [{**r, "ok": False, "message": f"{why}; on the samples it has, {r['message']}"} for r in results]
+
+
 def _comparison(envelope: dict[str, Any], metric: str) -> dict[str, Any] | None:
     name = metric.partition(".")[0]
     block = _dig(envelope, *_COMPARISONS[name]) if name in _COMPARISONS else None

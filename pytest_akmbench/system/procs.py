@@ -147,7 +147,10 @@ class ProcessTracker:
         self, proc: subprocess.Popen[bytes], timeout_s: float, expired: threading.Event, finished: threading.Event
     ) -> None:
         """Timer of ``run``: at the timeout SIGTERM the group, after the grace SIGKILL it."""
-        if finished.wait(timeout_s):
+        # A wait past threading.TIMEOUT_MAX raises OverflowError in this thread, and the command
+        # would then run unbounded; budgets are bounded far below it (corpus/values.py), but an
+        # adapter of a plugin may pass any number.
+        if finished.wait(min(timeout_s, threading.TIMEOUT_MAX)):
             return
         expired.set()
         signal_group(proc.pid, signal.SIGTERM)

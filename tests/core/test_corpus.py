@@ -197,6 +197,29 @@ class TestValidation:
             ({"budget": {"tokens": True}}, "budget.tokens", "must be a positive number, got True"),
             ({"budget": {"tokens": 0.5}}, "budget.tokens", "must be at least 1, got 0.5"),
             ({"budget": {"wallMs": "0.9"}}, "budget.wallMs", "must be at least 1, got 0.9"),
+            # Past the bounds of corpus/values.py: .inf was an OverflowError traceback, 1e23 ms
+            # crashed the cell's timer thread (issue 28, item 10).
+            (
+                {"budget": {"tokens": float("inf")}},
+                "budget.tokens",
+                "must be a finite number of at most 1000000000000 tokens, got inf",
+            ),
+            ({"budget": {"tokens": float("nan")}}, "budget.tokens", "must be a positive number, got nan"),
+            (
+                {"budget": {"wallMs": "inf"}},
+                "budget.wallMs",
+                "must be a finite number of at most 604800000 ms (7 days), got inf",
+            ),
+            (
+                {"budget": {"wallMs": 1e23}},
+                "budget.wallMs",
+                "must be a finite number of at most 604800000 ms (7 days), got 1e+23",
+            ),
+            (
+                {"budget": {"wallMs": 604800001}},
+                "budget.wallMs",
+                "must be a finite number of at most 604800000 ms (7 days), got 604800001",
+            ),
             ({"gold_ref": 3}, "gold_ref", "must be a string, got int"),
             ({"expected_transfer_from": "a/two"}, "expected_transfer_from", "must be a list of asset refs"),
             ({"expected_workflows": "lookup"}, "expected_workflows", "must be a list of non-empty names"),
@@ -228,7 +251,9 @@ class TestValidation:
         write_task(tmp_path, "a/one", extra={"expected_workflows": raw})
         assert load_task(tmp_path / "a" / "one" / "task.yaml").expected_workflows == want
 
-    @pytest.mark.parametrize(("raw", "want"), [(1, 1), ("1", 1), (2.7, 2), (120000, 120000)])
+    @pytest.mark.parametrize(
+        ("raw", "want"), [(1, 1), ("1", 1), (2.7, 2), (120000, 120000), (604800000, 604800000), (6.048e8, 604800000)]
+    )
     def test_a_budget_of_one_is_the_smallest(self, tmp_path: Path, raw: object, want: int) -> None:
         """1 token or 1 ms is the smallest budget a task can set (0.5 is refused above)."""
         write_task(tmp_path, "a/one", extra={"budget": {"tokens": raw, "wallMs": raw}})

@@ -47,6 +47,7 @@ CORE = [
     "corpus.config",
     "corpus.fields",
     "corpus.hashes",
+    "corpus.strict",
     "corpus.tasks",
     "corpus.values",
     "errors",

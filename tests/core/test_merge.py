@@ -4,11 +4,16 @@ stores as within one, and the stores' shard plans are checked against each other
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from pytest_akmbench.agents.base import NopAgent
+from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
 from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
+from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.report import merge
 from pytest_akmbench.store import shards
-from pytest_akmbench.store.samples import SampleStore
+from pytest_akmbench.store.samples import SampleStore, fingerprint_hash
+from tests.support.corpus import standard_corpus
 
 CELLS = [("d/t1", "noakm", 1), ("d/t1", "akm", 1), ("d/t2", "noakm", 1), ("d/t2", "akm", 1)]
 
@@ -68,3 +73,80 @@ def test_the_newest_plan_counts_and_older_ones_are_history(tmp_path: Path) -> No
     merged = merge.load([tmp_path / "one", tmp_path / "two"])
     assert merged.problems == [] and merged.present == [1, 2] and merged.own_runs == {"n1", "n2"}
     assert merged.cells() == sorted(CELLS) and merged.arms() == ("noakm", "akm") and merged.seeds() == 1
+
+
+def two_shards(tmp_path: Path, *, records: bool) -> tuple[Any, RunContext, shards.Plan]:
+    """The standard corpus split into two shards, each store holding its shard's samples (under
+    the report's fingerprints) and, with ``records``, its shard record."""
+    tasks_root, stashes = standard_corpus(tmp_path)
+    corpus = load_corpus(tasks_root, stashes)
+    ctx = RunContext(
+        run_id="r",
+        tmp_root=tmp_path,
+        stashes_root=stashes,
+        agent=NopAgent(),
+        model=None,
+        budget_tokens=1,
+        budget_wall_ms=1,
+        budget_turns=None,
+        verify_timeout_s=1,
+    )
+    plan = shards.split([(t.id, arm, 1) for t in corpus.tasks for arm in ("noakm", "akm")], 2, {})
+    by_id = {t.id: t for t in corpus.tasks}
+    for name, k in (("one", 1), ("two", 2)):
+        if records:
+            record(tmp_path / name, k, 2, plan, f"r{k}", f"2026-01-01T00:00:0{k}.000Z")
+        store = SampleStore(tmp_path / name, fsync=False)
+        for cell in sorted(c for c, shard in plan.items() if shard == k):
+            fp = cell_fingerprint(Cell(by_id[cell[0]], cell[1], cell[2]), ctx)
+            store.append(
+                {
+                    **sample(cell, "2026-01-01T00:00:03.000Z"),
+                    "fingerprint": fp,
+                    "fingerprint_hash": fingerprint_hash(fp),
+                }
+            )
+    return corpus, ctx, plan
+
+
+def test_a_shard_whose_store_lost_cells_is_incomplete(tmp_path: Path) -> None:
+    """A shard record says the shard ran; only samples count: the cells whose samples are gone
+    (a corrupt line, a torn tail) are named with the shard and its store, and the store's damage."""
+    corpus, ctx, plan = two_shards(tmp_path, records=True)
+    one, two = tmp_path / "one", tmp_path / "two"
+    lines = (two / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (two / "samples.jsonl").write_bytes(lines[0] + b"{corrupt\n" + lines[1] + lines[2][:40])
+    merged = merge.load([one, two])
+    problems = merge.check(merged, corpus.tasks, sorted(plan), ctx)
+    (line,) = problems
+    assert line.startswith(f"shard 2/2 incomplete: {two} ran it but holds no sample for 1 of its 3 cells (")
+    assert f"{two / 'samples.jsonl'}: 1 corrupt line(s) skipped (line 2)" in line
+    assert f"{two / 'samples.jsonl'}: line 4 is torn (the file ends mid-record), skipped" in line
+    assert merged.incomplete == [
+        {"shard": 2, "stores": [str(two)], "cells": 3, "without_sample": 1, "unreadable_lines": 2}
+    ]
+    assert merged.block()["problems"] == problems and merged.notes() == []
+    # The store cut at a line boundary (whole records lost, nothing torn) is caught alike.
+    (two / "samples.jsonl").write_bytes(lines[0])
+    merged = merge.load([one, two])
+    (line,) = merge.check(merged, corpus.tasks, sorted(plan), ctx)
+    assert "no sample for 2 of its 3 cells" in line and "torn" not in line
+
+
+def test_stores_without_a_plan_name_the_cells_no_store_holds(tmp_path: Path) -> None:
+    """Benches run apart (no shard record): the selected cells no store holds are one line, and a
+    store given that is not there is named."""
+    corpus, ctx, plan = two_shards(tmp_path, records=False)
+    one, two = tmp_path / "one", tmp_path / "two"
+    lines = (two / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (two / "samples.jsonl").write_bytes(lines[0])
+    merged = merge.load([one, two, tmp_path / "gone"])
+    gone, line = merge.check(merged, corpus.tasks, sorted(plan), ctx)
+    assert gone == (
+        f"{tmp_path / 'gone'}: no such store (the directory does not exist); give the store the shard or bench "
+        "wrote (its whole directory), or leave it out"
+    )
+    assert line.startswith("no store given holds a sample of 2 of the 6 selected cells (")
+    assert merged.plan is None and merged.incomplete == []
+    whole = sorted(c for c, k in plan.items() if k == 1)  # all in store one, given twice: counted once
+    assert merge.check(merge.load([one, two, one]), corpus.tasks, whole, ctx) == []

@@ -75,6 +75,9 @@ def _code_accepts_config(data: dict[str, Any], tmp_path: Path) -> bool:
         {"schemaVersion": 1, "budgetUsd": "5"},
         {"schemaVersion": 1, "budgetRunTokens": 1.5},
         {"schemaVersion": 1, "budgetRunTokens": 0},
+        {"schemaVersion": 1, "budgetTokens": 10**12 + 1},
+        {"schemaVersion": 1, "budgetWallMs": 604800001},
+        {"schemaVersion": 1, "budgetTurns": 100001},
     ],
 )
 def test_a_config_the_code_refuses_the_schema_refuses(data: dict[str, Any], tmp_path: Path) -> None:
@@ -109,6 +112,7 @@ GOOD_TASK = {"id": "a/b", "title": "T", "domain": "a", "difficulty": "easy", "st
     [
         {},
         {"budget": {"tokens": 1000, "wallMs": "20000"}},
+        {"budget": {"tokens": 10**12, "wallMs": 604800000}},
         {"verifier": "regex", "expected_match": "x+"},
         {"slice": "eval", "gold_ref": "skill:x", "expected_transfer_from": ["skill:y"], "abstention_case": True},
     ],
@@ -126,6 +130,8 @@ def test_a_task_the_code_accepts_the_schema_accepts(change: dict[str, Any], tmp_
         {"stash": "a b"},
         {"title": " "},
         {"budget": {"tokens": -1}},
+        {"budget": {"tokens": float("inf")}},
+        {"budget": {"wallMs": 1e23}},
         {"budget": {"turns": 3}},
         {"colour": "red"},
         {"expected_transfer_from": "skill:y"},

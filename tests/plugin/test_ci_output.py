@@ -61,8 +61,8 @@ def test_junit_carries_each_cells_figures(bench: pytest.Pytester) -> None:
 def test_github_annotations_for_harness_errors_and_gates(
     bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_task(bench.path / "corpus" / "tasks", "gamma/no-verifier", verifier="pytest")
-    (bench.path / "corpus" / "tasks" / "gamma" / "no-verifier" / "tests" / "test_out.py").unlink()
+    # A test file without a test: pytest collects nothing, a harness error of every cell.
+    write_task(bench.path / "corpus" / "tasks", "gamma/no-verifier", verifier="pytest", tests="x = 1\n")
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_WORKSPACE", str(bench.path))
     result = bench.runpytest(*RUN, "--bench-gate", "noakm.pass_rate>=0.5")

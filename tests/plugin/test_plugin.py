@@ -210,14 +210,17 @@ class TestOutcomes:
         result.stdout.fnmatch_lines(["*verifier rejected the work: regex did not match: answer is 4\\d*"])
 
     def test_harness_error_is_an_error(self, bench: pytest.Pytester) -> None:
-        """A task without its verify.sh errors with the reason, and stays out of the pass rate."""
-        write_task(bench.path / "corpus" / "tasks", "beta/no-verifier")
-        (bench.path / "corpus" / "tasks" / "beta" / "no-verifier" / "verify.sh").unlink()
+        """A task whose verifier cannot judge (its tests/ hold a test file without a test: pytest
+        collects nothing) errors with the reason, and stays out of the pass rate. (A task without
+        any verifier file is refused before the run: tests/plugin/test_bad_inputs.py.)"""
+        write_task(bench.path / "corpus" / "tasks", "beta/no-verifier", verifier="pytest", tests="x = 1\n")
         result = bench.runpytest(
             "corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out", "-k", "beta"
         )
         result.assert_outcomes(passed=2, errors=2)
-        result.stdout.fnmatch_lines(["*harness error (not the agent*s fault): verify.sh not found at *"])
+        result.stdout.fnmatch_lines(
+            ["*harness error (not the agent*s fault): pytest verifier: no tests collected in *"]
+        )
         task = next(t for t in read_report(bench.path)["tasks"] if t["id"] == "beta/no-verifier")
         assert task["akm"]["pass_rate"] is None
         assert task["akm"]["harness_error_count"] == 1

@@ -303,3 +303,35 @@ def test_a_mismatch_names_the_first_difference_and_its_fix() -> None:
     )
     line = mismatch(here, {**here, "fixtureContentHash": "c" * 64}, "gw0")
     assert line is not None and f"(fixtureContentHash {'c' * 12} there, {'b' * 12} here)" in line
+
+
+def test_a_worker_python_without_the_packages_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """A worker's Python that cannot import pytest (a bare venv, as an ssh host's python3 may be):
+    before, xdist restarted the worker without end (147 times in 120 s over ssh), a traceback each
+    time; now the run stops before any worker starts, with one line saying what to install."""
+    ctl = make_project(tmp_path / "ctl")
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    python = venv / "bin" / "python"
+    code, out = run(ctl, "--tx", f"popen//python={python}", "--dist", "worksteal", timeout=60)
+    assert code == pytest.ExitCode.USAGE_ERROR, out
+    errors = [line for line in out.splitlines() if "lacks" in line]
+    assert len(errors) == 1, out
+    assert errors[0].startswith(f"ERROR: akmbench: worker gw0 (popen//python={python}): its Python {python} lacks ")
+    assert "cannot import pytest, xdist" in errors[0] and f"`{python} -m pip install pytest-akmbench " in errors[0]
+    assert "replacing crashed worker" not in out and "Traceback" not in out and "node down" not in out, out
+    assert records(ctl) == [] and ran_in(ctl) == []
+
+
+def test_a_worker_that_crashes_while_starting_is_not_started_again(tmp_path: Path) -> None:
+    """A worker whose pytest refuses to start (here an option its pytest does not know, as an
+    older pytest-akmbench there would) stops the run at its first crash, naming the error."""
+    ctl = make_project(tmp_path / "ctl")
+    python = f"env PYTEST_ADDOPTS=--no-such-option {sys.executable}"
+    code, out = run(ctl, "--tx", f"popen//python={python}", "--dist", "worksteal", timeout=60)
+    assert code == pytest.ExitCode.USAGE_ERROR, out
+    (line,) = [line for line in out.splitlines() if "crashed while starting" in line]
+    assert f"worker gw0 (popen//python={python}) crashed while starting: " in line
+    assert "error: unrecognized arguments: --no-such-option" in line
+    assert out.count("node down") <= 1 and "replacing crashed worker" not in out, out
+    assert records(ctl) == []

@@ -5,6 +5,7 @@ single machine would have written (docs/ci.md)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +243,121 @@ class TestMerge:
         bad = merge(bench.path, "store-one", extra=("--gate", "nonsense"))
         assert bad.returncode == 2 and bad.stderr.startswith("akmbench: --gate: ")
         assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def cut_mid_line(samples: Path, keep: int) -> None:
+    """Truncate ``samples`` in the middle of its line ``keep + 1``: the first ``keep`` lines stay
+    whole, the next is torn, the rest are gone (an upload or copy cut short)."""
+    data = samples.read_bytes()
+    end = 0
+    for _ in range(keep):
+        end = data.index(b"\n", end) + 1
+    samples.write_bytes(data[: end + (data.index(b"\n", end) - end) // 2])
+
+
+class TestMergeCompleteness:
+    """A shard's store that lost samples never merges green (issue 28, item 9): each shard's part of
+    the plan is checked against the samples the stores hold, and a gate never passes the gap."""
+
+    GATE = ("--gate", "akm.pass_rate>=0.5")
+
+    def test_truncated_shard_store_does_not_merge_green(self, bench: pytest.Pytester) -> None:
+        shard_run(bench, "1/2", "one").assert_outcomes(passed=6)
+        shard_run(bench, "2/2", "two").assert_outcomes(passed=6)
+        samples = bench.path / "store-two" / "samples.jsonl"
+        kept = [json.loads(line) for line in samples.read_text().splitlines()[:2]]
+        cut_mid_line(samples, keep=2)
+        proc = merge(bench.path, "store-one", "store-two", extra=self.GATE)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "gate held" not in proc.stdout
+        assert "gate FAILED: akm.pass_rate>=0.5: not passed: the merged report is incomplete" in proc.stdout
+        (line,) = [line for line in proc.stderr.splitlines() if "shard 2/2 incomplete" in line]
+        assert line.startswith(f"akmbench: shard 2/2 incomplete: {bench.path / 'store-two'} ran it but holds ")
+        assert "no sample for 4 of its 6 cells (" in line
+        assert f"{samples}: line 3 is torn (the file ends mid-record), skipped" in line
+        assert "rerun them with --bench-shard 2/2 into that store (it runs exactly the missing cells)" in line
+        merged = read_report(bench.path, "merged")
+        assert merged["complete"] is False and len(merged["runs"]) == 8
+        assert merged["verdict"].startswith("incomplete run")
+        block = merged["merge"]
+        assert block["present"] == [1, 2] and block["missing"] == []
+        (gap,) = block["incomplete"]
+        assert gap == {
+            "shard": 2,
+            "stores": [str(bench.path / "store-two")],
+            "cells": 6,
+            "without_sample": 4,
+            "unreadable_lines": 1,
+        }
+        assert any("shard 2/2 incomplete" in p for p in block["problems"])
+        assert any("shard 2/2 incomplete" in w for w in merged["warnings"])
+        # The cells named are exactly those whose samples were cut off.
+        lost = {(r["task_id"], r["arm"], r["seed"]) for r in read_report(bench.path, "two")["runs"]} - {
+            (r["task_id"], r["arm"], r["seed"]) for r in kept
+        }
+        assert len(lost) == 4
+        for task, arm, seed in sorted(lost)[:3]:
+            assert f"{task}::{arm}-s{seed}" in line
+        (gate,) = merged["gates"]
+        assert gate["ok"] is False
+        assert problems(merged, "report") == []
+
+    def test_shard_store_without_samples_does_not_merge_green(self, bench: pytest.Pytester) -> None:
+        """Its samples.jsonl deleted (the shard record kept): every cell of the shard is named lost."""
+        shard_run(bench, "1/2", "one").assert_outcomes(passed=6)
+        shard_run(bench, "2/2", "two").assert_outcomes(passed=6)
+        (bench.path / "store-two" / "samples.jsonl").unlink()
+        proc = merge(bench.path, "store-one", "store-two", extra=self.GATE)
+        assert proc.returncode == 1
+        assert "no sample for 6 of its 6 cells" in proc.stderr and "has no samples.jsonl" in proc.stderr
+        assert read_report(bench.path, "merged")["merge"]["incomplete"][0]["without_sample"] == 6
+
+    def test_deleted_shard_store_is_named(self, bench: pytest.Pytester) -> None:
+        """The whole store gone (an artifact not downloaded): the store and its shard are named."""
+        shard_run(bench, "1/2", "one").assert_outcomes(passed=6)
+        shard_run(bench, "2/2", "two").assert_outcomes(passed=6)
+        shutil.rmtree(bench.path / "store-two")
+        proc = merge(bench.path, "store-one", "store-two", extra=self.GATE)
+        assert proc.returncode == 1
+        assert f"akmbench: {bench.path / 'store-two'}: no such store" in proc.stderr
+        assert "shard 2/2 missing: no store given ran it (6 cells without a sample: " in proc.stderr
+        assert "gate held" not in proc.stdout
+        merged = read_report(bench.path, "merged")
+        assert merged["merge"]["missing"] == [2] and merged["gates"][0]["ok"] is False
+
+    def test_complete_merge_stays_green(self, bench: pytest.Pytester) -> None:
+        shard_run(bench, "1/2", "one").assert_outcomes(passed=6)
+        shard_run(bench, "2/2", "two").assert_outcomes(passed=6)
+        proc = merge(bench.path, "store-one", "store-two", extra=self.GATE)
+        assert proc.returncode == 0, proc.stderr
+        assert "gate held: akm.pass_rate>=0.5" in proc.stdout
+        block = read_report(bench.path, "merged")["merge"]
+        assert block["incomplete"] == [] and block["problems"] == []
+
+    def test_rerun_of_the_cut_shard_makes_the_merge_whole(self, bench: pytest.Pytester) -> None:
+        """What the line says to do works: the shard run again into its store runs the lost cells
+        (the torn line is terminated by the next append) and the merge is green."""
+        shard_run(bench, "1/2", "one").assert_outcomes(passed=6)
+        shard_run(bench, "2/2", "two").assert_outcomes(passed=6)
+        cut_mid_line(bench.path / "store-two" / "samples.jsonl", keep=2)
+        shard_run(bench, "2/2", "two").assert_outcomes(passed=6)
+        proc = merge(bench.path, "store-one", "store-two", extra=self.GATE)
+        assert proc.returncode == 0, proc.stderr
+        merged = read_report(bench.path, "merged")
+        assert merged["complete"] is True and len(merged["runs"]) == 12
+
+    def test_torn_last_line_is_said_when_every_cell_still_has_a_sample(self, bench: pytest.Pytester) -> None:
+        """A store ending in a torn line that lost no cell (the torn record was a second sample of
+        one) merges whole, and the merge still says the line was torn."""
+        shard_run(bench, "1/2", "one").assert_outcomes(passed=6)
+        shard_run(bench, "2/2", "two").assert_outcomes(passed=6)
+        samples = bench.path / "store-two" / "samples.jsonl"
+        first = samples.read_text().splitlines()[0]
+        with samples.open("a") as f:
+            f.write(first[: len(first) // 2])
+        proc = merge(bench.path, "store-one", "store-two", extra=self.GATE)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == f"akmbench: warning: {samples}: line 7 is torn (the file ends mid-record), skipped\n"
+        merged = read_report(bench.path, "merged")
+        assert merged["complete"] is True and merged["merge"]["problems"] == []
+        assert f"{samples}:7: skipped unreadable record (torn or corrupt line)" in merged["warnings"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...corpus.strict import LITERAL_KEY, DuplicateKey, loads_json
 from ...errors import ConfigError
 
 SCHEMA_VERSION = 1
@@ -52,7 +53,7 @@ _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _ENV_REF_WHOLE = re.compile(r"^\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 # Any sk-... token not glued to a preceding word (so "risk-free" or "task-name" pass): keys of
 # every length, test keys included, look like this.
-_SK = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9]")
+_SK = LITERAL_KEY  # one heuristic for every file: run configs use it too (corpus/config_fields.py)
 # Header names that carry a credential; their values must come from {env:VAR}.
 _CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password", re.IGNORECASE)
 FIX_HINT = (
@@ -146,9 +147,11 @@ def _read_json(p: Path, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{p}: cannot read {what}: {err}") from err
     try:
-        return json.loads(text)
+        return loads_json(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{p}: invalid JSON (line {err.lineno}, column {err.colno}): {err.msg}") from None
+    except DuplicateKey as err:
+        raise ConfigError(f"{p}: {err}") from None
 
 
 def validate_opencode_config(data: Any, source: str) -> ProvidersFile:
