@@ -25,6 +25,7 @@ repeats, and prints medians with /proc/loadavg. Prints; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,13 @@ def added(label: str, boxed: float, plain: float) -> None:
         f"   {label}: sandboxed {ms(boxed)}, unsandboxed {ms(plain)} -> added {ms(extra)}"
         f" (target <= {ms(TARGET_S)}: {ok})"
     )
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and its waited-for children: unlike wall time, not inflated
+    by a busy machine."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def cell_dir(tmp: Path) -> Path:
@@ -195,11 +203,12 @@ def section_boundary(tmp: Path, n: int) -> None:
     (run_dir / "workspace" / "out.txt").write_text("hello\n")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(run_dir / "home")}
     verifier: dict[str, list[float]] = {"bwrap": [], "none": []}
+    verifier_cpu: dict[str, list[float]] = {"bwrap": [], "none": []}
     for i in range(n):
         for mode in ("bwrap", "none") if i % 2 else ("none", "bwrap"):
             procs = ProcessTracker(f"akmbench-sandbox-bench/verify/{mode}/{i}")
             scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=tmp))
-            t = time.perf_counter()
+            t, c = time.perf_counter(), cpu_s()
             verdict = verify(
                 task,
                 workspace=run_dir / "workspace",
@@ -212,9 +221,11 @@ def section_boundary(tmp: Path, n: int) -> None:
             )
             procs.kill_all()
             verifier[mode].append(time.perf_counter() - t)
+            verifier_cpu[mode].append(cpu_s() - c)
             assert verdict.passed, verdict
             shutil.rmtree(scratch, ignore_errors=True)
     added("script verifier, sandboxed or not", med(verifier["bwrap"]), med(verifier["none"]))
+    added("  the same in CPU time", med(verifier_cpu["bwrap"]), med(verifier_cpu["none"]))
 
     class Answer(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -230,19 +241,22 @@ def section_boundary(tmp: Path, n: int) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}/v1"
     start: dict[str, list[float]] = {"isolated": [], "host": []}
+    start_cpu: dict[str, list[float]] = {"isolated": [], "host": []}
     for i in range(n):
         for network in ("isolated", "host") if i % 2 else ("host", "isolated"):
             procs = ProcessTracker(f"akmbench-sandbox-bench/net/{network}/{i}")
             box = sandbox.for_cell("bwrap", run_dir, network=network)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), cpu_s()
             forwarder, _ = box.route_model(upstream, {})
             with box.applied(procs):
                 code = procs.run(["true"], cwd=run_dir / "workspace", env=env, timeout_s=30)[0]
             procs.kill_all()
             forwarder.close()
             start[network].append(time.perf_counter() - t)
+            start_cpu[network].append(cpu_s() - c)
             assert code == 0
     added("agent start in its network namespace (relay + forwarder)", med(start["isolated"]), med(start["host"]))
+    added("  the same in CPU time", med(start_cpu["isolated"]), med(start_cpu["host"]))
     request: dict[str, list[float]] = {"forwarded": [], "direct": []}
     with sandbox.open_route(None, upstream, {})[0] as forwarder:
         for _ in range(n):
@@ -259,6 +273,8 @@ def section_boundary(tmp: Path, n: int) -> None:
     print(
         f"   together per cell: {ms(together)} (target <= {ms(TARGET_S)}: {'OK' if together <= TARGET_S else 'MISSED'})"
     )
+    cpu = med(verifier_cpu["bwrap"]) - med(verifier_cpu["none"]) + med(start_cpu["isolated"]) - med(start_cpu["host"])
+    print(f"   together per cell in CPU time: {ms(cpu)}")
 
 
 def main() -> None:

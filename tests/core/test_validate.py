@@ -111,8 +111,9 @@ class TestBehaviour:
 
     def test_nondeterministic_verifier(self, tmp_path: Path) -> None:
         """A verifier whose answer changes between two runs is reported."""
-        # It flips its answer through a file in HOME: pass, then fail.
-        verify = 'f="$HOME/flip"; if [ -e "$f" ]; then rm "$f"; exit 1; else touch "$f"; grep -qx hello out.txt; fi\n'
+        # It flips its answer through a file in the workspace (each run has a HOME of its own):
+        # pass, then fail.
+        verify = 'f=.flip; if [ -e "$f" ]; then rm "$f"; exit 1; else touch "$f"; grep -qx hello out.txt; fi\n'
         found = self.problems(tmp_path, verify=verify)
         assert found == ["verifier is not deterministic on the solution: pass then fail"]
 
