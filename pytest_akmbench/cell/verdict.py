@@ -27,7 +27,10 @@ class Verdict:
 
     @property
     def tail(self) -> str:
-        return self.output[-TAIL_CHARS:]
+        """The end of the output, saying so when its start was cut."""
+        if len(self.output) <= TAIL_CHARS:
+            return self.output
+        return f"[… {len(self.output) - TAIL_CHARS} earlier characters cut …]\n" + self.output[-TAIL_CHARS:]
 
 
 def run(procs: ProcessTracker, argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> Verdict:

@@ -155,6 +155,9 @@ class CellItem(pytest.Function):
         return ReprExceptionInfo(reprtraceback=ReprTraceback(entries, None, "value"), reprcrash=where)
 
 
+DETAIL_LINES = 15  # of the verifier's output shown under a failed cell
+
+
 def failure_message(outcome: str, reason: str) -> str:
     """One line naming what went wrong, without pytest's "Failed:" in front."""
     if outcome == "fail":
@@ -182,8 +185,26 @@ def _check_cell(bench_sample: dict[str, Any]) -> None:
     outcome = bench_sample["outcome"]
     if outcome == "pass":
         return
-    tail = bench_sample.get("verifier", {}).get("output_tail", "").strip() if outcome == "fail" else ""
-    raise CellFailure(outcome, bench_sample.get("reason") or outcome, "\n".join(tail.splitlines()[-15:]))
+    verifier = bench_sample.get("verifier") or {}
+    lines = verifier.get("output_tail", "").strip().splitlines() if outcome == "fail" else []
+    if verifier.get("kind") == "pytest":
+        lines = _without_summary(lines)
+    if len(lines) > DETAIL_LINES:
+        lines = [
+            f"[… {len(lines) - DETAIL_LINES} earlier lines of the verifier's output cut …]",
+            *lines[-DETAIL_LINES:],
+        ]
+    raise CellFailure(outcome, bench_sample.get("reason") or outcome, "\n".join(lines))
+
+
+def _without_summary(lines: list[str]) -> list[str]:
+    """A pytest verifier's output without its "short test summary info" block: it repeats each
+    failure above it as a FAILED line, which the bench's own summary would then show twice over."""
+    start = next((i for i, line in enumerate(lines) if "short test summary info" in line), None)
+    if start is None:
+        return lines
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(("FAILED ", "ERROR "))), len(lines))
+    return lines[:start] + lines[end:]
 
 
 def check_soundness(request: pytest.FixtureRequest, bench_procs: ProcessTracker) -> None:

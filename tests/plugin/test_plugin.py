@@ -209,6 +209,22 @@ class TestOutcomes:
         result.assert_outcomes(failed=2)
         result.stdout.fnmatch_lines(["*verifier rejected the work: regex did not match: answer is 4\\d*"])
 
+    def test_a_failed_pytest_verifier_shows_each_failure_once_and_says_what_it_cut(
+        self, bench: pytest.Pytester
+    ) -> None:
+        """Eight failed tests: under the cell, the verifier's short tracebacks, not its FAILED
+        summary lines as well (the bench's own summary lists the cell once); its output's cut
+        start is said, not silent."""
+        tests = "".join(f"def test_{i}():\n    assert {i} == -1\n\n" for i in range(8))
+        write_task(bench.path / "corpus" / "tasks", "beta/eight", verifier="pytest", tests=tests)
+        result = bench.runpytest(
+            "corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-arms", "noakm", "-k", "eight"
+        )
+        result.assert_outcomes(failed=1)
+        out = result.stdout.str()
+        assert not [line for line in out.splitlines() if "::test_" in line and line.lstrip().startswith("FAILED")], out
+        assert "earlier lines of the verifier's output cut …]" in out and "E   assert 7 == -1" in out
+
     def test_harness_error_is_an_error(self, bench: pytest.Pytester) -> None:
         """A task whose verifier cannot judge (its tests/ hold a test file without a test: pytest
         collects nothing) errors with the reason, and stays out of the pass rate. (A task without
