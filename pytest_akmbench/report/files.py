@@ -166,9 +166,9 @@ def write(
     envelope = copy_transcripts(directory, envelope, store_dir, more_stores)
     json_path, md_path, html_path = directory / "report.json", directory / "summary.md", directory / "report.html"
     markdown = render_markdown(envelope)
-    _atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(envelope)))
-    _atomic_write(md_path, lambda fh: fh.write(markdown))
-    _atomic_write(html_path, lambda fh: fh.write(html.render(envelope)))
+    atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(envelope)))
+    atomic_write(md_path, lambda fh: fh.write(markdown))
+    atomic_write(html_path, lambda fh: fh.write(html.render(envelope)))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
@@ -204,7 +204,8 @@ def _json_chunks(value: Any, level: int = 0) -> Iterator[str]:
         yield json.dumps(value)
 
 
-def _atomic_write(path: Path, fill: Callable[[IO[str]], object]) -> None:
+def atomic_write(path: Path, fill: Callable[[IO[str]], object]) -> None:
+    """Write ``path`` whole or not at all, readable by all (as every report file is)."""
     # json.dump streams its chunks into the file: a 100k-run envelope never exists as one string.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

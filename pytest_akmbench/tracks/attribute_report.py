@@ -4,13 +4,13 @@ attribute run is often the report.json of the same report directory."""
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..report import html_attribute
+from ..report.files import atomic_write
 from ..report.fmt import fmt_ci, fmt_p, md_table, num, signed
 
 JSON_NAME = "attribute.json"
@@ -70,18 +70,15 @@ def markdown(envelope: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _fill(fh: IO[str], *, text: str) -> None:
+    fh.write(text)
+
+
 def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path, Path]:
     """Write attribute.json, attribute.md and attribute.html atomically; returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = (directory / JSON_NAME, directory / MARKDOWN_NAME, directory / HTML_NAME)
     texts = (json.dumps(envelope, indent=2) + "\n", markdown(envelope), html_attribute.render(envelope))
     for path, text in zip(paths, texts):
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, functools.partial(_fill, text=text))  # 0644, as the utility report's files
     return paths

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ def envelope(tmp_path: Path) -> dict[str, Any]:
 def test_page_is_written_beside_the_json_and_its_numbers_are_the_json_s(tmp_path: Path) -> None:
     json_path, md_path, html_path = attribute_report.write(tmp_path / "report", envelope(tmp_path))
     assert html_path == json_path.parent / "attribute.html"
+    # readable by the next CI step, as report.json, summary.md and report.html are
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (json_path, md_path, html_path)] == [0o644] * 3
     assert f"(the report of run config `{tmp_path / 'configs/x.json'}`)" in md_path.read_text()
     env = json.loads(json_path.read_text())
     page = dom.parse(html_path.read_text())
