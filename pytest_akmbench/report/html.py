@@ -66,6 +66,9 @@ def render(envelope: dict[str, Any]) -> str:
         '<a href="summary.md">summary.md</a></p>',
         f'<p class="verdict" id="verdict"><b>Verdict:</b> {escape(envelope.get("verdict") or "")}</p>',
     ]
+    # Warnings first, beside the verdict they qualify (a below-floor or tamper warning at the
+    # page's bottom went unread).
+    parts += _warnings(envelope)
     parts += soundness.html_lines(envelope)
     parts += (
         _gates(envelope)
@@ -78,7 +81,7 @@ def render(envelope: dict[str, Any]) -> str:
     )
     parts += trajectory_section(envelope)
     parts += workflow_sections.html_lines(envelope)
-    parts += _tasks(envelope) + _runs(envelope) + _provenance(envelope) + _warnings(envelope)
+    parts += _tasks(envelope) + _runs(envelope) + _provenance(envelope)
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

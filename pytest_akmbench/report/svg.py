@@ -262,13 +262,21 @@ def scatter(
     body.append(
         f'<text transform="translate(12 {fmt((top + bottom) / 2)}) rotate(-90)" text-anchor="middle">{escape(y_label)}</text>'
     )
+    taken: dict[tuple[str, str, float], int] = {}
     for p in points:
         cx, cy = axis.x(p.x), y_of(p.y)
+        # A point on an earlier one of its size (two arms with equal figures) is moved aside and
+        # drawn as a ring, so neither hides the other.
+        spot = (fmt(cx), fmt(cy), p.size)
+        dodge = taken.get(spot, 0)
+        taken[spot] = dodge + 1
+        cx += dodge * (p.size + 2)
         data = {
             "data-x": exact(p.x),
             "data-y": exact(p.y),
             "data-low": exact(p.low),
             "data-high": exact(p.high),
+            **({"data-dodged": dodge} if dodge else {}),
             **p.data,
         }
         ci = ""
@@ -277,8 +285,13 @@ def scatter(
                 f'<line class="ci" x1="{fmt(cx)}" x2="{fmt(cx)}" y1="{fmt(y_of(p.low))}" y2="{fmt(y_of(p.high))}" '
                 f'stroke="{p.colour}" stroke-width="2"/>'
             )
+        fill = (
+            f'fill="none" stroke="{p.colour}" stroke-width="2"'
+            if dodge
+            else f'fill="{p.colour}" fill-opacity="{1 if p.size > 3 else 0.45}"'
+        )
         body.append(
             f'<g class="mark"{attrs(data)}><title>{escape(p.tip)}</title>{ci}<circle class="point" cx="{fmt(cx)}" '
-            f'cy="{fmt(cy)}" r="{p.size:g}" fill="{p.colour}" fill-opacity="{1 if p.size > 3 else 0.45}"/></g>'
+            f'cy="{fmt(cy)}" r="{p.size:g}" {fill}/></g>'
         )
     return _svg(name, width, height, body, title)

@@ -103,6 +103,37 @@ class TestPage:
         assert forest == {t["id"]: t["delta"]["pass_rate"] for t in env["tasks"]}
         assert page.one("p", id="verdict").text == f"Verdict: {env['verdict']}"
 
+    def test_two_arms_with_equal_figures_both_show(self) -> None:
+        """Both arms pass every run at the same tokens: the second arm's point is moved aside and
+        drawn as a ring, not hidden under the first (issue 29)."""
+        env = bench(outcome=lambda i, arm, seed: "pass")
+        tokens = plots(parse(html_report.render(env)))["tokens"]
+        arms = {m.attrs["data-arm"]: m for m in tokens.select("g", data_summary="arm")}
+        assert set(arms) == {"noakm", "akm"}
+        first, second = (c.one("circle") for c in (arms["noakm"], arms["akm"]))
+        assert first.attrs["cx"] != second.attrs["cx"] and first.attrs["cy"] == second.attrs["cy"]
+        assert second.attrs["fill"] == "none" and arms["akm"].attrs["data-dodged"] == "1"
+
+    def test_warnings_come_before_the_figures(self) -> None:
+        """A below-floor warning qualifies the verdict: it sits right under it, not at the bottom."""
+        env = build(
+            [make_task("d0/t000"), make_task("d1/t001")],
+            [sample("d0/t000", a, 1, "pass") for a in ("noakm", "akm")],
+        )
+        assert any("below the reporting floor" in w for w in env["warnings"])
+        html = html_report.render(env)
+        assert html.index('id="warnings"') < html.index('data-plot="arms"') < html.index('id="provenance"')
+
+    def test_a_paired_interval_over_few_tasks_says_why_it_spans_everything(self) -> None:
+        env = bench(n_tasks=3)
+        note = next(p.text for p in parse(html_report.render(env)).select("p", class_="note") if "diamond" in p.text)
+        assert "With 3 paired tasks the exact test's smallest p is 0.25, above 0.05" in note
+        assert "smallest p" not in next(
+            p.text
+            for p in parse(html_report.render(bench(n_tasks=6))).select("p", class_="note")
+            if "diamond" in p.text
+        )
+
     def test_no_akm_arm(self) -> None:
         env = bench(arms=("noakm",))
         page = parse(html_report.render(env))
