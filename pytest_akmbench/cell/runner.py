@@ -224,9 +224,6 @@ def _judge(
         return "harness_error", run.trajectory["akm_broken"]
     if result.budget:
         return "budget_exceeded", f"{result.budget} budget exceeded ({result.budget_tag or 'unknown'})"
-    replaced = [p for p in (request.workspace,) if p.is_symlink() or not p.is_dir()]
-    if replaced:
-        return "fail", f"the workspace was replaced by a link or removed: {replaced[0]}"
     # Beside the run dir, made now: nothing the agent planted in its run dir can redirect it.
     scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=request.run_dir.parent))
     try:

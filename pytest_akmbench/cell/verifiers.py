@@ -55,6 +55,11 @@ def verify(
     missing = _missing(task)
     if missing is not None:
         return Verdict(False, None, "", error=missing)
+    if workspace.is_symlink() or not workspace.is_dir():
+        # The agent swapped its workspace for a link (the verifier's sandbox would mount the
+        # link's target) or removed it: nothing of its work is there to check.
+        why = f"the workspace was replaced by a link or removed: {workspace}"
+        return Verdict(False, None, why, tamper=why if workspace.is_symlink() else None)
     copy = _copy_task(task, fresh(scratch, "task-"))
     # A HOME of its own, not the agent's: nothing the agent left there (a user-site .pth, a
     # tool's config) may reach a program the verifier runs.

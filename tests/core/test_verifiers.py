@@ -343,6 +343,24 @@ class TestWhatTheAgentLeftBehind:
         verdict = case.verify(task, env={"PATH": os.environ["PATH"], "HOME": str(home)})
         assert verdict.passed is True and "PWNED" not in verdict.output, verdict.output
 
+    def test_a_workspace_swapped_for_a_link_is_not_mounted(self, case: Case, tmp_path: Path) -> None:
+        """A workspace the agent replaced by a link to a solved copy elsewhere is no pass, and no
+        link is followed into the verifier's sandbox."""
+        task = case.task("a/swap")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "out.txt").write_text("hello\n")
+        workspace = tmp_path / "cell" / "workspace"
+        workspace.parent.mkdir()
+        workspace.symlink_to(elsewhere)
+        procs = ProcessTracker(f"test-verifiers/{uuid.uuid4().hex}")
+        env = {"PATH": os.environ["PATH"]}
+        verdict = verify(
+            task, workspace=workspace, final_text="", scratch=tmp_path / "s", env=env, procs=procs, timeout_s=30
+        )
+        assert (verdict.passed, verdict.error) == (False, None)
+        assert verdict.tamper == f"the workspace was replaced by a link or removed: {workspace}"
+
     def test_verifier_env_takes_nothing_of_the_run_dir_on_path(self, tmp_path: Path) -> None:
         run_dir = tmp_path / "cell"
         (run_dir / "bin").mkdir(parents=True)
