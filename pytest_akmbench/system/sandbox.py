@@ -198,9 +198,9 @@ class Sandbox:
     def route_model(self, upstream: str, swaps: Mapping[str, str] | None = None) -> tuple[Forwarder, str]:
         """Open the way to the model at ``upstream``: (the forwarder, the origin the agent uses).
 
-        Isolated: a Unix socket in a fresh directory beside the run dir, bound into the sandbox
-        and relayed to 127.0.0.1:MODEL_PORT inside it. Otherwise the forwarder listens on the
-        host's loopback. Close the forwarder when the agent has ended.
+        Isolated: a Unix socket in a fresh directory of the host's /tmp, bound into the sandbox
+        at RELAY_DIR and relayed to 127.0.0.1:MODEL_PORT inside it. Otherwise the forwarder
+        listens on the host's loopback. Close the forwarder when the agent has ended.
         """
         if not self.isolated:
             fwd = Forwarder(upstream, swaps)
@@ -236,8 +236,9 @@ class Sandbox:
         if drop:
             self._hand_over()
         # --as-pid-1: the first process is the namespace's init, so bwrap waits for it and leaves
-        # no orphan behind; when it ends, or bwrap or the harness dies (--die-with-parent), the
-        # kernel kills everything else in the namespace, setsid'd or not.
+        # no orphan behind; when it ends, or bwrap or the harness dies (--die-with-parent; after
+        # the uid switch, the lifeline), the kernel kills everything else in the namespace,
+        # setsid'd or not.
         args = [
             self.binary or bwrap_binary() or "bwrap",
             "--die-with-parent",
@@ -303,14 +304,18 @@ class Sandbox:
 
     def _hand_over(self) -> None:
         """Give the sandbox's uid what it must write: the run dir the harness made as root."""
+        # lstat and lchown only, and os.walk never enters a linked directory: a link the agent left
+        # changes owner itself, never what it points to.
         for root in self.owned:
+            names = [str(root)]
             for dirpath, dirnames, filenames in os.walk(root):
-                for name in (dirpath, *(os.path.join(dirpath, n) for n in (*dirnames, *filenames))):
-                    try:
-                        if os.lstat(name).st_uid != SANDBOX_UID:
-                            os.chown(name, SANDBOX_UID, SANDBOX_GID, follow_symlinks=False)
-                    except OSError:
-                        pass
+                names += [os.path.join(dirpath, n) for n in (*dirnames, *filenames)]
+            for name in names:
+                try:
+                    if os.lstat(name).st_uid != SANDBOX_UID:
+                        os.chown(name, SANDBOX_UID, SANDBOX_GID, follow_symlinks=False)
+                except OSError:
+                    pass
 
     def _in_system(self, path: Path) -> bool:
         roots = system_args()[1]
