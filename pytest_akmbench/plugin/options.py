@@ -151,6 +151,14 @@ SETTINGS = [n.replace("-", "_") for n, _, _ in OPTIONS] + [n.replace("-", "_") f
 SETTINGS += ["parallel", "sandbox_ro", "until", "max_seeds"]
 
 
+# Every option that takes a value as the next word: pytest's first look at the command line,
+# before this plugin is loaded, takes that word for a test path (plugin/rootdir.py).
+VALUE_FLAGS = frozenset(
+    [f"--bench-{name}" for name, _, _ in OPTIONS + ADAPTIVE]
+    + ["--bench-gate", "--bench-sandbox-ro", "--bench-evolve-llm", "--parallel"]
+)
+
+
 def raw(config: pytest.Config, name: str) -> tuple[Any, Any]:
     """(command-line value, ini value) of setting ``name``; an empty ini value is None."""
     dest = "bench_" + name
