@@ -47,7 +47,7 @@ def _model_check(choice: ModelChoice) -> tuple[str, str]:
 def _akm_check(options: dict[str, Any], cfg: RunConfig | None) -> tuple[str, str]:
     """akm's version and, as the run's preflight does, an index of one stash of the corpus here."""
     try:
-        info = akm.detect(akm.locate(options["akm"]))
+        info = akm.detect(akm.locate(options["akm"], Path(options["rootdir"])))
     except BenchError as err:
         return "WARN", str(err)  # only the akm arm needs it; other arms and agents run without
     line = f"{info.version} at {info.path} (keyword search pinned)" + (f"; {info.warning}" if info.warning else "")

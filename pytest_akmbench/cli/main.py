@@ -1,4 +1,4 @@
-"""``python -m pytest_akmbench``: report, compare, validate, doctor, kill, clean.
+"""``python -m pytest_akmbench``: report, compare, validate, doctor, kill, clean, install-tools.
 
 None of these needs pytest or an agent; they use the core directly. Errors are one line on
 stderr; exit status 2 for usage errors (a missing file, an unknown task), 78 for invalid
@@ -23,7 +23,7 @@ from ..report import envelope as report
 from ..report import files as report_files
 from ..report.resume import report_input
 from ..system import lifecycle
-from . import inputs, report_run
+from . import inputs, report_run, tools
 
 DEFAULT_OUT = ".akmbench/report"
 DEFAULT_STORE = ".akmbench/store"
@@ -270,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--opencode", help="opencode executable")
     doc.add_argument("--akm", help="akm executable")
     doc.set_defaults(func=cmd_doctor)
+
+    tools.add_parser(sub)
     return parser
 
 

@@ -372,10 +372,8 @@ def _provider_files(s: Settings) -> dict[str, Any]:
 def _agent_options(state: BenchState) -> dict[str, Any]:
     s = state.settings
     cfg = s.config
-    near = corpus_near(cfg.path) if cfg is not None else None
     return {
-        # A run config's project holds its .tools/ (opencode), wherever the run starts from.
-        "rootdir": str(near.parent if near is not None else s.rootdir),
+        "rootdir": str(startup.tools_project(state)),
         "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
         # The preflight starts the agent inside a cell's sandbox too (agents/opencode/boundary.py).

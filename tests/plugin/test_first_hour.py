@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import real_akm
 from tests.support.corpus import standard_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +77,9 @@ class TestListingNeedsNothing:
         result = bare.runpytest_subprocess("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "-k", "akm")
         assert result.ret == 4
         errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
-        assert len(errors) == 1 and "npm install -g akm-cli" in errors[0] and "-k noakm runs without" in errors[0]
+        assert (
+            len(errors) == 1 and "install-tools --akm-bundles DIR" in errors[0] and "-k noakm runs without" in errors[0]
+        )
 
     def test_marker_selecting_no_akm_cell_never_demands_akm(self, bare: pytest.Pytester) -> None:
         """-m "cell(arm='noakm')" lists and runs the control arm without any akm installed, as
@@ -91,7 +94,7 @@ class TestListingNeedsNothing:
         result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm') or slow")
         assert result.ret == 4
         errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
-        assert len(errors) == 1 and "npm install -g akm-cli" in errors[0]
+        assert len(errors) == 1 and "install-tools --akm-bundles DIR" in errors[0]
 
     def test_validate(self, tmp_path: Path) -> None:
         """validate checks the shipped corpus and configs with no opencode or akm to be found."""
@@ -120,6 +123,25 @@ class TestListingNeedsNothing:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         tasks = len(list((ROOT / "corpus" / "tasks").glob("*/*/task.yaml")))
         assert f"{tasks} tasks in" in proc.stdout and ": 0 errors" in proc.stdout
+
+
+class TestToolsWhereTheSetUpPutThem:
+    """Issue 29, item 3: .tools/akm/<version>/akm, which .ci/main and install-tools build, is
+    found as .tools/opencode is (a run of the akm arm used to exit 4: no akm on PATH)."""
+
+    def test_the_newest_supported_akm_in_tools_serves_the_akm_arm(self, bare: pytest.Pytester) -> None:
+        bare.makeconftest(CALLS_AKM)
+        for version in ("0.7.0", "0.9.0"):
+            real = real_akm.get(version)
+            (bare.path / ".tools" / "akm" / version).mkdir(parents=True)
+            (bare.path / ".tools" / "akm" / version / "akm").symlink_to(real.path)
+        result = bare.runpytest_subprocess(
+            "corpus", "--bench-agent", "echo", "--bench-seeds", "1", "--bench-tasks", "alpha/script-task", "-k", "akm"
+        )
+        result.assert_outcomes(passed=1, deselected=1)
+        assert "akmbench: akm 0.9.0 at " in result.stdout.str()
+        report = json.loads((bare.path / ".akmbench" / "report" / "report.json").read_text())
+        assert report["provenance"]["akm_version"] == "0.9.0"
 
 
 class TestConfigFromAnywhere:
