@@ -78,6 +78,13 @@ class AkmInfo:
     def as_dict(self) -> dict[str, Any]:
         return {"version": self.version, "line": self.line, "sha256": self.sha256}
 
+    @classmethod
+    def recorded(cls, tool: Mapping[str, Any]) -> AkmInfo:
+        """The akm a sample's fingerprint names (``{"version", "sha256"}``), for an offline report:
+        nothing to run, only what the cells ran."""
+        version = str(tool.get("version") or "0.0.0")
+        return cls(path=Path(), version=version, line=_line(version)[0], sha256=str(tool.get("sha256")), config="")
+
 
 def locate(explicit: str | os.PathLike[str] | None, project: Path | None = None) -> Path:
     """The akm executable: the one given (``--bench-akm``, a config's ``akm``), else the newest
