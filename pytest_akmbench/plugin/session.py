@@ -205,8 +205,9 @@ class BenchSession:
     def _cannot_write(self, err: OSError | BenchError) -> None:
         state = self.state
         detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
+        where = state.soundness_report_dir if state.settings.soundness else state.report_dir
         self.error = (
-            f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
+            f"cannot write the report to {where}: {detail}; the samples are in the store: "
             f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
         )
 
@@ -236,7 +237,7 @@ class BenchSession:
             if not envelope["complete"]:
                 envelope["verdict"] = "incomplete run — " + envelope["verdict"]
             self.envelope = state.scrub.obj(envelope)
-            self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
+            self.paths = report_files.write(state.soundness_report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             self._cannot_write(err)
 
