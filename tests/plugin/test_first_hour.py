@@ -125,6 +125,25 @@ class TestListingNeedsNothing:
         assert f"{tasks} tasks in" in proc.stdout and ": 0 errors" in proc.stdout
 
 
+class TestCorpusWithoutTheIni:
+    """Issue 29, item 10: `pytest corpus` in a project without the ini collected the verifiers'
+    own tests/ as the project's tests and failed them; naming the corpus runs the bench."""
+
+    def test_naming_the_corpus_lists_its_cells_and_nothing_of_its_tasks(self, pytester: pytest.Pytester) -> None:
+        standard_corpus(pytester.path)
+        result = pytester.runpytest_subprocess("corpus", "--co", "-q", "-p", "no:cacheprovider")
+        assert result.ret == 0, result.stdout.str()
+        listed = [line for line in result.outlines if "::" in line]
+        assert len(listed) == 3 * 2 * 3 and all("task.yaml::" in line for line in listed), listed
+        result = pytester.runpytest_subprocess("corpus/tasks/alpha", "--bench-agent", "oracle", "--bench-seeds", "1")
+        result.assert_outcomes(passed=4)  # alpha's two tasks on both arms; no verifier test of theirs
+
+    def test_a_directory_called_corpus_without_tasks_stays_the_projects(self, pytester: pytest.Pytester) -> None:
+        (pytester.path / "corpus" / "tasks").mkdir(parents=True)
+        (pytester.path / "corpus" / "test_texts.py").write_text("def test_one():\n    pass\n")
+        pytester.runpytest_subprocess("corpus", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 class TestToolsWhereTheSetUpPutThem:
     """Issue 29, item 3: .tools/akm/<version>/akm, which .ci/main and install-tools build, is
     found as .tools/opencode is (a run of the akm arm used to exit 4: no akm on PATH)."""
