@@ -225,6 +225,15 @@ class TestParallel:
         result.assert_outcomes(failed=3)
         assert "--parallel 0: clamped to 1 worker (no xdist)" in result.stdout.str()
 
+    def test_bringing_up_nodes_is_said_once(self, bare: pytest.Pytester) -> None:
+        """Under -q, off a terminal, xdist says "bringing up nodes..." when it starts the workers
+        and again once they have collected: a bench said it twice (issue 29, item 10)."""
+        result = bare.runpytest_subprocess(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-arms", "noakm", "-n", "2", "-q"
+        )
+        result.assert_outcomes(failed=3)
+        assert result.outlines.count("bringing up nodes...") == 1
+
     def test_disabled_xdist_is_not_a_missing_one(self, bare: pytest.Pytester) -> None:
         result = bare.runpytest_subprocess("corpus", "--bench-agent", "nop", "--parallel", "2", "-p", "no:xdist")
         assert result.ret == 4
