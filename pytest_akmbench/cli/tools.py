@@ -1,4 +1,5 @@
-"""``python -m pytest_akmbench install-tools``: opencode, bun and akm into a project's ``.tools/``.
+"""What a project needs beside the package: ``install-tools`` puts opencode, bun and akm into its
+``.tools/``; ``schemas`` gives it the JSON Schemas its files can name in ``$schema``.
 
 Where a bench looks first (README, "akm"): ``.tools/node_modules/opencode-linux-x64/bin/opencode``
 and ``.tools/akm/<version>/akm``, the newest supported version. opencode and bun come from npm as
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from ..agents.opencode.binaries import OPENCODE_VERSION, PLATFORM_PACKAGE, read_version
@@ -45,10 +47,32 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="akm's bundles: a directory of akm-<version>.js files or one such file (repeatable; "
         "default: $AKM_BUNDLES when set); each becomes DIR/akm/<version>/akm, run by bun",
     )
-    p.set_defaults(func=main)
+    p.set_defaults(func=install_tools)
+    sch = sub.add_parser("schemas", help="where the package's JSON Schemas are, or a copy of them for a project")
+    sch.add_argument("--out", metavar="DIR", help="copy the schemas into DIR (a config there names one in $schema)")
+    sch.set_defaults(func=schemas)
 
 
-def main(args: argparse.Namespace) -> int:
+def schemas(args: argparse.Namespace) -> int:
+    """Print the path of each schema, copied into ``--out`` first when given. A schema's ``$id``
+    is its file name, relative, so it resolves wherever the file is read from: the installed
+    package, the repository or the copy (README, "Run configs")."""
+    source = resources.files("pytest_akmbench") / "schemas"
+    names = sorted(entry.name for entry in source.iterdir() if entry.name.endswith(".schema.json"))
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if out is None:
+            with resources.as_file(source / name) as path:
+                print(path)
+            continue
+        (out / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
+        print(out / name)
+    return 0
+
+
+def install_tools(args: argparse.Namespace) -> int:
     bundles = args.akm_bundles or ([os.environ["AKM_BUNDLES"]] if os.environ.get("AKM_BUNDLES") else [])
     found = [js for raw in bundles for js in _bundles(Path(raw))]  # every path checked before installing
     _check_platform()
