@@ -25,6 +25,7 @@ from jsonschema import Draft7Validator
 
 from pytest_akmbench.cli.main import build_parser
 from pytest_akmbench.report import gates
+from tests.support.procs import processes_under
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "docs" / "ci" / "bench.yml"
@@ -173,7 +174,6 @@ class Runner:
         self.home = base / "home"  # a fresh runner's HOME: no providers file, no akm, no opencode
         self.home.mkdir()
         self.wf = workflow()
-        self.results: list[tuple[int, str, Path]] = []  # the shard jobs'
         self.runs = 0
 
     def value(self, text: str, matrix: dict[str, str]) -> str:
@@ -279,25 +279,21 @@ def annotations(output: str) -> list[tuple[str, str]]:
     return found
 
 
-@pytest.fixture(scope="module")
-def shards(tmp_path_factory: pytest.TempPathFactory) -> Runner:
-    """The four shard jobs of the workflow, run on the smoke config with real opencode and real akm."""
+def test_the_workflow_goes_green_on_a_fresh_runner(tmp_path: Path) -> None:
+    """Issue 29, item 2: on a fresh runner each shard installs opencode, bun and akm the way a user
+    would and runs its cells, both arms, with that akm (it used to exit 4: no akm); the merge goes
+    green with its gate, and when a shard's store never arrives it fails and says so where GitHub
+    shows it. One test, so that the shards run once (a fixture would run them on each worker)."""
     from tests.support import opencode, real_akm
 
     opencode.binary()
     for version in ("0.7.0", "0.9.0"):
         real_akm.get(version)  # the bundles the checkout carries are made from these
-    runner = Runner(tmp_path_factory.mktemp("workflow"), {"config": "configs/smoke.json"})
+    runner = Runner(tmp_path, {"config": "configs/smoke.json"})
     n = int(runner.wf["env"]["SHARDS"])
     with ThreadPoolExecutor(2) as pool:
-        runner.results = list(pool.map(lambda k: runner.job("shard", {"shard": str(k)}), range(1, n + 1)))
-    return runner
-
-
-def test_the_shards_install_their_tools_and_run_green(shards: Runner) -> None:
-    """Item 2 of issue 29: on a fresh runner each shard installs opencode, bun and akm the way a
-    user would and runs its cells, both arms, with that akm (it used to exit 4: no akm)."""
-    for status, out, work in shards.results:
+        shards = list(pool.map(lambda k: runner.job("shard", {"shard": str(k)}), range(1, n + 1)))
+    for status, out, work in shards:
         assert status == 0, out
         assert "akm 0.9.0: " in out and f"{work}/.tools/akm/0.9.0/akm" in out, out
         report = json.loads((work / "shard-report" / "report.json").read_text())
@@ -305,25 +301,22 @@ def test_the_shards_install_their_tools_and_run_green(shards: Runner) -> None:
         assert report["runs"][0]["outcome"] == "pass"
         assert report["provenance"]["akm_version"] == "0.9.0"
         assert annotations(out) == []  # a shard that did its part raises nothing on the run's page
-    arms = sorted(
-        json.loads((w / "shard-report" / "report.json").read_text())["runs"][0]["arm"] for _, _, w in shards.results
-    )
+    arms = sorted(json.loads((w / "shard-report" / "report.json").read_text())["runs"][0]["arm"] for _, _, w in shards)
     assert arms == ["akm", "akm", "noakm", "noakm"]
 
-
-def test_the_merge_goes_green_and_annotates_what_it_cannot_make_whole(shards: Runner) -> None:
-    status, out, work = shards.job("merge")
+    status, out, work = runner.job("merge")
     assert status == 0, out
     report = json.loads((work / "report" / "report.json").read_text())
     assert report["complete"] is True and report["merge"]["missing"] == []
     assert [g["ok"] for g in report["gates"]] == [True]
-    assert (shards.artifacts / "report" / "report.html").is_file()  # the uploaded report
+    assert (runner.artifacts / "report" / "report.html").is_file()  # the uploaded report
     assert "## " in (work.parent / f"{work.name}.summary.md").read_text()  # the job summary
     assert annotations(out) == []
+
     # A shard whose store never arrived: the merge fails, and says so where GitHub shows it.
-    shutil.rmtree(shards.artifacts / "store-3")
-    shutil.rmtree(shards.artifacts / "report")
-    status, out, work = shards.job("merge")
+    shutil.rmtree(runner.artifacts / "store-3")
+    shutil.rmtree(runner.artifacts / "report")
+    status, out, work = runner.job("merge")
     assert status == 1, out
     found = annotations(out)
     assert any(
@@ -331,4 +324,5 @@ def test_the_merge_goes_green_and_annotates_what_it_cannot_make_whole(shards: Ru
         for kind, text in found
     ), found
     assert any(kind == "warning" and "report incomplete" in text for kind, text in found), found
-    assert (shards.artifacts / "report" / "report.json").is_file()  # uploaded all the same
+    assert (runner.artifacts / "report" / "report.json").is_file()  # uploaded all the same
+    assert processes_under(tmp_path) == []
