@@ -36,7 +36,7 @@ from ..system.untrusted import read_inside
 SUPPORTED = ("0.7", "0.9")
 INSTALL_HINT = (
     "install it into the project with `python -m pytest_akmbench install-tools --akm-bundles DIR` (DIR holding "
-    'akm\'s bundles, akm-<version>.js; README, "akm") or pass --bench-akm PATH (ini bench_akm, config akm); '
+    'akm\'s bundles, akm-<version>.js; README, "Installing the tools") or pass --bench-akm PATH (ini bench_akm, config akm); '
     "only the akm arm needs it: --bench-arms noakm or -k noakm runs without"
 )
 OFFLINE = {"npm_config_registry": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/"}

@@ -81,7 +81,9 @@ def install_tools(args: argparse.Namespace) -> int:
     opencode = install_opencode(tools)
     print(f"opencode {OPENCODE_VERSION}: {opencode}")
     if not found:
-        print("akm: no bundles given (--akm-bundles DIR or $AKM_BUNDLES); the akm arm needs akm (README, 'akm')")
+        print(
+            "akm: no bundles given (--akm-bundles DIR or $AKM_BUNDLES); the akm arm needs it (README, 'Installing the tools')"
+        )
         return 0
     bun = install_bun(tools)
     print(f"bun {BUN_VERSION}: {bun}")
