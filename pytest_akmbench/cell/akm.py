@@ -35,8 +35,9 @@ from ..system.untrusted import read_inside
 
 SUPPORTED = ("0.7", "0.9")
 INSTALL_HINT = (
-    "install akm with `npm install -g akm-cli` (it needs bun: https://bun.sh) or pass --bench-akm PATH "
-    "(ini bench_akm, config akm); only the akm arm needs it: --bench-arms noakm or -k noakm runs without"
+    "install it into the project with `python -m pytest_akmbench install-tools --akm-bundles DIR` (DIR holding "
+    'akm\'s bundles, akm-<version>.js; README, "Installing the tools") or pass --bench-akm PATH (ini bench_akm, config akm); '
+    "only the akm arm needs it: --bench-arms noakm or -k noakm runs without"
 )
 OFFLINE = {"npm_config_registry": "http://127.0.0.1:9/", "BUN_CONFIG_REGISTRY": "http://127.0.0.1:9/"}
 # Exit codes that mean akm itself could not work (config, internal error, not executable, not
@@ -77,15 +78,47 @@ class AkmInfo:
     def as_dict(self) -> dict[str, Any]:
         return {"version": self.version, "line": self.line, "sha256": self.sha256}
 
+    @classmethod
+    def recorded(cls, tool: Mapping[str, Any]) -> AkmInfo:
+        """The akm a sample's fingerprint names (``{"version", "sha256"}``), for an offline report:
+        nothing to run, only what the cells ran."""
+        version = str(tool.get("version") or "0.0.0")
+        return cls(path=Path(), version=version, line=_line(version)[0], sha256=str(tool.get("sha256")), config="")
 
-def locate(explicit: str | os.PathLike[str] | None) -> Path:
-    """The akm executable: the one given (``--bench-akm``, a config's ``akm``), else ``akm`` on PATH."""
+
+def locate(explicit: str | os.PathLike[str] | None, project: Path | None = None) -> Path:
+    """The akm executable: the one given (``--bench-akm``, a config's ``akm``), else the newest
+    of ``<project>/.tools/akm/<version>/akm`` (where install-tools puts it), else ``akm`` on PATH."""
     if explicit:
         return Path(explicit).expanduser().absolute()  # akm runs in a throwaway HOME: no relative path
+    local = installed(project) if project is not None else None
+    if local is not None:
+        return local.absolute()
     found = shutil.which("akm")
     if found is None:
-        raise ConfigError(f"the akm arm needs the akm executable and none is on PATH; {INSTALL_HINT}", usage=True)
+        where = f"{project / '.tools' / 'akm'}/<version>/akm and " if project is not None else ""
+        raise ConfigError(
+            f"the akm arm needs the akm executable and found none (looked in {where}on PATH); {INSTALL_HINT}",
+            usage=True,
+        )
     return Path(found)
+
+
+def installed(project: Path) -> Path | None:
+    """The akm under ``<project>/.tools/akm/<version>/akm`` of the newest supported version (of
+    the newest version when none is supported), or None."""
+    try:
+        entries = list((project / ".tools" / "akm").iterdir())
+    except OSError:
+        return None
+    found = []
+    for entry in entries:
+        match = _VERSION.fullmatch(entry.name)
+        exe = entry / "akm"
+        if match and exe.is_file() and os.access(exe, os.X_OK):
+            major, minor, patch = (int(x) for x in match.groups())
+            found.append((f"{major}.{minor}" in SUPPORTED, (major, minor, patch), exe))
+    return max(found)[2] if found else None
 
 
 def detect(path: Path, timeout_s: float = 60.0) -> AkmInfo:

@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ..agents.base import builtin_agents
 from ..agents.opencode.adapter import choose_model, locate_opencode, locate_rg, read_version
 from ..agents.opencode.preflight import check_provider
 from ..agents.opencode.providers import ModelChoice
@@ -20,6 +21,7 @@ from ..cell import akm
 from ..cell.akm_check import check_index
 from ..corpus.config import RunConfig, config_options, corpus_near, load_run_config
 from ..corpus.tasks import load_lenient
+from ..corpus.values import parse_arms
 from ..errors import BenchError
 from ..system import sandbox, sandbox_doctor
 
@@ -44,11 +46,29 @@ def _model_check(choice: ModelChoice) -> tuple[str, str]:
         return "FAIL", str(err)
 
 
+DEFAULT_ARMS = ("noakm", "akm")  # a run's arms when neither its config nor an option names them
+
+
+def _needs_akm(cfg: RunConfig | None) -> bool:
+    """Whether the config's run has akm cells whose agent calls akm (its arms, by default
+    noakm and akm; every agent but the built-in oracle and nop)."""
+    if cfg is None:
+        return False
+    try:
+        arms = parse_arms(cfg.get("arms")) if cfg.get("arms") else DEFAULT_ARMS
+    except ValueError:
+        return False  # validate names a bad arms field; the run refuses it before akm matters
+    calls_akm = {a.name: getattr(a, "uses_akm", True) for a in builtin_agents()}.get(cfg.get("agent") or "", True)
+    return "akm" in arms and calls_akm
+
+
 def _akm_check(options: dict[str, Any], cfg: RunConfig | None) -> tuple[str, str]:
     """akm's version and, as the run's preflight does, an index of one stash of the corpus here."""
     try:
-        info = akm.detect(akm.locate(options["akm"]))
+        info = akm.detect(akm.locate(options["akm"], Path(options["rootdir"])))
     except BenchError as err:
+        if _needs_akm(cfg):  # the run this config describes would stop at its start
+            return "FAIL", f"{err} (the akm arm of {cfg.path if cfg else ''} needs it)"
         return "WARN", str(err)  # only the akm arm needs it; other arms and agents run without
     line = f"{info.version} at {info.path} (keyword search pinned)" + (f"; {info.warning}" if info.warning else "")
     corpus = (corpus_near(cfg.path) if cfg else None) or Path.cwd() / "corpus"

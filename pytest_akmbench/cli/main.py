@@ -1,4 +1,4 @@
-"""``python -m pytest_akmbench``: report, compare, validate, doctor, kill, clean.
+"""``python -m pytest_akmbench``: report, compare, validate, doctor, kill, clean, install-tools.
 
 None of these needs pytest or an agent; they use the core directly. Errors are one line on
 stderr; exit status 2 for usage errors (a missing file, an unknown task), 78 for invalid
@@ -14,16 +14,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..cell import akm
 from ..cell.context import RunContext
 from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, in_file, load_run_config, resolve, run_caps
 from ..corpus.tasks import load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
-from ..report import adaptive_run, gates, merge
+from ..report import adaptive_run, gates, github, merge
 from ..report import envelope as report
 from ..report import files as report_files
 from ..report.resume import report_input
 from ..system import lifecycle
-from . import inputs, report_run
+from . import inputs, report_run, tools
 
 DEFAULT_OUT = ".akmbench/report"
 DEFAULT_STORE = ".akmbench/store"
@@ -54,6 +55,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     arms, seeds = (merged.arms(), merged.seeds()) if planned is not None else (settings.arms, settings.seeds)
     cells = planned or [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, seeds + 1)]
     ctx = _stored_run(args, settings, merged.latest(settings.agent), stores[0])
+    # The akm the akm cells ran, as their samples record it: without it no akm cell's sample
+    # has the report's fingerprint, and a merge of a run with the akm arm is never whole.
+    ctx = dataclasses.replace(ctx, akm=_recorded_akm(merged.records, settings.agent))
     run = report_run.recall(stores, ctx, settings, tasks, corpus.tasks, merged.stored, fixed=not chosen)
     if run.cells is not None and run.tasks is not None:  # an adaptive run: the cells its plan needed
         tasks, arms, seeds, cells = run.tasks, run.arms, run.max_seeds, run.cells
@@ -89,6 +93,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"akmbench: {line}", file=sys.stderr)
     for line in merged.notes() if merging else ():
         print(f"akmbench: warning: {line}", file=sys.stderr)
+    if github.enabled():  # the merge job of a CI matrix: its gates and gaps on the run's page
+        files = github.task_files(tasks, cwd)
+        for line in github.for_run(envelope, problems, None, files, problem_title="akmbench: merge incomplete"):
+            print(line, flush=True)
     return _report_status(envelope, problems)
 
 
@@ -135,6 +143,20 @@ def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
         tasks_root=inputs.tasks_root(args.corpus),
         stashes_root=Path(args.stashes).resolve(),
     )
+
+
+def _recorded_akm(records: list[list[dict[str, Any]]], agent: str) -> akm.AkmInfo | None:
+    """The akm of the newest akm-arm sample of ``agent`` in the stores (its version and hash)."""
+    ran = [
+        r
+        for store in records
+        for r in store
+        if r.get("arm") == "akm"
+        and (r.get("agent") or {}).get("name") == agent
+        and (r.get("fingerprint") or {}).get("akm")
+    ]
+    newest = max(ran, key=lambda r: str(r.get("started_at") or ""), default=None)
+    return akm.AkmInfo.recorded(newest["fingerprint"]["akm"]) if newest is not None else None
 
 
 def _stored_run(
@@ -274,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--opencode", help="opencode executable")
     doc.add_argument("--akm", help="akm executable")
     doc.set_defaults(func=cmd_doctor)
+
+    tools.add_parser(sub)
     return parser
 
 

@@ -40,6 +40,16 @@ def pytest_akmbench_agents() -> list[Agent]:
     return [*opencode.agents(), *agents]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    # The first hook after pytest chose its rootdir without knowing our options: a path given
+    # as `--bench-akm PATH` may have moved it (plugin/rootdir.py).
+    if not options.VALUE_FLAGS.isdisjoint(args):
+        from . import rootdir
+
+        rootdir.repair(early_config, args)
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> Iterator[None]:
     if options.asked_for(config):

@@ -47,7 +47,10 @@ def _setup(config: pytest.Config) -> BenchState | None:
     raw = {n: options.raw(config, n) for n in options.SETTINGS}
     gate_cli, gate_ini = options.raw(config, "gate")
     explicit = any(cli is not None for cli, _ in raw.values()) or gate_cli is not None
-    if not explicit and raw["corpus"][1] is None and raw["config"][1] is None:
+    named = options.named_corpus(config) if raw["corpus"] == (None, None) else None
+    if named is not None and not find_task_files(named / "tasks"):
+        named = None  # a directory called corpus, but no corpus of tasks
+    if not explicit and raw["corpus"][1] is None and raw["config"][1] is None and named is None:
         return None
     rootdir = config.rootpath
     cwd = config.invocation_params.dir
@@ -59,7 +62,7 @@ def _setup(config: pytest.Config) -> BenchState | None:
     stash_cli, stash_ini = raw.pop("stashes")
     # Without a corpus on the command line or in the ini, a run config brings its project's own.
     near = corpus_near(run_config.path) if run_config is not None else None
-    default = near or rootdir / "corpus"
+    default = near or named or rootdir / "corpus"
     tasks_root = Path(cwd) / corpus_cli if corpus_cli else rootdir / corpus_ini if corpus_ini else default / "tasks"
     stashes_root = Path(cwd) / stash_cli if stash_cli else rootdir / stash_ini if stash_ini else default / "stashes"
     tasks_root = tasks_root.resolve()
@@ -383,10 +386,8 @@ def _provider_files(s: Settings) -> dict[str, Any]:
 def _agent_options(state: BenchState) -> dict[str, Any]:
     s = state.settings
     cfg = s.config
-    near = corpus_near(cfg.path) if cfg is not None else None
     return {
-        # A run config's project holds its .tools/ (opencode), wherever the run starts from.
-        "rootdir": str(near.parent if near is not None else s.rootdir),
+        "rootdir": str(startup.tools_project(state)),
         "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
         # The preflight starts the agent inside a cell's sandbox too (agents/opencode/boundary.py).

@@ -6,6 +6,7 @@ Precedence (command line, run config, ini, default) is resolved later, in
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,6 +152,14 @@ SETTINGS = [n.replace("-", "_") for n, _, _ in OPTIONS] + [n.replace("-", "_") f
 SETTINGS += ["parallel", "sandbox_ro", "until", "max_seeds"]
 
 
+# Every option that takes a value as the next word: pytest's first look at the command line,
+# before this plugin is loaded, takes that word for a test path (plugin/rootdir.py).
+VALUE_FLAGS = frozenset(
+    [f"--bench-{name}" for name, _, _ in OPTIONS + ADAPTIVE]
+    + ["--bench-gate", "--bench-sandbox-ro", "--bench-evolve-llm", "--parallel"]
+)
+
+
 def raw(config: pytest.Config, name: str) -> tuple[Any, Any]:
     """(command-line value, ini value) of setting ``name``; an empty ini value is None."""
     dest = "bench_" + name
@@ -160,10 +169,25 @@ def raw(config: pytest.Config, name: str) -> tuple[Any, Any]:
 
 
 def asked_for(config: pytest.Config) -> bool:
-    """Whether this run may be a bench run: a ``--bench-*`` option, or a corpus or run config in
-    the ini file. Cheap on purpose: everything else waits until this says yes."""
+    """Whether this run may be a bench run: a ``--bench-*`` option, a corpus or run config in
+    the ini file, or a corpus named on the command line. Cheap on purpose: everything else waits
+    until this says yes."""
     if config.option.help or config.option.version:
         return False
     if any(config.getoption("bench_" + name, None) is not None for name in [*SETTINGS, "gate", "until", "max_seeds"]):
         return True
-    return raw(config, "corpus")[1] is not None or raw(config, "config")[1] is not None
+    return raw(config, "corpus")[1] is not None or raw(config, "config")[1] is not None or bool(named_corpus(config))
+
+
+def named_corpus(config: pytest.Config) -> Path | None:
+    """The corpus a path on the command line is, or is inside: a directory named ``corpus``
+    holding ``tasks/`` (the default layout). `pytest corpus` in a project without the ini runs
+    the bench, instead of collecting the verifiers' own tests as the project's."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return None  # testpaths or the current directory: the project's own tests
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
+        for folder in (path, *path.parents):
+            if folder.name == "corpus" and (folder / "tasks").is_dir():
+                return folder
+    return None

@@ -9,7 +9,6 @@ on a mismatch it says so in ``warnings``, is marked incomplete and the exit stat
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +44,7 @@ class BenchSession:
         self.problems: list[str] = []
         self.error: str | None = None
         self.late_interrupt = False
+        self.annotations: list[str] = []
         self._by_suffix: dict[tuple[str, ...], list[Task]] | None = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -185,15 +185,15 @@ class BenchSession:
         """``::error``/``::warning`` lines for GitHub Actions (report/github.py)."""
         if not github.enabled():
             return
-        base = Path(os.environ.get("GITHUB_WORKSPACE") or self.state.settings.rootdir)
-        files = {t.id: os.path.relpath(t.yaml_path, base) for t in self.state.tasks}
+        files = github.task_files(self.state.tasks, self.state.settings.rootdir)
         lines = github.for_run(self.envelope, self.problems, self.error, files)
-        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if session.config.pluginmanager.get_plugin("terminalreporter") is not None:
+            # GitHub reads a command only at the start of a line: printed now, under -q the
+            # first would follow the progress line's "[100%]"; the summary starts on a line of its own.
+            self.annotations = lines
+            return
         for line in lines:
-            if tr is not None:
-                tr.write_line(line)
-            else:
-                print(line, flush=True)
+            print(line, flush=True)
 
     def _found_versions(self) -> dict[str, Any]:
         """The akm this run found, for a report whose samples never got as far as setting it up."""
@@ -205,8 +205,9 @@ class BenchSession:
     def _cannot_write(self, err: OSError | BenchError) -> None:
         state = self.state
         detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
+        where = state.soundness_report_dir if state.settings.soundness else state.report_dir
         self.error = (
-            f"cannot write the report to {state.report_dir}: {detail}; the samples are in the store: "
+            f"cannot write the report to {where}: {detail}; the samples are in the store: "
             f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"
         )
 
@@ -236,7 +237,7 @@ class BenchSession:
             if not envelope["complete"]:
                 envelope["verdict"] = "incomplete run — " + envelope["verdict"]
             self.envelope = state.scrub.obj(envelope)
-            self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
+            self.paths = report_files.write(state.soundness_report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             self._cannot_write(err)
 
@@ -251,6 +252,8 @@ class BenchSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
+        for line in self.annotations:
+            tr.write_line(line)
         if self.error is not None:
             tr.write_sep("-", "akmbench")
             tr.write_line(f"ERROR: akmbench: {self.error}", red=True)

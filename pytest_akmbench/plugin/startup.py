@@ -22,6 +22,7 @@ import pytest
 from ..agents.base import SessionInfo
 from ..cell import akm
 from ..cell.akm_check import check_index
+from ..corpus.config import corpus_near
 from .selection import arm_ruled_out, marks_rule_out
 from .state import BenchState
 
@@ -106,13 +107,22 @@ def find_akm(config: pytest.Config, state: BenchState, needed: bool) -> akm.AkmI
         return None if known["akm"] is None else akm.AkmInfo(**{**known["akm"], "path": Path(known["akm"]["path"])})
     if "akm" not in arms_needed(config, state):
         return None
-    if not needed and state.settings.akm is None and shutil.which("akm") is None:
+    project = tools_project(state)
+    if not needed and state.settings.akm is None and akm.installed(project) is None and shutil.which("akm") is None:
         return None
     return timed(
         config,
-        lambda: akm.detect(akm.locate(state.settings.akm)),
+        lambda: akm.detect(akm.locate(state.settings.akm, project)),
         lambda info: f"akm {info.version} at {info.path}",
     )
+
+
+def tools_project(state: BenchState) -> Path:
+    """The project whose ``.tools/`` holds the run's opencode and akm: a run config's own (its
+    corpus's parent), wherever the run starts from, else pytest's rootdir."""
+    cfg = state.settings.config
+    near = corpus_near(cfg.path) if cfg is not None else None
+    return near.parent if near is not None else state.settings.rootdir
 
 
 def preflight(config: pytest.Config, state: BenchState) -> None:

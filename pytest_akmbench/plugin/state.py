@@ -68,6 +68,12 @@ class BenchState:
         return self.settings.report or self.settings.rootdir / ".akmbench" / "report"
 
     @property
+    def soundness_report_dir(self) -> Path:
+        """A soundness run's own report, beside the bench's: checking the corpus never replaces
+        the report of the last bench run (README, "Corpus")."""
+        return self.report_dir / "soundness"
+
+    @property
     def store_dir(self) -> Path:
         return self.settings.store or self.settings.rootdir / ".akmbench" / "store"
 

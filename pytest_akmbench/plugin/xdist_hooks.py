@@ -59,6 +59,24 @@ class XdistHooks:
         self.nodes: set[Any] = set()
         self.started: set[str] = set()  # the workers that became ready, by gateway id
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
+        """xdist says its workers' status when it starts them and again once they have collected;
+        off a terminal under -q both are "bringing up nodes...", printed twice. Say a line once."""
+        reporter = config.pluginmanager.get_plugin("terminaldistreporter")
+        show, status = getattr(reporter, "ensure_show_status", None), getattr(reporter, "getstatus", None)
+        if show is None or status is None or config.get_verbosity() >= 0:
+            return
+        said: set[str] = set()
+
+        def once() -> None:
+            line = status()
+            if line not in said:
+                said.add(line)
+                show()
+
+        reporter.ensure_show_status = once  # type: ignore[union-attr]
+
     def pytest_configure_node(self, node: Any) -> None:
         spec = node.gateway.spec
         if is_remote(spec) or getattr(spec, "python", None):

@@ -9,7 +9,8 @@ run's summary page and, with ``file=``, on the file in a pull request's diff.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 MAX_PER_KIND = 10  # GitHub shows at most 10 errors and 10 warnings of a step
@@ -33,15 +34,27 @@ def command(kind: str, title: str, message: str, file: str | None = None) -> str
     return f"::{kind} {','.join(props)}::{_data(message)}"
 
 
+def task_files(tasks: Iterable[Any], cwd: Path, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Each task's task.yaml relative to the repository root (``GITHUB_WORKSPACE``, else ``cwd``),
+    as an annotation's ``file=`` wants it."""
+    base = Path(environ.get("GITHUB_WORKSPACE") or cwd)
+    return {t.id: os.path.relpath(t.yaml_path, base) for t in tasks}
+
+
 def for_run(
-    envelope: dict[str, Any] | None, problems: list[str], error: str | None, files: Mapping[str, str]
+    envelope: dict[str, Any] | None,
+    problems: list[str],
+    error: str | None,
+    files: Mapping[str, str],
+    problem_title: str = "akmbench: report mismatch",
 ) -> list[str]:
     """The annotations of a run; ``files`` maps a task id to its task.yaml, relative to the
-    repository root."""
+    repository root; ``problems`` are what made the report untrue to the run (a merge's: what
+    it could not make whole), each an error titled ``problem_title``."""
     out: list[str] = []
     if error:
         out.append(command("error", "akmbench: report not written", error))
-    out += [command("error", "akmbench: report mismatch", p) for p in problems[:MAX_PER_KIND]]
+    out += [command("error", problem_title, p) for p in problems[:MAX_PER_KIND]]
     if envelope is None:
         return out
     for gate in envelope.get("gates") or []:
@@ -59,6 +72,8 @@ def for_run(
         out.append(
             command("error", "akmbench harness errors", f"{len(errors)} runs ended in harness_error; see the report")
         )
-    if not envelope.get("complete", True):
+    shard = envelope.get("shard") or {}
+    # A shard's report is never complete (it is part of the run); only its own gaps are news.
+    if not envelope.get("complete", True) and not shard.get("complete"):
         out.append(command("warning", "akmbench: report incomplete", envelope.get("verdict") or "incomplete run"))
     return out

@@ -152,7 +152,7 @@ class TestDetect:
 
     def test_missing_or_not_executable(self, tmp_path: Path) -> None:
         """One-line errors that say how to install akm."""
-        with pytest.raises(ConfigError, match=r"not found or not executable.*akm-cli"):
+        with pytest.raises(ConfigError, match=r"not found or not executable.*install-tools --akm-bundles DIR"):
             akm.detect(tmp_path / "nope")
         (tmp_path / "plain").write_text("x")
         with pytest.raises(ConfigError, match="not executable"):
@@ -177,9 +177,34 @@ class TestDetect:
         assert len(info.sha256) == 64
 
     def test_locate(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        """The given path first, else akm on PATH, else an error naming how to install it."""
+        """The given path first, else the project's .tools/akm, else akm on PATH, else an error
+        naming how to install it: a command of ours that works (issue 29, item 3: it advised
+        `npm install -g akm-cli`, which the registry does not have)."""
         monkeypatch.setenv("PATH", str(tmp_path))
-        with pytest.raises(ConfigError, match=r"none is on PATH.*akm-cli"):
-            akm.locate(None)
+        project = tmp_path / "project"
+        with pytest.raises(ConfigError) as err:
+            akm.locate(None, project)
+        assert f"looked in {project}/.tools/akm/<version>/akm and on PATH" in str(err.value)
+        assert "`python -m pytest_akmbench install-tools --akm-bundles DIR`" in str(err.value)
+        assert "akm-cli" not in str(err.value) and "npm install" not in str(err.value)
         exe = self.exe(tmp_path / "akm", "exit 0\n")
-        assert akm.locate(None) == exe and akm.locate("/else/akm") == Path("/else/akm")
+        assert akm.locate(None, project) == exe and akm.locate("/else/akm", project) == Path("/else/akm")
+        (project / ".tools" / "akm" / "0.9.0").mkdir(parents=True)
+        local = self.exe(project / ".tools" / "akm" / "0.9.0" / "akm", "exit 0\n")
+        assert akm.locate(None, project) == local and akm.locate(None) == exe
+
+    def test_the_newest_supported_akm_of_the_project_is_found(self, tmp_path: Path) -> None:
+        """.tools/akm/<version>/akm as install-tools (and .ci/akm) leave it: the newest version
+        of a supported line, else the newest; a directory that is not a version or holds no
+        executable akm is not one."""
+        tools = tmp_path / ".tools" / "akm"
+        assert akm.installed(tmp_path) is None
+        for version in ("0.7.0", "0.9.0", "0.9.2", "1.3.0", "latest"):
+            (tools / version).mkdir(parents=True)
+            self.exe(tools / version / "akm", "exit 0\n")
+        (tools / "0.9.10").mkdir()
+        (tools / "0.9.10" / "akm").write_text("not executable")
+        assert akm.installed(tmp_path) == tools / "0.9.2" / "akm"
+        for version in ("0.7.0", "0.9.0", "0.9.2"):
+            (tools / version / "akm").unlink()
+        assert akm.installed(tmp_path) == tools / "1.3.0" / "akm"

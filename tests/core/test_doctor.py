@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,33 @@ def test_a_cloud_model_without_providers_fails(capsys, monkeypatch, tmp_path: Pa
     line = model_line(capsys)
     assert "[FAIL] model: preflight: model 'openai/gpt-4o': no providers entry for 'openai'" in line
     assert "--bench-providers FILE" in line
+
+
+@pytest.mark.parametrize(
+    ("arms", "agent", "status", "code"),
+    [(None, None, "FAIL", 1), (["noakm"], None, "WARN", 0), (None, "oracle", "WARN", 0)],
+)
+def test_a_config_whose_akm_arm_has_no_akm_fails(
+    capsys, monkeypatch, tmp_path: Path, arms: list[str] | None, agent: str | None, status: str, code: int
+) -> None:
+    """`doctor --config` said "All needed checks passed" (exit 0) for a config whose akm arm had
+    no akm, and the run then stopped at its start (issue 29, item 10); a config that runs no akm
+    cell, or an agent that never calls akm, needs none."""
+    from tests.support import opencode
+
+    monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
+    monkeypatch.delenv("BENCH_OPENCODE_MODEL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("AKMBENCH_OPENCODE", str(opencode.binary()))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
+    monkeypatch.chdir(tmp_path)
+    config = {"schemaVersion": 1, "model": "scripted/oracle"}
+    config.update({"arms": arms} if arms else {})
+    config.update({"agent": agent} if agent else {})
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    assert main(["doctor", "--config", str(tmp_path / "c.json")]) == code
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "] akm:" in line]
+    assert line.startswith(f"  [{status}] akm: the akm arm needs the akm executable and found none"), line
+    assert ("needs it)" in line) == (status == "FAIL")
+    assert ("All needed checks passed." in out) == (code == 0)

@@ -44,6 +44,7 @@ CORE = [
     "cli.validate",
     "cli.inputs",
     "cli.main",
+    "cli.tools",
     "corpus.config",
     "corpus.fields",
     "corpus.hashes",

@@ -4,12 +4,17 @@ refuses they refuse, and every shipped config and task validates (issue 14)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 import tomllib
 import yaml
+from jsonschema import Draft202012Validator
 
 from pytest_akmbench.agents.opencode import providers
 from pytest_akmbench.corpus import config, config_fields, tasks
@@ -30,6 +35,37 @@ def test_the_schemas_are_package_data() -> None:
     assert "schemas/*.json" in data["tool"]["setuptools"]["package-data"]["pytest_akmbench"]
     for name in NAMES:
         assert schema(name)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_schema_is_identified_by_its_own_file(name: str, tmp_path: Path) -> None:
+    """A relative $id, the file's name, resolves to the file wherever it is read from (the
+    installed package, the repository, a project's copy); it was a URL on a made-up host, .invalid
+    (issue 29, item 10)."""
+    here = (tmp_path / "any" / f"{name}.schema.json").as_uri()
+    assert urljoin(here, schema(name)["$id"]) == here
+
+
+def test_a_project_names_a_schema_from_its_own_copy(tmp_path: Path) -> None:
+    """A pip user's config cannot name ../pytest_akmbench/schemas/ (that is this repository's
+    layout): `schemas --out DIR` copies them into the project, and a config there names the copy."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_akmbench", "schemas", "--out", "schemas"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"schemas/{n}.schema.json" for n in sorted(NAMES)]
+    (tmp_path / "configs").mkdir()
+    config = {"$schema": "../schemas/run-config.schema.json", "schemaVersion": 1, "seeds": 2}
+    (tmp_path / "configs" / "x.json").write_text(json.dumps(config))
+    copy = json.loads((tmp_path / "configs" / config["$schema"]).read_text())
+    assert copy == schema("run-config")
+    assert list(Draft202012Validator(copy).iter_errors(config)) == []
+    assert list(Draft202012Validator(copy).iter_errors({**config, "seeds": 0})) != []
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)

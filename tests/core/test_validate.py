@@ -123,8 +123,13 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
     standard_corpus(pytester.path)
     write_task(pytester.path / "corpus" / "tasks", "beta/too-easy", verify="exit 0\n")
     pytester.makeini("[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n")
+    pytester.runpytest("corpus", "--bench-agent", "nop", "--bench-arms", "noakm", "--bench-seeds", "1")
+    bench_report = (pytester.path / ".akmbench" / "report" / "report.json").read_bytes()
     result = pytester.runpytest("corpus", "--bench-soundness")
     result.assert_outcomes(passed=3, failed=1)
+    # Its own report, beside the bench's, which it leaves as it was (issue 29, item 10: it was
+    # replaced by the soundness report).
+    assert (pytester.path / ".akmbench" / "report" / "report.json").read_bytes() == bench_report
     result.stdout.fnmatch_lines(
         [
             "beta/too-easy: verifier passes on the untouched workspace*",
@@ -132,7 +137,7 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
         ]
     )
     # The results are the report's: one row per task, the broken one named, no runs.
-    env = json.loads((pytester.path / ".akmbench" / "report" / "report.json").read_text())
+    env = json.loads((pytester.path / ".akmbench" / "report" / "soundness" / "report.json").read_text())
     assert env["runs"] == []
     assert env["verdict"].startswith("corpus NOT sound: 1 of 4 checked tasks fail their checks (beta/too-easy: ")
     rows = {r["task_id"]: r for r in env["soundness"]["by_task"]}
@@ -143,7 +148,8 @@ def test_soundness_mode_names_the_broken_task(pytester: pytest.Pytester) -> None
         "akm_finds_gold": None,
     }
     assert sum(r["sound"] for r in rows.values()) == 3
-    assert "## Corpus soundness" in (pytester.path / ".akmbench" / "report" / "summary.md").read_text()
+    assert "## Corpus soundness" in (pytester.path / ".akmbench" / "report" / "soundness" / "summary.md").read_text()
+    result.stdout.fnmatch_lines([f"report: {pytester.path / '.akmbench' / 'report' / 'soundness' / 'report.json'}"])
     # The terminal summary says what the check showed; a soundness run has no arm to call "not run".
     result.stdout.fnmatch_lines(["corpus NOT sound: 1 of 4 checked tasks*"])
     result.stdout.no_fnmatch_line("*: not run")

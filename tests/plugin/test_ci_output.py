@@ -78,3 +78,17 @@ def test_github_annotations_for_harness_errors_and_gates(
 def test_annotation_text_is_escaped() -> None:
     line = github.command("error", "gate: a,b", "50% of\nruns", "x/task.yaml")
     assert line == "::error file=x/task.yaml,line=1,title=gate%3A a%2Cb::50%25 of%0Aruns"
+
+
+@pytest.mark.parametrize("verbosity", ["-q", "-v"])
+def test_each_annotation_starts_its_own_line(
+    bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, verbosity: str
+) -> None:
+    """GitHub reads a workflow command only at the start of a line; under -q the first one used
+    to follow the progress line (`...[100%]::error title=…`), and GitHub ignored it (issue 29,
+    item 2)."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    out = bench.runpytest(*RUN, verbosity, "--bench-gate", "noakm.pass_rate>=0.5").stdout.lines
+    glued = [line for line in out if ("::error" in line or "::warning" in line) and not line.startswith("::")]
+    assert glued == []
+    assert [line for line in out if line.startswith("::error title=akmbench gate failed")] != []

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import real_akm
 from tests.support.corpus import standard_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +77,9 @@ class TestListingNeedsNothing:
         result = bare.runpytest_subprocess("corpus", "--bench-agent", "echo", "--bench-seeds", "1", "-k", "akm")
         assert result.ret == 4
         errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
-        assert len(errors) == 1 and "npm install -g akm-cli" in errors[0] and "-k noakm runs without" in errors[0]
+        assert (
+            len(errors) == 1 and "install-tools --akm-bundles DIR" in errors[0] and "-k noakm runs without" in errors[0]
+        )
 
     def test_marker_selecting_no_akm_cell_never_demands_akm(self, bare: pytest.Pytester) -> None:
         """-m "cell(arm='noakm')" lists and runs the control arm without any akm installed, as
@@ -91,7 +94,7 @@ class TestListingNeedsNothing:
         result = bare.runpytest_subprocess(*args, "-m", "cell(arm='noakm') or slow")
         assert result.ret == 4
         errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR:")]
-        assert len(errors) == 1 and "npm install -g akm-cli" in errors[0]
+        assert len(errors) == 1 and "install-tools --akm-bundles DIR" in errors[0]
 
     def test_validate(self, tmp_path: Path) -> None:
         """validate checks the shipped corpus and configs with no opencode or akm to be found."""
@@ -120,6 +123,44 @@ class TestListingNeedsNothing:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         tasks = len(list((ROOT / "corpus" / "tasks").glob("*/*/task.yaml")))
         assert f"{tasks} tasks in" in proc.stdout and ": 0 errors" in proc.stdout
+
+
+class TestCorpusWithoutTheIni:
+    """Issue 29, item 10: `pytest corpus` in a project without the ini collected the verifiers'
+    own tests/ as the project's tests and failed them; naming the corpus runs the bench."""
+
+    def test_naming_the_corpus_lists_its_cells_and_nothing_of_its_tasks(self, pytester: pytest.Pytester) -> None:
+        standard_corpus(pytester.path)
+        result = pytester.runpytest_subprocess("corpus", "--co", "-q", "-p", "no:cacheprovider")
+        assert result.ret == 0, result.stdout.str()
+        listed = [line for line in result.outlines if "::" in line]
+        assert len(listed) == 3 * 2 * 3 and all("task.yaml::" in line for line in listed), listed
+        result = pytester.runpytest_subprocess("corpus/tasks/alpha", "--bench-agent", "oracle", "--bench-seeds", "1")
+        result.assert_outcomes(passed=4)  # alpha's two tasks on both arms; no verifier test of theirs
+
+    def test_a_directory_called_corpus_without_tasks_stays_the_projects(self, pytester: pytest.Pytester) -> None:
+        (pytester.path / "corpus" / "tasks").mkdir(parents=True)
+        (pytester.path / "corpus" / "test_texts.py").write_text("def test_one():\n    pass\n")
+        pytester.runpytest_subprocess("corpus", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+class TestToolsWhereTheSetUpPutThem:
+    """Issue 29, item 3: .tools/akm/<version>/akm, which .ci/main and install-tools build, is
+    found as .tools/opencode is (a run of the akm arm used to exit 4: no akm on PATH)."""
+
+    def test_the_newest_supported_akm_in_tools_serves_the_akm_arm(self, bare: pytest.Pytester) -> None:
+        bare.makeconftest(CALLS_AKM)
+        for version in ("0.7.0", "0.9.0"):
+            real = real_akm.get(version)
+            (bare.path / ".tools" / "akm" / version).mkdir(parents=True)
+            (bare.path / ".tools" / "akm" / version / "akm").symlink_to(real.path)
+        result = bare.runpytest_subprocess(
+            "corpus", "--bench-agent", "echo", "--bench-seeds", "1", "--bench-tasks", "alpha/script-task", "-k", "akm"
+        )
+        result.assert_outcomes(passed=1, deselected=1)
+        assert "akmbench: akm 0.9.0 at " in result.stdout.str()
+        report = json.loads((bare.path / ".akmbench" / "report" / "report.json").read_text())
+        assert report["provenance"]["akm_version"] == "0.9.0"
 
 
 class TestConfigFromAnywhere:
@@ -183,6 +224,15 @@ class TestParallel:
         )
         result.assert_outcomes(failed=3)
         assert "--parallel 0: clamped to 1 worker (no xdist)" in result.stdout.str()
+
+    def test_bringing_up_nodes_is_said_once(self, bare: pytest.Pytester) -> None:
+        """Under -q, off a terminal, xdist says "bringing up nodes..." when it starts the workers
+        and again once they have collected: a bench said it twice (issue 29, item 10)."""
+        result = bare.runpytest_subprocess(
+            "corpus", "--bench-agent", "nop", "--bench-seeds", "1", "--bench-arms", "noakm", "-n", "2", "-q"
+        )
+        result.assert_outcomes(failed=3)
+        assert result.outlines.count("bringing up nodes...") == 1
 
     def test_disabled_xdist_is_not_a_missing_one(self, bare: pytest.Pytester) -> None:
         result = bare.runpytest_subprocess("corpus", "--bench-agent", "nop", "--parallel", "2", "-p", "no:xdist")

@@ -308,7 +308,9 @@ class TestOutcomes:
         )
         result = bench.runpytest("corpus", "--bench-agent", "uses", "--bench-seeds", "1", "-k", "script")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines(["ERROR: the akm arm needs the akm executable and none is on PATH; install akm*"])
+        result.stderr.fnmatch_lines(
+            ["ERROR: the akm arm needs the akm executable and found none (looked in *; install it into the project*"]
+        )
         assert not (bench.path / ".akmbench" / "store").exists()
         result = bench.runpytest("corpus", "--bench-agent", "never", "--bench-seeds", "1", "-k", "script")
         result.assert_outcomes(passed=2)

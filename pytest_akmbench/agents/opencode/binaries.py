@@ -18,8 +18,8 @@ from ...system.procs import is_executable
 OPENCODE_VERSION = "1.18.33"
 PLATFORM_PACKAGE = "opencode-linux-x64"
 INSTALL_HINT = (
-    f"install it: mkdir -p .tools && cd .tools && echo '{{\"private\":true}}' > package.json && "
-    f"npm install {PLATFORM_PACKAGE}@{OPENCODE_VERSION}; or set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
+    f"install it into the project with `python -m pytest_akmbench install-tools` ({PLATFORM_PACKAGE}@{OPENCODE_VERSION} "
+    "from npm into .tools/); or set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
 )
 RG_HINT = "install ripgrep: pip install ripgrep==14.1.0 (or apt-get install ripgrep)"
 OFFLINE_ENV = {

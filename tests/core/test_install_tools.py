@@ -1,0 +1,73 @@
+"""`python -m pytest_akmbench install-tools`: bad input is one line naming the option and the fix,
+before anything is installed (issue 29, item 3). The install itself runs for real in
+tests/plugin/test_ci_workflow.py, as the shipped workflow's step."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def install(cwd: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("AKM_BUNDLES", None)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_akmbench", "install-tools", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        ("missing", "--akm-bundles {p}: no such file or directory"),
+        ("empty", "--akm-bundles {p}: no akm-<version>.js in this directory"),
+        ("other-file", "--akm-bundles {p}: not an akm bundle (akm-<version>.js)"),
+    ],
+)
+def test_bundles_that_are_not_there_are_one_line(tmp_path: Path, layout: str, message: str) -> None:
+    path = tmp_path / "bundles"
+    if layout == "empty":
+        path.mkdir()
+        (path / "akm.js").write_text("")
+    elif layout == "other-file":
+        path = tmp_path / "akm.js"
+        path.write_text("")
+    proc = install(tmp_path, "--akm-bundles", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["akmbench: " + message.format(p=path)]
+    assert not (tmp_path / ".tools").exists()  # refused before anything was installed
+
+
+def test_without_npm_it_says_what_to_install(tmp_path: Path) -> None:
+    proc = install(tmp_path, path=str(Path(sys.executable).parent))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "akmbench: npm not found: install Node.js (it brings npm) to install opencode-linux-x64@1.18.33"
+    ]
+
+
+def test_the_bundles_directory_may_come_from_the_environment(tmp_path: Path) -> None:
+    """AKM_BUNDLES, as .ci/akm and the shipped workflow set it, stands for --akm-bundles."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AKM_BUNDLES": str(tmp_path / "nowhere")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_akmbench", "install-tools"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 2 and f"--akm-bundles {tmp_path / 'nowhere'}: no such file" in proc.stderr
