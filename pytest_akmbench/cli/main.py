@@ -17,7 +17,7 @@ from typing import Any
 from ..cell import akm
 from ..cell.context import RunContext
 from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, in_file, load_run_config, resolve, run_caps
-from ..corpus.tasks import load_corpus, select_with_override
+from ..corpus.tasks import Task, load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import adaptive_run, gates, github, merge
 from ..report import envelope as report
@@ -89,15 +89,21 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"note: replacing the report in {out} (the last run's); --out DIR writes elsewhere", file=sys.stderr)
     json_path, md_path, html_path = report_files.write(out, envelope, stores[0], stores[1:])
     print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
+    _say(envelope, problems, merged.notes() if merging else [], tasks, cwd)
+    return _report_status(envelope, problems)
+
+
+def _say(envelope: dict[str, Any], problems: list[str], notes: list[str], tasks: list[Task], cwd: Path) -> None:
+    """What the report command could not make whole, on stderr, and under GitHub Actions its
+    gates and gaps as annotations."""
     for line in problems:
         print(f"akmbench: {line}", file=sys.stderr)
-    for line in merged.notes() if merging else ():
+    for line in notes:
         print(f"akmbench: warning: {line}", file=sys.stderr)
     if github.enabled():  # the merge job of a CI matrix: its gates and gaps on the run's page
         files = github.task_files(tasks, cwd)
         for line in github.for_run(envelope, problems, None, files, problem_title="akmbench: merge incomplete"):
             print(line, flush=True)
-    return _report_status(envelope, problems)
 
 
 def _report_status(envelope: dict[str, Any], problems: list[str]) -> int:

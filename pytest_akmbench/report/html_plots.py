@@ -176,7 +176,7 @@ def _forest_note(shown: int, left: int, paired: dict[str, Any] | None) -> str:
         "<p class=\"note\">each row: a task's pass rate on akm minus noakm, with Newcombe's 95% interval from the "
         "two arms' Wilson intervals; the diamond is the paired mean over every task both arms ran, with the "
         "interval of the paired permutation test."
-        + _few_tasks(paired)
+        + notes.few_paired_tasks(paired)
         + (
             f" Shown: the {shown} tasks with the largest |delta|; the other {left} are in the per-task table "
             "and report.json."
@@ -184,19 +184,6 @@ def _forest_note(shown: int, left: int, paired: dict[str, Any] | None) -> str:
             else ""
         )
         + "</p>"
-    )
-
-
-def _few_tasks(paired: dict[str, Any] | None) -> str:
-    """Why the diamond may span the whole axis: with n paired tasks the exact sign-flip test's
-    smallest two-sided p is 2^(1-n), so below 6 tasks no difference is excluded at 95%."""
-    n = int((paired or {}).get("tasks") or 0)
-    if not n or 2.0 ** (1 - n) < 0.05:
-        return ""
-    return (
-        f" With {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {2.0 ** (1 - n):.3g}, above "
-        "0.05, so its 95% interval cannot exclude any difference: the diamond spans the whole range whatever the "
-        "tasks show (6 paired tasks are the fewest that can)."
     )
 
 

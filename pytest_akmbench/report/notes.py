@@ -32,3 +32,16 @@ def unconfirmed_akm_log(cells: list[dict[str, Any]], runs: int, limit: int = 10)
         f"akm log tampered or unconfirmed in {len(cells)} of {runs} akm-arm runs: {named}{more}; "
         "their akm log holds events no akm call of the agent accounts for, and those events got no credit"
     )
+
+
+def few_paired_tasks(paired: dict[str, Any] | None) -> str:
+    """Why the diamond may span the whole axis: with n paired tasks the exact sign-flip test's
+    smallest two-sided p is 2^(1-n), so below 6 tasks no difference is excluded at 95%."""
+    n = int((paired or {}).get("tasks") or 0)
+    if not n or 2.0 ** (1 - n) < 0.05:
+        return ""
+    return (
+        f" With {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {2.0 ** (1 - n):.3g}, above "
+        "0.05, so its 95% interval cannot exclude any difference: the diamond spans the whole range whatever the "
+        "tasks show (6 paired tasks are the fewest that can)."
+    )

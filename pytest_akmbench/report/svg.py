@@ -221,6 +221,32 @@ class Point:
     data: dict[str, object] = field(default_factory=dict)
 
 
+def _scatter_mark(p: Point, cx: float, cy: float, dodge: int, y_of: Callable[[float], float]) -> str:
+    data = {
+        "data-x": exact(p.x),
+        "data-y": exact(p.y),
+        "data-low": exact(p.low),
+        "data-high": exact(p.high),
+        **({"data-dodged": dodge} if dodge else {}),
+        **p.data,
+    }
+    ci = ""
+    if p.low is not None and p.high is not None:
+        ci = (
+            f'<line class="ci" x1="{fmt(cx)}" x2="{fmt(cx)}" y1="{fmt(y_of(p.low))}" y2="{fmt(y_of(p.high))}" '
+            f'stroke="{p.colour}" stroke-width="2"/>'
+        )
+    fill = (
+        f'fill="none" stroke="{p.colour}" stroke-width="2"'
+        if dodge
+        else f'fill="{p.colour}" fill-opacity="{1 if p.size > 3 else 0.45}"'
+    )
+    return (
+        f'<g class="mark"{attrs(data)}><title>{escape(p.tip)}</title>{ci}<circle class="point" cx="{fmt(cx)}" '
+        f'cy="{fmt(cy)}" r="{p.size:g}" {fill}/></g>'
+    )
+
+
 def nice_max(value: float) -> float:
     """The smallest 1, 2 or 5 × 10^k at or above ``value`` (an axis end)."""
     if value <= 0:
@@ -270,28 +296,5 @@ def scatter(
         spot = (fmt(cx), fmt(cy), p.size)
         dodge = taken.get(spot, 0)
         taken[spot] = dodge + 1
-        cx += dodge * (p.size + 2)
-        data = {
-            "data-x": exact(p.x),
-            "data-y": exact(p.y),
-            "data-low": exact(p.low),
-            "data-high": exact(p.high),
-            **({"data-dodged": dodge} if dodge else {}),
-            **p.data,
-        }
-        ci = ""
-        if p.low is not None and p.high is not None:
-            ci = (
-                f'<line class="ci" x1="{fmt(cx)}" x2="{fmt(cx)}" y1="{fmt(y_of(p.low))}" y2="{fmt(y_of(p.high))}" '
-                f'stroke="{p.colour}" stroke-width="2"/>'
-            )
-        fill = (
-            f'fill="none" stroke="{p.colour}" stroke-width="2"'
-            if dodge
-            else f'fill="{p.colour}" fill-opacity="{1 if p.size > 3 else 0.45}"'
-        )
-        body.append(
-            f'<g class="mark"{attrs(data)}><title>{escape(p.tip)}</title>{ci}<circle class="point" cx="{fmt(cx)}" '
-            f'cy="{fmt(cy)}" r="{p.size:g}" {fill}/></g>'
-        )
+        body.append(_scatter_mark(p, cx + dodge * (p.size + 2), cy, dodge, y_of))
     return _svg(name, width, height, body, title)
