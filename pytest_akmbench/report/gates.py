@@ -22,9 +22,11 @@ Grammar (one expression per gate):
   (per-task Fisher exact tests, Holm over every task and arm compared).
 
 A metric that is not available (an arm that did not run) fails its gate, never passes it.
+Every gate fails when the report is unreliable by the verdict's rule (:func:`lift.unreliable`:
+an arm over 10% harness errors, or harness errors differing between compared arms beyond
+noise); the regression gates count harness errors as runs that did not pass, on both sides.
 Gates on a comparison's interval or test (``.low``, ``.high``, ``.p``, ``.significant``) also
-fail with fewer than ``lift.MIN_PAIRED_TASKS`` paired tasks or when the comparison is
-unreliable (too many harness errors). Pure: no pytest.
+fail with fewer paired tasks than the test can ever be significant with. Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -138,7 +140,8 @@ def parse(expr: str) -> dict[str, Any]:
 
 
 def evaluate(envelope: dict[str, Any], gates: list[str], base_dir: Path) -> list[dict[str, Any]]:
-    """``[{gate, ok, observed, message}]`` per gate; every expression is parsed first."""
+    """``[{gate, ok, observed, message}]`` per gate; every expression is parsed first. On an
+    unreliable report (:func:`unreliable`) every gate fails, keeping what it observed."""
     parsed = [(g, parse(g)) for g in gates]
     out = []
     for g, spec in parsed:
@@ -148,7 +151,33 @@ def evaluate(envelope: dict[str, Any], gates: list[str], base_dir: Path) -> list
             out.append(_significant(envelope, g, spec))
         else:
             out.append(_threshold(envelope, g, spec))
-    return out
+    why = unreliable(envelope)
+    if why is None:
+        return out
+    # A gate that failed on its own keeps its own reason; one that would pass says why it did not.
+    return [
+        r if not r["ok"] else {**r, "ok": False, "message": f"not passed: unreliable, {why}; {r['message']}"}
+        for r in out
+    ]
+
+
+def unreliable(envelope: dict[str, Any]) -> str | None:
+    """Why the report's runs cannot decide a gate, by the verdict's rule (:func:`lift.unreliable`)
+    applied to each arm and to each pair the report compares; None when they can. A gate must not
+    pass on the valid runs of an arm whose runs mostly broke: an akm release that breaks akm turns
+    its failures into harness errors, which leave every pass rate (docs/report.md, "Gates")."""
+    agg = envelope.get("aggregate") or {}
+    errors = {
+        arm: {"runs": a["runs"], "harness_errors": a.get("harness_error_count") or 0}
+        for arm in ARMS
+        if isinstance(a := agg.get(arm), dict) and a.get("runs")
+    }
+    groups = [[arm] for arm in errors] + [["akm", b] for b in ("noakm", "synthetic") if "akm" in errors and b in errors]
+    for group in groups:
+        why = lift_mod.unreliable({arm: errors[arm] for arm in group})
+        if why is not None:
+            return why
+    return None
 
 
 def withhold(results: list[dict[str, Any]], problems: int) -> list[dict[str, Any]]:
@@ -223,9 +252,37 @@ def _no_regression(envelope: dict[str, Any], gate: str, spec: dict[str, Any], ba
         return {"gate": gate, "ok": False, "observed": None, "message": str(err)}
     result = compare_mod.compare(base, envelope)
     problem = _not_comparable(base, envelope, result, path)
+    if problem is None and (why := unreliable(base)) is not None:
+        problem = f"the base report {path} is unreliable: {why}"
     if problem is not None:
         return {"gate": gate, "ok": False, "observed": None, "message": problem}
-    return _regression_verdict(gate, spec["kind"], result, path)
+    counted = compare_mod.compare(_errors_as_failures(base), _errors_as_failures(envelope))
+    return _regression_verdict(gate, spec["kind"], counted, path)
+
+
+def _errors_as_failures(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The report with every harness error counted as a run that did not pass, in both the
+    per-task rows and the arms' pass rates. A regression gate compares what each arm delivered:
+    a run that broke is not a pass, and leaving it out of the denominator would let a release
+    that breaks most runs keep the pass rate of the few that survived (docs/report.md, "Gates")."""
+    tasks = []
+    by_arm: dict[str, list[float]] = {}
+    for entry in envelope.get("tasks") or []:
+        t = dict(entry)
+        for arm in ARMS:
+            row = t.get(arm)
+            if not isinstance(row, dict):
+                continue
+            count, passes = row.get("count"), row.get("passes")
+            if isinstance(count, int) and count > 0 and isinstance(passes, int):
+                t[arm] = {**row, "valid_count": count, "pass_rate": passes / count}
+                by_arm.setdefault(arm, []).append(passes / count)
+        tasks.append(t)
+    agg = dict(envelope.get("aggregate") or {})
+    for name, rates in by_arm.items():
+        if isinstance(agg.get(name), dict):
+            agg[name] = {**agg[name], "pass_rate": sum(rates) / len(rates)}
+    return {**envelope, "tasks": tasks, "aggregate": agg}
 
 
 def _not_comparable(base: dict[str, Any], envelope: dict[str, Any], result: dict[str, Any], path: Path) -> str | None:

@@ -107,7 +107,7 @@ def compare_arms(
         low, high = max(-1.0, min(low, mean - half)), min(1.0, max(high, mean + half))
     errors = {arms[0]: _errors(rows_a), arms[1]: _errors(rows_b)}
     shares = [Fraction(e["harness_errors"], e["runs"]) if e["runs"] else Fraction(0) for e in errors.values()]
-    unreliable = [arm for arm, e in errors.items() if e["share"] is not None and e["share"] > MAX_HARNESS_ERROR_SHARE]
+    reason = unreliable(errors)
     return {
         "tasks": len(kept),
         "tasks_unpaired": one_side,
@@ -135,10 +135,43 @@ def compare_arms(
             "bootstrap_seed": boot["seed"],
         },
         "harness_errors": errors,
-        "reliable": not unreliable,
-        "unreliable_arms": unreliable,
+        "reliable": reason is None,
+        "unreliable_arms": _blamed(errors) if reason else [],
+        "unreliable_reason": reason,
         "artefact_bounds": _artefact_bounds(rows_a, rows_b) if shares[0] != shares[1] else None,
     }
+
+
+def unreliable(errors: dict[str, dict[str, Any]]) -> str | None:
+    """Why no claim on these arms' runs can be trusted, or None: the one rule of the verdict and
+    of every gate (docs/report.md, "Gates"). ``errors`` is ``{arm: {runs, harness_errors}}``.
+
+    An arm over MAX_HARNESS_ERROR_SHARE measured too little of what it ran; two arms whose
+    harness-error counts differ beyond noise (Fisher exact, p < ALPHA) failed where the harness
+    failed, and a harness error is not a verdict on the agent, so the comparison may measure
+    the harness (e.g. an akm release that breaks akm turns akm's failures into harness errors)."""
+    for arm, e in errors.items():
+        if e["runs"] and e["harness_errors"] / e["runs"] > MAX_HARNESS_ERROR_SHARE:
+            return (
+                f"{e['harness_errors']} of {e['runs']} {arm} runs are harness errors "
+                f"(over the {MAX_HARNESS_ERROR_SHARE:.0%} limit)"
+            )
+    counted = [(arm, e) for arm, e in errors.items() if e["runs"]]
+    if len(counted) == 2:
+        (a, ea), (b, eb) = counted
+        p = significance.fisher_exact(ea["harness_errors"], ea["runs"], eb["harness_errors"], eb["runs"])
+        if p < ALPHA:
+            return (
+                f"harness errors differ between arms beyond noise ({a} {ea['harness_errors']}/{ea['runs']}, "
+                f"{b} {eb['harness_errors']}/{eb['runs']}, Fisher exact p={p:.2g})"
+            )
+    return None
+
+
+def _blamed(errors: dict[str, dict[str, Any]]) -> list[str]:
+    """The arms over the limit, else the arm with the larger harness-error share."""
+    over = [a for a, e in errors.items() if e["runs"] and e["harness_errors"] / e["runs"] > MAX_HARNESS_ERROR_SHARE]
+    return over or [max(errors, key=lambda a: errors[a]["harness_errors"] / max(1, errors[a]["runs"]))]
 
 
 def _significant(p: float | None, low: float | None, high: float | None) -> bool:
@@ -166,10 +199,5 @@ def gate_refusal(block: dict[str, Any] | None, name: str) -> str | None:
             "with fewer, the paired test can never reject"
         )
     if block.get("reliable") is False:
-        arm = block["unreliable_arms"][0]
-        e = block["harness_errors"][arm]
-        return (
-            f"{name} refused: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors "
-            f"(over the {MAX_HARNESS_ERROR_SHARE:.0%} limit)"
-        )
+        return f"{name} refused: {block.get('unreliable_reason') or unreliable(block['harness_errors'])}"
     return None

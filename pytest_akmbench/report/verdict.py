@@ -37,13 +37,8 @@ def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
         test = f"paired permutation p={fmt_p(c['p_value'])}"
     vs = "" if b == "noakm" else f" over {b}"
     if not c["reliable"]:
-        arm = c["unreliable_arms"][0]
-        e = c["harness_errors"][arm]
-        text = (
-            f"unreliable: {e['harness_errors']} of {e['runs']} {arm} runs are harness errors (over the "
-            f"{lift.MAX_HARNESS_ERROR_SHARE:.0%} limit), no verdict on akm vs {b} "
-            f"(measured on the valid runs: {signed(d)} {ci}, {test}), {size}"
-        )
+        why = c.get("unreliable_reason") or lift.unreliable(c["harness_errors"])
+        text = f"unreliable: {why}, no verdict on akm vs {b} (measured on the valid runs: {signed(d)} {ci}, {test}), {size}"
     elif c["significant"]:
         text = f"akm {'lifts' if d > 0 else 'lowers'} pass rate{vs} by {signed(d)} {ci} ({test}), {size}"
     else:
