@@ -7,8 +7,10 @@ gives the interval, widened where needed to the run noise inside the tasks (:fun
 A comparison is significant when its Holm-adjusted p is below 0.05 and its interval excludes
 0, so the verdict never contradicts the interval it prints. The exact sign test and the
 cluster bootstrap of earlier versions are kept as diagnostics. Holm's adjustment runs over
-every comparison of the report (:func:`adjust`). Rules and reasons: docs/report.md, "Deltas"
-and "How the numbers are tested".
+every comparison of the report (:func:`adjust`), and the interval goes with it (the test's
+inversion at Holm's level for that comparison), so with three arms too an interval excludes 0
+exactly when the adjusted p is below 0.05. Rules and reasons: docs/report.md, "Deltas" and
+"How the numbers are tested".
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from statistics import fmean
+from statistics import NormalDist, fmean
 from typing import Any
 
 from . import significance, stats
@@ -49,16 +51,37 @@ def delta(rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, float | Non
     return out
 
 
-def _run_noise(kept: Sequence[tuple[list[bool], list[bool]]]) -> float:
-    """Half-width of a 95% normal interval of the mean delta from the run noise inside the
-    tasks alone (Agresti–Caffo: passes + 1 over runs + 2 per side). The variance of a mean of
+def _run_noise(kept: Sequence[tuple[list[bool], list[bool]]], alpha: float = ALPHA) -> float:
+    """Half-width of a (1 − alpha) normal interval of the mean delta from the run noise inside
+    the tasks alone (Agresti–Caffo: passes + 1 over runs + 2 per side). The variance of a mean of
     task deltas is never below it, while the spread of a few deltas can be (all equal: zero)."""
     var = math.fsum(
         (c + 1) / (n + 2) * (1 - (c + 1) / (n + 2)) / (n + 2)
         for a, b in kept
         for c, n in ((sum(a), len(a)), (sum(b), len(b)))
     )
-    return stats.Z_95 * math.sqrt(var) / len(kept)
+    z = stats.Z_95 if alpha == ALPHA else NormalDist().inv_cdf(1 - alpha / 2)
+    return z * math.sqrt(var) / len(kept)
+
+
+class Comparison(dict[str, Any]):
+    """A comparison block (a plain dict to every reader and to JSON) that keeps the task deltas
+    it was computed from, so that :func:`adjust` can recompute its interval at Holm's level."""
+
+    deltas: list[Fraction]
+    kept: list[tuple[list[bool], list[bool]]]
+    resamples: int
+
+
+def _set_interval(block: Comparison, test: dict[str, Any], alpha: float) -> None:
+    """The interval of ``test`` (the sign-flip test at level ``alpha``): its own inversion,
+    widened to the run noise at the same level, clipped to [-1, 1]."""
+    low, high, mean = test["low"], test["high"], block["delta"]
+    if mean is not None:
+        half = _run_noise(block.kept, alpha)
+        low, high = max(-1.0, min(low, mean - half)), min(1.0, max(high, mean + half))
+    block.update(low=low, high=high, confidence=1 - alpha)
+    block["diagnostics"].update(permutation_low=test["low"], permutation_high=test["high"])
 
 
 def _errors(rows: Sequence[Row]) -> dict[str, Any]:
@@ -91,7 +114,7 @@ def compare_arms(
     outcomes_b: Sequence[list[bool]],
     *,
     resamples: int = significance.RESAMPLES,
-) -> dict[str, Any]:
+) -> Comparison:
     """The paired comparison arms[0] − arms[1] over tasks (rows and outcomes in task order).
     ``resamples`` only matters above EXACT_MAX_TASKS paired tasks (the p-value is valid for any)."""
     kept = [(a, b) for a, b in zip(outcomes_a, outcomes_b) if a and b]
@@ -99,47 +122,44 @@ def compare_arms(
     test = significance.sign_flip_test(deltas, resamples=resamples)
     boot = stats.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
     sign = stats.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
-    one_side = sum(bool(a) != bool(b) for a, b in zip(outcomes_a, outcomes_b))
-    mean = float(sum(deltas) / len(deltas)) if deltas else None
-    low, high = test["low"], test["high"]
-    if mean is not None:
-        half = _run_noise(kept)
-        low, high = max(-1.0, min(low, mean - half)), min(1.0, max(high, mean + half))
     errors = {arms[0]: _errors(rows_a), arms[1]: _errors(rows_b)}
     shares = [Fraction(e["harness_errors"], e["runs"]) if e["runs"] else Fraction(0) for e in errors.values()]
     reason = unreliable(errors)
-    return {
-        "tasks": len(kept),
-        "tasks_unpaired": one_side,
-        "delta": mean,
-        "low": low,
-        "high": high,
-        "wins": sign["wins"],
-        "losses": sign["losses"],
-        "ties": sign["ties"],
-        "p_value": test["p_value"],
-        "p_value_holm": test["p_value"],
-        "holm_family": 1,
-        "significant": _significant(test["p_value"], low, high),
-        "method": "sign_flip_permutation",
-        "exact": test["exact"],
-        "iterations": test["resamples"],
-        "seed": significance.SEED,
-        "diagnostics": {
-            "permutation_low": test["low"],
-            "permutation_high": test["high"],
+    block = Comparison(
+        tasks=len(kept),
+        tasks_unpaired=sum(bool(a) != bool(b) for a, b in zip(outcomes_a, outcomes_b)),
+        delta=float(sum(deltas) / len(deltas)) if deltas else None,
+        low=None,
+        high=None,
+        confidence=None,
+        wins=sign["wins"],
+        losses=sign["losses"],
+        ties=sign["ties"],
+        p_value=test["p_value"],
+        p_value_holm=test["p_value"],
+        holm_family=1,
+        significant=False,
+        method="sign_flip_permutation",
+        exact=test["exact"],
+        iterations=test["resamples"],
+        seed=significance.SEED,
+        diagnostics={
             "sign_test_p": sign["p_value"] if kept else None,
             "bootstrap_low": boot["low"],
             "bootstrap_high": boot["high"],
             "bootstrap_iterations": boot["iterations"],
             "bootstrap_seed": boot["seed"],
         },
-        "harness_errors": errors,
-        "reliable": reason is None,
-        "unreliable_arms": _blamed(errors) if reason else [],
-        "unreliable_reason": reason,
-        "artefact_bounds": _artefact_bounds(rows_a, rows_b) if shares[0] != shares[1] else None,
-    }
+        harness_errors=errors,
+        reliable=reason is None,
+        unreliable_arms=_blamed(errors) if reason else [],
+        unreliable_reason=reason,
+        artefact_bounds=_artefact_bounds(rows_a, rows_b) if shares[0] != shares[1] else None,
+    )
+    block.deltas, block.kept, block.resamples = deltas, kept, resamples
+    _set_interval(block, test, ALPHA)
+    block["significant"] = _significant(test["p_value"], block["low"], block["high"])
+    return block
 
 
 def unreliable(errors: dict[str, dict[str, Any]]) -> str | None:
@@ -180,12 +200,26 @@ def _significant(p: float | None, low: float | None, high: float | None) -> bool
 
 def adjust(comparisons: Sequence[dict[str, Any]]) -> None:
     """Holm's adjustment over every comparison that has a p-value; sets ``p_value_holm``,
-    ``holm_family`` and ``significant`` (adjusted p < ALPHA, interval excluding 0) in place."""
+    ``holm_family``, the interval and ``significant`` (adjusted p < ALPHA, interval excluding 0)
+    in place.
+
+    The interval must invert the adjusted test, or a verdict would read "no significant
+    difference" beside an interval that excludes 0. Holm tests the comparison of rank r (by p)
+    at ALPHA / (k − r) and stops at the first rank s it cannot reject; so each comparison gets
+    the sign-flip interval at ALPHA / (k − min(r, s)): below s its p is under that level (0
+    excluded), from s on its p is at or above it (0 inside). Each is at least as wide as the
+    unadjusted 95% interval, so it covers at least as often (docs/report.md, "Deltas")."""
     tested = [c for c in comparisons if c.get("p_value") is not None]
-    for c, p in zip(tested, significance.holm([c["p_value"] for c in tested])):
-        c["p_value_holm"] = p
-        c["holm_family"] = len(tested)
-        c["significant"] = _significant(p, c["low"], c["high"])
+    k = len(tested)
+    adjusted = significance.holm([c["p_value"] for c in tested])
+    order = sorted(range(k), key=lambda i: tested[i]["p_value"])  # Holm's own order
+    stop = next((rank for rank, i in enumerate(order) if adjusted[i] >= ALPHA), k)
+    for rank, i in enumerate(order):
+        c, level = tested[i], ALPHA / (k - min(rank, stop))
+        c["p_value_holm"], c["holm_family"] = adjusted[i], k
+        if level != ALPHA and isinstance(c, Comparison):  # a block read back from JSON keeps its own
+            _set_interval(c, significance.sign_flip_test(c.deltas, alpha=level, resamples=c.resamples), level)
+        c["significant"] = _significant(adjusted[i], c["low"], c["high"])
 
 
 def gate_refusal(block: dict[str, Any] | None, name: str) -> str | None:

@@ -32,7 +32,12 @@ def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
     )
     size += "; " + _runs(agg, ("akm", b))
     if c["holm_family"] > 1:
-        test = f"paired permutation p={fmt_p(c['p_value_holm'])}, Holm-adjusted over {c['holm_family']} comparisons"
+        # The interval printed beside a Holm-adjusted p inverts the adjusted test (lift.adjust).
+        level = f"{100 * (c.get('confidence') or 0.95):g}%"
+        test = (
+            f"paired permutation p={fmt_p(c['p_value_holm'])}, {level} interval, "
+            f"Holm-adjusted over {c['holm_family']} comparisons"
+        )
     else:
         test = f"paired permutation p={fmt_p(c['p_value'])}"
     vs = "" if b == "noakm" else f" over {b}"

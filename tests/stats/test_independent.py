@@ -457,13 +457,28 @@ class TestEnvelope:
             assert block["tasks"] == len(pairs) and block["delta"] == pytest.approx(np.mean(d))
             assert block["p_value"] == pytest.approx(sign_flip_p(d), abs=1e-12)
             raw.append(block["p_value"])
-            # the interval: the test's acceptance set, widened to the Agresti–Caffo run noise
+        # Holm's level for each comparison: ALPHA / (k - rank) up to the first rank Holm cannot
+        # reject, that rank's level from there on (the interval inverts the adjusted test).
+        order = sorted(range(2), key=lambda i: raw[i])
+        first_kept = next(
+            (r for r, i in enumerate(order) if min(1.0, max((2 - q) * raw[order[q]] for q in range(r + 1))) >= 0.05), 2
+        )
+        levels = {b: 0.05 / (2 - min(order.index(i), first_kept)) for i, b in enumerate(blocks)}
+        for b, block in blocks.items():
+            pairs = [
+                (t["akm"], t[b])
+                for t in env["tasks"]
+                if t["akm"]["pass_rate"] is not None and t[b]["pass_rate"] is not None
+            ]
+            d = [a["pass_rate"] - o["pass_rate"] for a, o in pairs]
+            assert block["confidence"] == pytest.approx(1 - levels[b])
+            # the interval: the test's acceptance set at that level, widened to the Agresti–Caffo run noise
             var = sum(
                 ((c + 1) / (n + 2)) * (1 - (c + 1) / (n + 2)) / (n + 2)
                 for a, o in pairs
                 for c, n in ((a["passes"], a["valid_count"]), (o["passes"], o["valid_count"]))
             )
-            half = Z * math.sqrt(var) / len(pairs)
+            half = ss.norm.ppf(1 - levels[b] / 2) * math.sqrt(var) / len(pairs)
             diag = block["diagnostics"]
             assert block["low"] == pytest.approx(max(-1.0, min(diag["permutation_low"], np.mean(d) - half)))
             assert block["high"] == pytest.approx(min(1.0, max(diag["permutation_high"], np.mean(d) + half)))
