@@ -107,10 +107,13 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         "tasks": tasks_out,
         "negative_transfer_count": len(regressed),
         "negative_transfer_severity": sum(r["severity"] for r in regressed),
+        "negative_transfer_noise": transfer.negative_transfer_noise(tasks_out, len(regressed)),
         "top_regressed_tasks": regressed,
         "domain_level_deltas": transfer.domain_level_deltas(tasks_out, domain_of, regressed_ids),
         "asset_regression_candidates": transfer.asset_regression_candidates(akm_runs, regressed_ids),
-        "corpus_coverage": transfer.corpus_coverage(inp.tasks, tasks_out, workflow.per_task_compliance(runs)),
+        "corpus_coverage": transfer.corpus_coverage(
+            inp.tasks, tasks_out, workflow.per_task_compliance(runs), regressed_ids
+        ),
         "warnings": warnings,
         "tamper": tampering(runs),
         "searchBridge": akm_usage.search_bridge(akm_runs, gold_of),

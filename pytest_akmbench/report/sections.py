@@ -199,16 +199,29 @@ def coverage_section(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
+def transfer_noise_line(noise: dict[str, Any]) -> str:
+    """The count beyond noise beside the count noise alone gives (docs/report.md)."""
+    return (
+        f"{noise['beyond_noise']} of {noise['tasks_tested']} tasks regressed beyond noise ({noise['test']}); "
+        f"{noise['tasks_below']} are below noakm at all, where chance alone puts "
+        f"{noise['expected_below_by_chance']:.1f} on average"
+    )
+
+
 def negative_transfer_section(envelope: dict[str, Any]) -> list[str]:
     if "akm" not in envelope["corpus"]["arms"] or "noakm" not in envelope["corpus"]["arms"]:
         return []
     lines = ["", "## Negative transfer", ""]
     top = envelope["top_regressed_tasks"]
+    noise = envelope.get("negative_transfer_noise")
+    if noise:
+        lines.append(transfer_noise_line(noise))
+        lines.append("")
     if not top:
-        return lines + ["none"]
+        return lines + ["none beyond noise" if noise else "none"]
     lines.append(
         f"count={envelope['negative_transfer_count']}, severity={num(envelope['negative_transfer_severity'])} "
-        "(sum of noakm − akm pass rate over regressed tasks)"
+        "(sum of noakm − akm pass rate over the tasks regressed beyond noise)"
     )
     lines += [
         "",

@@ -9,7 +9,9 @@ report is reproducible byte for byte. Why these tests (and not others) is in doc
   never disagree.
 * :func:`stratified_permutation_test`: runs of each task permuted between two sides (compare):
   valid when the two sides have different numbers of runs per task.
-* :func:`fisher_exact`: one task, two sides (per-task regressions).
+* :func:`fisher_exact`: one task, two sides (per-task regressions); :func:`fisher_lower` its
+  one-sided form (negative transfer), and :func:`split_odds` the null distribution it sums.
+* :func:`min_paired_tasks`: the fewest paired tasks with which the sign-flip test can reject.
 * :func:`holm`: Holm's step-down adjustment over a family of p-values.
 """
 
@@ -23,7 +25,15 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["ALPHA", "fisher_exact", "holm", "sign_flip_test", "stratified_permutation_test"]
+__all__ = [
+    "ALPHA",
+    "fisher_exact",
+    "fisher_lower",
+    "holm",
+    "min_paired_tasks",
+    "sign_flip_test",
+    "stratified_permutation_test",
+]
 
 ALPHA = 0.05
 SEED = 20261129
@@ -225,3 +235,33 @@ def fisher_exact(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
     weights = [math.comb(t, x) * math.comb(n - t, n_a - x) for x in range(max(0, t - n_b), min(t, n_a) + 1)]
     observed = math.comb(t, c_a) * math.comb(n - t, n_a - c_a)
     return float(min(Fraction(1), Fraction(sum(w for w in weights if w <= observed), math.comb(n, n_a))))
+
+
+def split_odds(c_a: int, n_a: int, c_b: int, n_b: int) -> list[tuple[int, Fraction]]:
+    """(passes on side a, probability) over the ways a task's c_a + c_b passes can split between
+    n_a and n_b runs when the runs are exchangeable between the sides (hypergeometric, exact)."""
+    t, n = c_a + c_b, n_a + n_b
+    total = math.comb(n, n_a)
+    return [
+        (x, Fraction(math.comb(t, x) * math.comb(n - t, n_a - x), total))
+        for x in range(max(0, t - n_b), min(t, n_a) + 1)
+    ]
+
+
+def fisher_lower(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
+    """One-sided Fisher exact test that side a passes less often than side b: the probability,
+    given the task's total passes, of side a having c_a passes or fewer."""
+    if not (0 <= c_a <= n_a and 0 <= c_b <= n_b) or n_a == 0 or n_b == 0:
+        raise ValueError(f"need 0 <= passes <= runs and runs on both sides, got {c_a}/{n_a} and {c_b}/{n_b}")
+    return float(sum(q for x, q in split_odds(c_a, n_a, c_b, n_b) if x <= c_a))
+
+
+def min_paired_tasks(family: int = 1, alpha: float = ALPHA) -> int:
+    """The fewest paired tasks with which the two-sided sign-flip test, Holm-adjusted over
+    ``family`` comparisons, can reject at all: its smallest p, on tasks whose deltas all share
+    one sign, times ``family`` (Holm's first step) must fall below ``alpha``. Read off the test
+    itself, not a formula, so it follows the test if the test changes."""
+    m = 1
+    while (sign_flip_test([1] * m, alpha=alpha)["p_value"] or 1.0) * family >= alpha:
+        m += 1
+    return m

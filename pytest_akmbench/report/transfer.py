@@ -1,4 +1,5 @@
-"""Where akm helped or hurt: negative transfer (tasks where akm's pass rate fell below noakm's),
+"""Where akm helped or hurt: negative transfer (tasks where akm's pass rate fell below noakm's
+beyond noise),
 per-domain deltas, the assets regressed tasks loaded, and pass rates by memory ability and task
 family (docs/report.md)."""
 
@@ -9,16 +10,38 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..corpus.tasks import MEMORY_ABILITIES, Task
+from . import significance
 from .akm_usage import counted
 from .metrics import Sample, known_mean
 
 
-def negative_transfer(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, str]) -> list[dict[str, Any]]:
-    """Tasks where akm's pass rate is strictly below noakm's (both arms measured)."""
-    regressed = []
+def _counts(row: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(passes, valid runs) of an arm's per-task row, None when the arm has no valid run."""
+    if not row or row.get("pass_rate") is None or not row.get("valid_count"):
+        return None
+    return int(row["passes"]), int(row["valid_count"])
+
+
+def _tested(tasks_out: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], tuple[int, int, int, int], float]]:
+    """Each task both arms measured, its (akm passes, runs, noakm passes, runs) and the one-sided
+    Fisher p that akm passes less often than noakm."""
+    out = []
     for t in tasks_out:
-        a, b = (t.get("akm") or {}).get("pass_rate"), (t.get("noakm") or {}).get("pass_rate")
-        if a is not None and b is not None and a < b:
+        a, b = _counts(t.get("akm")), _counts(t.get("noakm"))
+        if a is not None and b is not None:
+            out.append((t, (*a, *b), significance.fisher_lower(*a, *b)))
+    return out
+
+
+def negative_transfer(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, str]) -> list[dict[str, Any]]:
+    """Tasks where akm passes less often than noakm beyond noise: one-sided Fisher exact test per
+    task, Holm over every task both arms measured (docs/report.md, "Negative transfer"). A task
+    merely below noakm is not listed: with 17 tasks × 5 seeds and no effect at all, about 6 are."""
+    tested = _tested(tasks_out)
+    regressed = []
+    for (t, _, p), p_holm in zip(tested, significance.holm([p for _, _, p in tested])):
+        a, b = t["akm"]["pass_rate"], t["noakm"]["pass_rate"]
+        if p_holm < significance.ALPHA:
             regressed.append(
                 {
                     "task_id": t["id"],
@@ -27,10 +50,31 @@ def negative_transfer(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, 
                     "akm_pass_rate": a,
                     "delta": a - b,
                     "severity": b - a,
+                    "p_value": p,
+                    "p_value_holm": p_holm,
                 }
             )
     regressed.sort(key=lambda r: (-r["severity"], r["task_id"]))
     return regressed
+
+
+def negative_transfer_noise(tasks_out: Sequence[dict[str, Any]], regressed: int) -> dict[str, Any]:
+    """How many tasks are below noakm at all, and how many noise alone would put there: for each
+    task, the chance that akm's rate falls below noakm's when its passes split between the arms at
+    random (the same null as the test), summed; ``regressed`` is the count beyond noise."""
+    tested = _tested(tasks_out)
+    below = sum(t["akm"]["pass_rate"] < t["noakm"]["pass_rate"] for t, _, _ in tested)
+    expected = 0.0
+    for _, (c_a, n_a, c_b, n_b), _ in tested:
+        t = c_a + c_b
+        expected += float(sum(q for x, q in significance.split_odds(c_a, n_a, c_b, n_b) if x * n_b < (t - x) * n_a))
+    return {
+        "tasks_tested": len(tested),
+        "tasks_below": below,
+        "expected_below_by_chance": expected,
+        "beyond_noise": regressed,
+        "test": "one-sided Fisher exact test per task (akm passes less often than noakm), Holm over the tasks tested",
+    }
 
 
 def _arm_mean(rows: Sequence[dict[str, Any]], arm: str, key: str = "pass_rate") -> float | None:
@@ -102,11 +146,16 @@ def _compliance(ids: list[str], compliance: dict[str, float]) -> float | None:
 
 
 def corpus_coverage(
-    tasks: Sequence[Task], tasks_out: Sequence[dict[str, Any]], compliance: dict[str, float] | None = None
+    tasks: Sequence[Task],
+    tasks_out: Sequence[dict[str, Any]],
+    compliance: dict[str, float] | None = None,
+    regressed: set[str] | None = None,
 ) -> dict[str, Any]:
     """``corpus_coverage`` (docs/report.md); the inner ``coverage`` keys stay camelCase.
-    ``compliance`` is each task's workflow compliance (report/workflow.py)."""
+    ``compliance`` is each task's workflow compliance (report/workflow.py); ``regressed`` the
+    tasks with negative transfer beyond noise (:func:`negative_transfer`)."""
     compliance = compliance or {}
+    regressed = regressed or set()
     abilities = dict.fromkeys(("untagged", *MEMORY_ABILITIES), 0)
     families: dict[str, int] = {}
     untagged_family = 0
@@ -137,13 +186,7 @@ def corpus_coverage(
                     "pass_rate_noakm": noakm,
                     "pass_rate_akm": akm,
                     "pass_rate_delta": _diff(akm, noakm),
-                    "negative_transfer_count": sum(
-                        1
-                        for t in g
-                        if (t.get("akm") or {}).get("pass_rate") is not None
-                        and (t.get("noakm") or {}).get("pass_rate") is not None
-                        and t["akm"]["pass_rate"] < t["noakm"]["pass_rate"]
-                    ),
+                    "negative_transfer_count": sum(t["id"] in regressed for t in g),
                     "workflow_compliance": _compliance([t["id"] for t in g], compliance),
                 }
             )

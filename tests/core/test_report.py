@@ -189,32 +189,34 @@ class TestEnvelope:
         ]
 
     def test_negative_transfer_and_assets(self) -> None:
-        """noakm 1.0 vs akm 0.0 on one task: regressed, severity 1, its loaded asset is a candidate."""
+        """noakm 5/5 vs akm 0/5 on one task: regressed beyond noise (one-sided Fisher p = 1/252),
+        severity 1, its loaded asset is a candidate."""
         task = make_task("x/t", gold_ref="skill:gold")
-        samples = [sample("x/t", "noakm", s, "pass") for s in (1, 2, 3)]
+        samples = [sample("x/t", "noakm", s, "pass") for s in range(1, 6)]
         samples += [
-            sample("x/t", "akm", s, "fail", trajectory=traj(searches=[4], shown=["skill:bad"])) for s in (1, 2, 3)
+            sample("x/t", "akm", s, "fail", trajectory=traj(searches=[4], shown=["skill:bad"])) for s in range(1, 6)
         ]
-        env = report.build(inp([task], samples), timestamp=TS)
+        env = report.build(inp([task], samples, seeds=5), timestamp=TS)
         assert env["negative_transfer_count"] == 1 and env["negative_transfer_severity"] == 1.0
         assert env["top_regressed_tasks"][0]["task_id"] == "x/t"
         assert env["asset_regression_candidates"] == [
-            {"asset_ref": "skill:bad", "regressed_task_count": 1, "regressed_task_ids": ["x/t"], "total_load_count": 3}
+            {"asset_ref": "skill:bad", "regressed_task_count": 1, "regressed_task_ids": ["x/t"], "total_load_count": 5}
         ]
-        assert env["failure_modes"] == {"by_label": {"loaded_wrong": 3}, "by_task": {"x/t": {"loaded_wrong": 3}}}
+        assert env["failure_modes"] == {"by_label": {"loaded_wrong": 5}, "by_task": {"x/t": {"loaded_wrong": 5}}}
         assert env["domain_level_deltas"][0]["regression_count"] == 1
 
     def test_transfer_by_domain_and_family(self) -> None:
-        """Task x/a ties (both arms pass every run), x/b regresses (akm fails, noakm passes), both in
-        family f. A tie is no negative transfer; the domain's and the family's rows give akm − noakm
-        for pass rate, tokens per pass and time."""
+        """Task x/a ties (both arms pass every run), x/b regresses (akm fails, noakm passes, 5 seeds:
+        beyond noise), both in family f. A tie is no negative transfer; the domain's and the
+        family's rows give akm − noakm for pass rate, tokens per pass and time."""
         tasks = [make_task("x/a", task_family="f"), make_task("x/b", task_family="f")]
-        samples = [sample("x/a", "akm", s, "pass", tokens=1000, wallclock_ms=2000) for s in (1, 2, 3)]
-        samples += [sample("x/b", "akm", s, "fail", tokens=900, wallclock_ms=2000) for s in (1, 2, 3)]
+        seeds = range(1, 6)
+        samples = [sample("x/a", "akm", s, "pass", tokens=1000, wallclock_ms=2000) for s in seeds]
+        samples += [sample("x/b", "akm", s, "fail", tokens=900, wallclock_ms=2000) for s in seeds]
         samples += [
-            sample(t, "noakm", s, "pass", tokens=1500, wallclock_ms=3000) for t in ("x/a", "x/b") for s in (1, 2, 3)
+            sample(t, "noakm", s, "pass", tokens=1500, wallclock_ms=3000) for t in ("x/a", "x/b") for s in seeds
         ]
-        env = report.build(inp(tasks, samples), timestamp=TS)
+        env = report.build(inp(tasks, samples, seeds=5), timestamp=TS)
         assert env["negative_transfer_count"] == 1 and env["top_regressed_tasks"][0]["task_id"] == "x/b"
         (domain,) = env["domain_level_deltas"]
         assert (domain["pass_rate_akm"], domain["pass_rate_noakm"], domain["pass_rate_delta"]) == (0.5, 1.0, -0.5)

@@ -7,7 +7,12 @@ hand: a wrong order, a lost row or a figure taken from the wrong arm changes it.
 
 from __future__ import annotations
 
+import random
 from typing import Any, ClassVar
+
+import pytest
+import scipy.stats as ss
+from statsmodels.stats.multitest import multipletests
 
 from pytest_akmbench.report import transfer
 from tests.core.test_metrics import make_task, sample, traj
@@ -25,47 +30,78 @@ def domains(rows: list[dict[str, Any]]) -> dict[str, str]:
     return {r["id"]: r["id"].split("/")[0] for r in rows}
 
 
+def counted(passes: int, runs: int) -> dict[str, Any]:
+    """An arm's per-task row with its counts, as metrics.per_task gives it."""
+    return {"pass_rate": passes / runs, "passes": passes, "valid_count": runs}
+
+
 class TestNegativeTransfer:
-    def test_regressed_tasks_worst_first(self) -> None:
-        """Only tasks where akm is strictly below noakm, both measured: a tie, a win, an arm not
-        run and an arm with no valid run are not negative transfer. Worst first; equal severity by id."""
-        rows = [
-            row("y/c", arm(0.25), arm(0.5)),
-            row("x/b", arm(0.0), arm(1.0)),
-            row("x/a", arm(0.0), arm(1.0)),
-            row("y/tie", arm(0.5), arm(0.5)),
-            row("y/win", arm(1.0), arm(0.0)),
-            row("y/no-akm", None, arm(1.0)),
-            row("y/no-noakm", arm(0.0), None),
-            row("y/errors", arm(None), arm(1.0)),
-            row("y/errors-noakm", arm(0.0), arm(None)),
-        ]
-        assert transfer.negative_transfer(rows, domains(rows)) == [
-            {
-                "task_id": "x/a",
-                "domain": "x",
-                "noakm_pass_rate": 1.0,
-                "akm_pass_rate": 0.0,
-                "delta": -1.0,
-                "severity": 1.0,
-            },
-            {
-                "task_id": "x/b",
-                "domain": "x",
-                "noakm_pass_rate": 1.0,
-                "akm_pass_rate": 0.0,
-                "delta": -1.0,
-                "severity": 1.0,
-            },
-            {
-                "task_id": "y/c",
-                "domain": "y",
-                "noakm_pass_rate": 0.5,
-                "akm_pass_rate": 0.25,
-                "delta": -0.25,
-                "severity": 0.25,
-            },
-        ]
+    ROWS: ClassVar = [
+        row("y/c", counted(2, 10), counted(9, 10)),
+        row("x/b", counted(0, 10), counted(10, 10)),
+        row("x/a", counted(0, 10), counted(10, 10)),
+        row("y/slight", counted(4, 10), counted(6, 10)),
+        row("y/tie", counted(5, 10), counted(5, 10)),
+        row("y/win", counted(10, 10), counted(0, 10)),
+        row("y/no-akm", None, counted(10, 10)),
+        row("y/no-noakm", counted(0, 10), None),
+        row("y/errors", arm(None), counted(10, 10)),
+    ]
+
+    def test_regressed_beyond_noise_worst_first(self) -> None:
+        """Only tasks where akm passes less often than noakm beyond noise (one-sided Fisher exact,
+        Holm over the 6 tasks both arms measured): y/slight, 4/10 against 6/10, is below noakm but
+        within noise; a tie, a win, an arm not run and an arm with no valid run are not tested.
+        Worst first; equal severity by id. The p-values are scipy's."""
+        tested = {"y/c": (2, 9), "x/b": (0, 10), "x/a": (0, 10), "y/slight": (4, 6), "y/tie": (5, 5), "y/win": (10, 0)}
+        raw = {
+            t: ss.fisher_exact([[a, 10 - a], [b, 10 - b]], alternative="less").pvalue for t, (a, b) in tested.items()
+        }
+        holm = dict(zip(raw, multipletests(list(raw.values()), method="holm")[1]))
+        assert holm["y/slight"] > 0.05 and holm["y/c"] < 0.05
+        got = transfer.negative_transfer(self.ROWS, domains(self.ROWS))
+        assert [r["task_id"] for r in got] == ["x/a", "x/b", "y/c"]
+        assert got[2] == {
+            "task_id": "y/c",
+            "domain": "y",
+            "noakm_pass_rate": 0.9,
+            "akm_pass_rate": 0.2,
+            "delta": pytest.approx(-0.7),
+            "severity": pytest.approx(0.7),
+            "p_value": pytest.approx(raw["y/c"]),
+            "p_value_holm": pytest.approx(holm["y/c"]),
+        }
+        assert got[0]["p_value_holm"] == pytest.approx(holm["x/a"])
+
+    def test_the_count_noise_alone_gives(self) -> None:
+        """Beside the count beyond noise: how many tested tasks are below noakm at all (y/c, x/b, x/a,
+        y/slight) and how many a random split of each task's passes between the arms puts below on
+        average (scipy's hypergeometric, summed over the 6 tested tasks)."""
+        expected = 0.0
+        for a, b in ((2, 9), (0, 10), (0, 10), (4, 6), (5, 5), (10, 0)):
+            dist = ss.hypergeom(20, a + b, 10)  # akm's share of the task's passes
+            expected += sum(dist.pmf(x) for x in range(11) if x < a + b - x)
+        noise = transfer.negative_transfer_noise(self.ROWS, 3)
+        assert (noise["tasks_tested"], noise["tasks_below"], noise["beyond_noise"]) == (6, 4, 3)
+        assert noise["expected_below_by_chance"] == pytest.approx(expected)
+
+    def test_null_benches_rarely_list_any(self) -> None:
+        """17 tasks × 5 seeds, both arms at the same rate (Uniform(0.05, 0.75)), 300 seeded benches:
+        before, every task merely below noakm was listed (about 6 per bench; the gate
+        negative_transfer_count<=0 failed on nearly every bench); now a bench lists any task at
+        most 5% of the time (here: never, the one-sided Fisher test at 5 seeds is conservative)."""
+        rng = random.Random(9)
+        below = listed = 0
+        for _ in range(300):
+            rows = []
+            for i in range(17):
+                p = rng.uniform(0.05, 0.75)
+                a, b = (sum(rng.random() < p for _ in range(5)) for _ in range(2))
+                rows.append(row(f"d/t{i:02d}", counted(a, 5), counted(b, 5)))
+            below += transfer.negative_transfer_noise(rows, 0)["tasks_below"]
+            listed += bool(transfer.negative_transfer(rows, domains(rows)))
+        assert 5.5 < below / 300 < 7.0
+        assert listed / 300 <= 0.05
 
 
 class TestDomainDeltas:
@@ -166,10 +202,10 @@ class TestCorpusCoverage:
 
     def test_rows_by_ability_and_family(self) -> None:
         """Per category: mean pass rate of each arm over the tasks that have one, akm − noakm,
-        how many tasks regressed (both arms measured, akm strictly below: y/e's tie in f2 is
-        not one), and the mean workflow compliance of the tasks that have one (None when none has)."""
+        how many of its tasks regressed beyond noise (the set given: x/a, y/d and y/g), and the
+        mean workflow compliance of the tasks that have one (None when none has)."""
         compliance = {"x/a": 0.5, "y/c": 1.0, "y/d": 0.25}
-        cc = transfer.corpus_coverage(self.TASKS, self.ROWS, compliance)
+        cc = transfer.corpus_coverage(self.TASKS, self.ROWS, compliance, {"x/a", "y/d", "y/g"})
         assert cc["by_memory_ability"] == [
             {
                 "category": "procedural_lookup",
@@ -215,3 +251,26 @@ class TestCorpusCoverage:
         """Without workflow specs no category has a compliance figure."""
         cc = transfer.corpus_coverage(self.TASKS, self.ROWS)
         assert [r["workflow_compliance"] for r in cc["by_memory_ability"] + cc["by_task_family"]] == [None] * 4
+
+
+def test_the_summary_prints_the_count_beside_what_chance_gives() -> None:
+    """summary.md's negative-transfer section: the count beyond noise, how many tasks are below
+    noakm at all and how many chance alone puts there, then the regressed tasks."""
+    from pytest_akmbench.report import envelope as report
+    from pytest_akmbench.report.markdown import render_markdown
+    from tests.core.test_report import TS, inp
+
+    tasks = [make_task("x/a"), make_task("x/b")]
+    outcomes = {("x/a", "akm"): 0, ("x/a", "noakm"): 5, ("x/b", "akm"): 2, ("x/b", "noakm"): 3}
+    samples = [
+        sample(t, arm, s, "pass" if s <= passes else "fail")
+        for (t, arm), passes in outcomes.items()
+        for s in range(1, 6)
+    ]
+    text = render_markdown(report.build(inp(tasks, samples, seeds=5), timestamp=TS))
+    section = text[text.index("## Negative transfer") :]
+    assert section.split("\n")[2].startswith(
+        "1 of 2 tasks regressed beyond noise (one-sided Fisher exact test per task (akm passes less often than "
+        "noakm), Holm over the tasks tested); 2 are below noakm at all, where chance alone puts "
+    )
+    assert "count=1, severity=1.00 (sum of noakm − akm pass rate over the tasks regressed beyond noise)" in section
