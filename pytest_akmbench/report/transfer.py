@@ -22,26 +22,44 @@ def _counts(row: dict[str, Any] | None) -> tuple[int, int] | None:
     return int(row["passes"]), int(row["valid_count"])
 
 
-def _tested(tasks_out: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], tuple[int, int, int, int], float]]:
-    """Each task both arms measured, its (akm passes, runs, noakm passes, runs) and the one-sided
-    Fisher p that akm passes less often than noakm."""
+def _tested(
+    tasks_out: Sequence[dict[str, Any]],
+) -> list[tuple[dict[str, Any], tuple[int, int, int, int], float, float]]:
+    """Each task both arms measured, its (akm passes, runs, noakm passes, runs), the one-sided
+    Fisher p that akm passes less often than noakm, and the smallest p its passes allow."""
     out = []
     for t in tasks_out:
         a, b = _counts(t.get("akm")), _counts(t.get("noakm"))
         if a is not None and b is not None:
-            out.append((t, (*a, *b), significance.fisher_lower(*a, *b)))
+            smallest = float(significance.split_odds(*a, *b)[0][1])
+            out.append((t, (*a, *b), significance.fisher_lower(*a, *b), smallest))
     return out
+
+
+def tarone_family(smallest: Sequence[float], alpha: float = significance.ALPHA) -> int:
+    """Tarone's family size: the smallest K such that at most K tasks could reach p <= alpha/K at
+    all. A task whose passes allow no p that small (1 pass in 10 runs can never look like a drop)
+    cannot be a false claim, so it need not share alpha; a Bonferroni test at alpha/K over the
+    tasks that can keep the chance of any false claim at alpha, as over every task
+    (docs/report.md, "Negative transfer"). With 17 tasks × 5 seeds the best p is 1/252:
+    Holm over all 17 could never reach it, Tarone's K usually can."""
+    k = 1
+    while sum(p <= alpha / k for p in smallest) > k:
+        k += 1
+    return k
 
 
 def negative_transfer(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, str]) -> list[dict[str, Any]]:
     """Tasks where akm passes less often than noakm beyond noise: one-sided Fisher exact test per
-    task, Holm over every task both arms measured (docs/report.md, "Negative transfer"). A task
-    merely below noakm is not listed: with 17 tasks × 5 seeds and no effect at all, about 6 are."""
+    task at alpha / K, K being Tarone's family over the tasks both arms measured (docs/report.md,
+    "Negative transfer"). A task merely below noakm is not listed: with 17 tasks × 5 seeds and no
+    effect at all, about 6 are."""
     tested = _tested(tasks_out)
+    family = tarone_family([x[3] for x in tested])
     regressed = []
-    for (t, _, p), p_holm in zip(tested, significance.holm([p for _, _, p in tested])):
+    for t, _, p, smallest in tested:
         a, b = t["akm"]["pass_rate"], t["noakm"]["pass_rate"]
-        if p_holm < significance.ALPHA:
+        if smallest <= significance.ALPHA / family and p <= significance.ALPHA / family:
             regressed.append(
                 {
                     "task_id": t["id"],
@@ -51,7 +69,8 @@ def negative_transfer(tasks_out: Sequence[dict[str, Any]], domain_of: dict[str, 
                     "delta": a - b,
                     "severity": b - a,
                     "p_value": p,
-                    "p_value_holm": p_holm,
+                    "p_value_adjusted": min(1.0, p * family),
+                    "family": family,
                 }
             )
     regressed.sort(key=lambda r: (-r["severity"], r["task_id"]))
@@ -63,9 +82,9 @@ def negative_transfer_noise(tasks_out: Sequence[dict[str, Any]], regressed: int)
     task, the chance that akm's rate falls below noakm's when its passes split between the arms at
     random (the same null as the test), summed; ``regressed`` is the count beyond noise."""
     tested = _tested(tasks_out)
-    below = sum(t["akm"]["pass_rate"] < t["noakm"]["pass_rate"] for t, _, _ in tested)
+    below = sum(t["akm"]["pass_rate"] < t["noakm"]["pass_rate"] for t, *_ in tested)
     expected = 0.0
-    for _, (c_a, n_a, c_b, n_b), _ in tested:
+    for _, (c_a, n_a, c_b, n_b), *_ in tested:
         t = c_a + c_b
         expected += float(sum(q for x, q in significance.split_odds(c_a, n_a, c_b, n_b) if x * n_b < (t - x) * n_a))
     return {
@@ -73,7 +92,9 @@ def negative_transfer_noise(tasks_out: Sequence[dict[str, Any]], regressed: int)
         "tasks_below": below,
         "expected_below_by_chance": expected,
         "beyond_noise": regressed,
-        "test": "one-sided Fisher exact test per task (akm passes less often than noakm), Holm over the tasks tested",
+        "family": tarone_family([x[3] for x in tested]),
+        "test": "one-sided Fisher exact test per task (akm passes less often than noakm) at 0.05/K, "
+        "K = Tarone's count of the tasks whose passes could show a drop that small",
     }
 
 

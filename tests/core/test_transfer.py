@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 
 import pytest
 import scipy.stats as ss
-from statsmodels.stats.multitest import multipletests
 
 from pytest_akmbench.report import transfer
 from tests.core.test_metrics import make_task, sample, traj
@@ -49,16 +48,15 @@ class TestNegativeTransfer:
     ]
 
     def test_regressed_beyond_noise_worst_first(self) -> None:
-        """Only tasks where akm passes less often than noakm beyond noise (one-sided Fisher exact,
-        Holm over the 6 tasks both arms measured): y/slight, 4/10 against 6/10, is below noakm but
-        within noise; a tie, a win, an arm not run and an arm with no valid run are not tested.
-        Worst first; equal severity by id. The p-values are scipy's."""
+        """Only tasks where akm passes less often than noakm beyond noise (one-sided Fisher exact at
+        0.05/K, K = Tarone's family: here all 6 tasks both arms measured could show a drop): y/slight,
+        4/10 against 6/10, is below noakm but within noise; a tie, a win, an arm not run and an arm
+        with no valid run are not tested. Worst first; equal severity by id. The p-values are scipy's."""
         tested = {"y/c": (2, 9), "x/b": (0, 10), "x/a": (0, 10), "y/slight": (4, 6), "y/tie": (5, 5), "y/win": (10, 0)}
         raw = {
             t: ss.fisher_exact([[a, 10 - a], [b, 10 - b]], alternative="less").pvalue for t, (a, b) in tested.items()
         }
-        holm = dict(zip(raw, multipletests(list(raw.values()), method="holm")[1]))
-        assert holm["y/slight"] > 0.05 and holm["y/c"] < 0.05
+        assert 6 * raw["y/slight"] > 0.05 and 6 * raw["y/c"] < 0.05
         got = transfer.negative_transfer(self.ROWS, domains(self.ROWS))
         assert [r["task_id"] for r in got] == ["x/a", "x/b", "y/c"]
         assert got[2] == {
@@ -69,9 +67,25 @@ class TestNegativeTransfer:
             "delta": pytest.approx(-0.7),
             "severity": pytest.approx(0.7),
             "p_value": pytest.approx(raw["y/c"]),
-            "p_value_holm": pytest.approx(holm["y/c"]),
+            "p_value_adjusted": pytest.approx(6 * raw["y/c"]),
+            "family": 6,
         }
-        assert got[0]["p_value_holm"] == pytest.approx(holm["x/a"])
+
+    def test_tarone_leaves_out_tasks_that_cannot_show_a_drop(self) -> None:
+        """17 tasks × 5 seeds: the best one-sided p is 1/252, which Holm or Bonferroni over 17 could
+        never reach (17/252 > 0.05). A task with 1 pass in its 10 runs has a smallest p of 0.5: it
+        cannot be a false claim, so Tarone's K counts only the tasks that can reach 0.05/K. Here 2
+        tasks fell from 5/5 to 0/5 and 15 have 1 pass in 10: K = 2, both are found."""
+        rows = [row(f"d/t{i:02d}", counted(0, 5), counted(5, 5)) for i in range(2)]
+        rows += [row(f"d/u{i:02d}", counted(0, 5), counted(1, 5)) for i in range(15)]
+        smallest = [ss.hypergeom(10, 5, 5).pmf(0)] * 2 + [ss.hypergeom(10, 1, 5).pmf(0)] * 15
+        assert transfer.tarone_family(smallest) == 2
+        got = transfer.negative_transfer(rows, domains(rows))
+        assert [(r["task_id"], r["family"]) for r in got] == [("d/t00", 2), ("d/t01", 2)]
+        assert got[0]["p_value_adjusted"] == pytest.approx(2 / 252)
+        # Every task able to show a drop: K = 17 and 17/252 > 0.05, so nothing is claimed.
+        same = [row(f"d/t{i:02d}", counted(0, 5), counted(5, 5)) for i in range(17)]
+        assert transfer.negative_transfer(same, domains(same)) == []
 
     def test_the_count_noise_alone_gives(self) -> None:
         """Beside the count beyond noise: how many tested tasks are below noakm at all (y/c, x/b, x/a,
@@ -89,7 +103,7 @@ class TestNegativeTransfer:
         """17 tasks × 5 seeds, both arms at the same rate (Uniform(0.05, 0.75)), 300 seeded benches:
         before, every task merely below noakm was listed (about 6 per bench; the gate
         negative_transfer_count<=0 failed on nearly every bench); now a bench lists any task at
-        most 5% of the time (here: never, the one-sided Fisher test at 5 seeds is conservative)."""
+        most 5% of the time (the one-sided Fisher test at 5 seeds is conservative)."""
         rng = random.Random(9)
         below = listed = 0
         for _ in range(300):
@@ -271,6 +285,7 @@ def test_the_summary_prints_the_count_beside_what_chance_gives() -> None:
     section = text[text.index("## Negative transfer") :]
     assert section.split("\n")[2].startswith(
         "1 of 2 tasks regressed beyond noise (one-sided Fisher exact test per task (akm passes less often than "
-        "noakm), Holm over the tasks tested); 2 are below noakm at all, where chance alone puts "
+        "noakm) at 0.05/K, K = Tarone's count of the tasks whose passes could show a drop that small); "
+        "2 are below noakm at all, where chance alone puts "
     )
     assert "count=1, severity=1.00 (sum of noakm − akm pass rate over the tasks regressed beyond noise)" in section
