@@ -175,7 +175,9 @@ def _forest_note(shown: int, left: int, paired: dict[str, Any] | None) -> str:
     return (
         "<p class=\"note\">each row: a task's pass rate on akm minus noakm, with Newcombe's 95% interval from the "
         "two arms' Wilson intervals; the diamond is the paired mean over every task both arms ran, with the "
-        "interval of the paired permutation test."
+        "interval of the paired permutation test; "
+        + notes.SIGN_FLIP_NULL
+        + "."
         + notes.few_paired_tasks(paired)
         + (
             f" Shown: the {shown} tasks with the largest |delta|; the other {left} are in the per-task table "

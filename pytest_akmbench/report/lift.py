@@ -27,8 +27,9 @@ ALPHA = significance.ALPHA
 BOOTSTRAP_ITERATIONS = 2000
 BOOTSTRAP_SEED = 20261129
 # With m paired tasks the smallest two-sided p of the sign-flip test is 2 / 2^m, which is
-# above 0.05 for m <= 5: no interval can exclude 0, so interval gates refuse fewer tasks.
-MIN_PAIRED_TASKS = 6
+# above 0.05 for m <= 5 (m <= 6 Holm-adjusted over two comparisons): no interval can exclude 0,
+# so interval gates refuse fewer tasks. Read off the test (significance.min_paired_tasks).
+MIN_PAIRED_TASKS = significance.min_paired_tasks(1)
 # Above this share of harness errors in an arm, a verdict on that arm is refused ("unreliable").
 MAX_HARNESS_ERROR_SHARE = 0.10
 _FIGURES = ("pass_rate", "tokens_per_pass", "tokens_per_run", "wallclock_ms")
@@ -226,10 +227,12 @@ def gate_refusal(block: dict[str, Any] | None, name: str) -> str | None:
     """Why a gate on this comparison's interval or test cannot be trusted, or None."""
     if not isinstance(block, dict):
         return None
-    tasks = block.get("tasks")
-    if isinstance(tasks, int) and tasks < MIN_PAIRED_TASKS:
+    tasks, family = block.get("tasks"), block.get("holm_family") or 1
+    need = significance.min_paired_tasks(family)
+    if isinstance(tasks, int) and tasks < need:
+        holm = f", Holm-adjusted over {family} comparisons" if family > 1 else ""
         return (
-            f"{name} needs at least {MIN_PAIRED_TASKS} paired tasks (has {tasks}): "
+            f"{name} needs at least {need} paired tasks{holm} (has {tasks}): "
             "with fewer, the paired test can never reject"
         )
     if block.get("reliable") is False:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import sequential, soundness, spend, workflow_sections
+from . import notes, sequential, soundness, spend, workflow_sections
 from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
 from .sections import (
     bridge_section,
@@ -225,7 +225,8 @@ def _comparison_note(name: str, p: dict[str, Any]) -> str:
             if p["holm_family"] > 1
             else ""
         )
-        + f"; 95% interval = the lifts the test does not reject; significant: {'yes' if p['significant'] else 'no'}. "
+        + f"; {100 * (p.get('confidence') or 0.95):g}% interval = the lifts the test does not reject"
+        + f"; significant: {'yes' if p['significant'] else 'no'}; {notes.SIGN_FLIP_NULL}. "
         f"Diagnostics: sign test {p['wins']} wins / {p['losses']} losses / {p['ties']} ties, p={fmt_p(diag['sign_test_p'])}; "
         f"cluster bootstrap {fmt_ci(diag['bootstrap_low'], diag['bootstrap_high'], with_sign=True)}"
     )

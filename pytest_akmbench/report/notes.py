@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import significance
+
 
 def trajectory_not_observed(counts: dict[str, Any]) -> str:
     """Why no akm-arm run has a trajectory: a run whose agent never ran (a harness error) is not
@@ -34,14 +36,37 @@ def unconfirmed_akm_log(cells: list[dict[str, Any]], runs: int, limit: int = 10)
     )
 
 
-def few_paired_tasks(paired: dict[str, Any] | None) -> str:
-    """Why the diamond may span the whole axis: with n paired tasks the exact sign-flip test's
-    smallest two-sided p is 2^(1-n), so below 6 tasks no difference is excluded at 95%."""
+# What the paired sign-flip test rejects (docs/report.md, "How the numbers are tested").
+SIGN_FLIP_NULL = (
+    "the test's null is that each task's difference is symmetric about 0 (the arms exchangeable within "
+    "the task), not merely that the mean difference is 0: per-task effects that are skewed yet average 0 "
+    "(many small gains, a few large losses) are found significant more often than 5%"
+)
+
+
+def too_few_paired_tasks(paired: dict[str, Any] | None) -> str:
+    """Why a comparison over so few paired tasks can never be significant, or "" when it can.
+    The numbers come from the test: its smallest p on ``tasks`` deltas of one sign, and the fewest
+    tasks whose smallest p, Holm-adjusted over ``holm_family`` comparisons, is below 0.05."""
     n = int((paired or {}).get("tasks") or 0)
-    if not n or 2.0 ** (1 - n) < 0.05:
+    family = int((paired or {}).get("holm_family") or 1)
+    need = significance.min_paired_tasks(family)
+    if not n or n >= need:
+        return ""
+    smallest = significance.sign_flip_test([1] * n)["p_value"] or 1.0
+    holm = f", which Holm over {family} comparisons makes {min(1.0, smallest * family):.3g}" if family > 1 else ""
+    return (
+        f"with {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {smallest:.3g}{holm}, above "
+        f"0.05, so no difference can be significant: that takes at least {need} paired tasks"
+    )
+
+
+def few_paired_tasks(paired: dict[str, Any] | None) -> str:
+    """Why the diamond may span the whole axis (report.html): :func:`too_few_paired_tasks`."""
+    why = too_few_paired_tasks(paired)
+    if not why:
         return ""
     return (
-        f" With {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {2.0 ** (1 - n):.3g}, above "
-        "0.05, so its 95% interval cannot exclude any difference: the diamond spans the whole range whatever the "
-        "tasks show (6 paired tasks are the fewest that can)."
+        f" {why[0].upper()}{why[1:]}; its interval cannot exclude any difference, so the diamond spans the "
+        "whole range whatever the tasks show."
     )

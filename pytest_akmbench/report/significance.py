@@ -18,6 +18,7 @@ report is reproducible byte for byte. Why these tests (and not others) is in doc
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import random
 from collections import defaultdict
@@ -256,6 +257,7 @@ def fisher_lower(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
     return float(sum(q for x, q in split_odds(c_a, n_a, c_b, n_b) if x <= c_a))
 
 
+@functools.lru_cache(maxsize=64)
 def min_paired_tasks(family: int = 1, alpha: float = ALPHA) -> int:
     """The fewest paired tasks with which the two-sided sign-flip test, Holm-adjusted over
     ``family`` comparisons, can reject at all: its smallest p, on tasks whose deltas all share

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import lift, metrics, soundness
+from . import lift, metrics, notes, soundness
 from .fmt import fmt_ci, fmt_p, num, signed
 
 # Agents that run no model: their runs check the corpus, they compare nothing.
@@ -48,6 +48,9 @@ def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
         text = f"akm {'lifts' if d > 0 else 'lowers'} pass rate{vs} by {signed(d)} {ci} ({test}), {size}"
     else:
         text = f"no significant difference between akm and {b} ({signed(d)} {ci}, {test}), {size}"
+    few = notes.too_few_paired_tasks(c)
+    if few and c["reliable"]:
+        text += f"; {few}"
     bounds = c.get("artefact_bounds")
     if bounds is not None:
         ea, eb = c["harness_errors"]["akm"], c["harness_errors"][b]

@@ -350,7 +350,8 @@ class TestMarkdown:
         # With 4 tasks no sign vector is rare enough (p >= 2/2^4), so the interval is every possible lift.
         assert env["verdict"] == (
             "no significant difference between akm and noakm (0.00 [-1.00, +1.00], paired permutation p=1), "
-            "4 paired tasks; valid runs akm 12/12, noakm 12/12"
+            "4 paired tasks; valid runs akm 12/12, noakm 12/12; with 4 paired tasks the exact test's smallest p is "
+            "0.125, above 0.05, so no difference can be significant: that takes at least 6 paired tasks"
         )
 
     def test_incomplete_and_empty(self) -> None:
