@@ -69,3 +69,19 @@ def test_the_page_states_the_tests_null_beside_the_diamond() -> None:
 
     page = html_report.render(build(8, 3))
     assert notes.SIGN_FLIP_NULL.replace("'", "&#x27;") in page or notes.SIGN_FLIP_NULL in page
+
+
+def test_one_sided_fisher_and_its_null_split_agree_with_scipy() -> None:
+    """Every table with up to 6 runs a side: fisher_lower equals scipy's one-sided Fisher test and
+    split_odds scipy's hypergeometric."""
+    import scipy.stats as ss
+
+    for n_a in range(1, 7):
+        for n_b in range(1, 7):
+            for c_a in range(n_a + 1):
+                for c_b in range(n_b + 1):
+                    want = ss.fisher_exact([[c_a, n_a - c_a], [c_b, n_b - c_b]], alternative="less").pvalue
+                    assert significance.fisher_lower(c_a, n_a, c_b, n_b) == pytest.approx(want, abs=1e-12)
+                    dist = ss.hypergeom(n_a + n_b, c_a + c_b, n_a)
+                    for x, q in significance.split_odds(c_a, n_a, c_b, n_b):
+                        assert float(q) == pytest.approx(dist.pmf(x), abs=1e-12)
