@@ -101,9 +101,10 @@ def _aggregate_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
     d = agg.get("delta")
     if d is not None:
         p = d.get("paired") or {}
+        level = p.get("confidence") or 0.95
         rows.append(
             [
-                "**delta**",
+                "**delta**" if level == 0.95 else f"**delta** ({100 * level:g}% interval, Holm)",
                 signed(d["pass_rate"]),
                 fmt_ci(p.get("low"), p.get("high"), with_sign=True),
                 "",

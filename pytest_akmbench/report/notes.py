@@ -39,8 +39,8 @@ def unconfirmed_akm_log(cells: list[dict[str, Any]], runs: int, limit: int = 10)
 # What the paired sign-flip test rejects (docs/report.md, "How the numbers are tested").
 SIGN_FLIP_NULL = (
     "the test's null is that each task's difference is symmetric about 0 (the arms exchangeable within "
-    "the task), not merely that the mean difference is 0: per-task effects that are skewed yet average 0 "
-    "(many small gains, a few large losses) are found significant more often than 5%"
+    "the task), not merely that the mean difference is 0: per-task effects that average 0 but are skewed "
+    "(many small gains, a few large losses) can be called significant more often than 2.5% each way"
 )
 
 
