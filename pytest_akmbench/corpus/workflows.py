@@ -162,13 +162,17 @@ class _Reader:
         description = self.data.get("description")
         if description is not None and not isinstance(description, str):
             raise self.bad("description", "must be a string")
+        forbidden = self._steps("forbidden", required=False)
+        clash = contradiction(required, forbidden)
+        if clash is not None:
+            raise self.bad(*clash)
         return WorkflowSpec(
             id=self.data["id"],
             title=self.data["title"],
             path=self.path,
             digest=digest,
             required=required,
-            forbidden=self._steps("forbidden", required=False),
+            forbidden=forbidden,
             applies_to=self._applies(),
             gold_ref=gold,
             description=description,
@@ -311,6 +315,37 @@ def _always_violated(step: Step) -> tuple[str, str] | None:
     if step.event in _RANK and step.before is None and step.after is None:
         return "event", f"forbidding {step.event} can never be met: every trace the verifier judged holds it"
     return None
+
+
+def contradiction(required: tuple[Step, ...], forbidden: tuple[Step, ...]) -> tuple[str, str] | None:
+    """(field, why) when a forbidden step fires on every occurrence of an event a required step
+    (one without ``required_if``) asks for: e.g. akm-bench's ``forbidden: akm_feedback before:
+    verifier_run`` beside a required akm_feedback, while every feedback comes before the verifier."""
+    for i, f in enumerate(forbidden):
+        if not _forbids_every(f):
+            continue
+        for j, r in enumerate(required):
+            if r.event == f.event and r.required_if is None and f.polarity in (None, r.polarity):
+                order = (
+                    f" {'before ' + f.before if f.before else 'after ' + str(f.after)}" if f.before or f.after else ""
+                )
+                return (
+                    f"forbidden[{i}]",
+                    f"forbids every {f.event} (each comes{order} in a trace the verifier judged), which "
+                    f"required_sequence[{j}] requires: no run can meet both",
+                )
+    return None
+
+
+def _forbids_every(step: Step) -> bool:
+    """Whether a forbidden step fires on any occurrence of its event in a trace the verifier
+    judged: no order, or an order every such trace gives it against an event it always holds."""
+    rank = _RANK.get(step.event, 1)
+    if step.before is not None:
+        return step.before in _RANK and rank < _RANK[step.before]
+    if step.after is not None:
+        return step.after in _RANK and rank > _RANK[step.after]
+    return True
 
 
 def for_task(specs: tuple[WorkflowSpec, ...], domain: str, expected: tuple[str, ...]) -> tuple[WorkflowSpec, ...]:

@@ -138,3 +138,53 @@ def test_validate_lists_the_refused_spec(tmp_path: Path, capsys: pytest.CaptureF
         f"{tasks.parent / 'workflows' / 's.yaml'}: required_sequence[2].before: verifier_run can never come "
         "before akm_feedback: the verifier runs once the agent has finished"
     ) in out
+
+
+def test_a_forbidden_step_that_fires_on_every_required_event_is_refused(tmp_path: Path) -> None:
+    """akm-bench's feedback specs also forbid `akm_feedback before: verifier_run` beside a required
+    akm_feedback: every feedback comes before the verifier, so no run could meet both."""
+    data = {"id": "s", "title": "S", "scoring": SCORING}
+    data["required_sequence"] = [{"event": "akm_show"}, {"event": "akm_feedback", "polarity": "positive"}]
+    data["forbidden"] = [{"event": "akm_feedback", "before": "verifier_run"}]
+    with pytest.raises(CorpusError) as err:
+        load_spec(write(tmp_path, data))
+    assert str(err.value) == (
+        f"{tmp_path / 's.yaml'}: forbidden[0]: forbids every akm_feedback (each comes before verifier_run in a "
+        "trace the verifier judged), which required_sequence[1] requires: no run can meet both"
+    )
+    data["forbidden"] = [{"event": "akm_feedback", "polarity": "negative"}]  # the other polarity: meetable
+    assert load_spec(write(tmp_path, data)).forbidden[0].polarity == "negative"
+
+
+def test_a_forbidden_polarity_forbids_only_that_polarity(tmp_path: Path) -> None:
+    """akm-bench's akm-negative-feedback-on-failure without its unmeetable step: negative feedback
+    on a failed run passes it; its `forbidden: akm_feedback polarity: positive` fired on any
+    feedback, so no run could pass it."""
+    data = {
+        "id": "neg",
+        "title": "Negative feedback on failure",
+        "applies_to": {"arms": ["akm"], "outcomes": ["fail"]},
+        "required_sequence": [
+            {"event": "agent_started"},
+            {"event": "akm_show", "before": "verifier_run"},
+            {"event": "akm_feedback", "polarity": "negative", "before": "agent_finished"},
+            {"event": "agent_finished"},
+        ],
+        "forbidden": [{"event": "akm_feedback", "polarity": "positive"}],
+        "scoring": {"required": 0.5, "forbidden": 0.3, "evidence": 0.2},
+    }
+    spec = load_spec(write(tmp_path, data))
+    facts = RunFacts(arm="akm", domain="d", outcome="fail", gold_ref="skill:x")
+    show = {"event": "akm_show", "ref": "skill:x"}
+    negative = {"event": "akm_feedback", "ref": "skill:x", "polarity": "negative"}
+    positive = {**negative, "polarity": "positive"}
+
+    def check(*agent: dict[str, Any]) -> dict[str, Any]:
+        events = [{"event": "agent_started"}, *agent, {"event": "agent_finished"}, {"event": "verifier_run"}]
+        return evaluate(spec, {"events": events}, facts)
+
+    good = check(show, negative)
+    assert good["status"] == "pass" and good["score"] == 1.0 and good["violations"] == []
+    bad = check(show, negative, positive)
+    assert [v["code"] for v in bad["violations"]] == ["forbidden_event"]
+    assert bad["violations"][0]["message"] == "forbidden: akm_feedback (positive)"
