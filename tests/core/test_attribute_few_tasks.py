@@ -104,6 +104,8 @@ def test_holds_assets(tmp_path: Path) -> None:
     (stash / "skills" / "rule" / "SKILL.md").write_text("x")
     (stash / "skills" / ".stash.json").write_text('{"entries": [{"type": "skill", "name": "rule"}]}')
     (stash / "MANIFEST.json").write_text("{}")
+    (stash / "knowledge").mkdir()
+    (stash / "knowledge" / ".gitkeep").write_text("")
     assert masks.holds_assets(stash)
     assert masks.mask(stash, "skill:rule") > 0
     assert not masks.holds_assets(stash)
