@@ -9,6 +9,7 @@ then the phrase, and records which found the gold asset.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,7 +64,7 @@ def test_soundness_finds_gold_by_words_and_says_so(version: str, tmp_path: Path)
 
 def _search(info: akm.AkmInfo, stashes: Path, tmp: Path, *words: str) -> str:
     stash = tmp / "probe"
-    subprocess.run(["cp", "-r", str(stashes / "st"), str(stash)], check=True)
+    shutil.copytree(stashes / "st", stash)
     env = akm.cell_env(info, stash, akm.private_env(tmp / "probe-home"))
     akm.write_config(info, env)
     for argv in (["index"], ["search", *words]):
