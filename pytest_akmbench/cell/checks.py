@@ -21,7 +21,7 @@ from ..errors import CorpusError
 from ..system.procs import ProcessTracker
 from . import akm
 from .akm import asset_exists
-from .prompts import keywords
+from .prompts import keywords, search_words
 from .rundir import copy_stash, copy_workspace, large_workspace
 from .verifiers import Verdict, verify
 
@@ -187,13 +187,20 @@ def _judge(label: str, solve: bool, first: Verdict, second: Verdict) -> str | No
     return None
 
 
-def search_problems(
+# The query forms soundness tries, in order: the words as separate arguments (akm-bench's prompt
+# and the scripted policies), then the words as one quoted phrase (docs/akm.md, "Query forms").
+QUERY_FORMS = ("words", "phrase")
+
+
+def gold_search(
     task: Task, stashes_root: Path, info: akm.AkmInfo, work_root: Path, procs: ProcessTracker
-) -> list[str]:
-    """With a real akm: searching the task's keywords as the akm arm's prompt does lists its gold
-    asset. Without that, the akm arm could only reach the gold asset by guessing its ref."""
+) -> tuple[str | None, list[str]]:
+    """With a real akm: which query form of the task's keywords lists its gold asset, ``words``
+    (``akm search a b c``), else ``phrase`` (``akm search "a b c"``), else ``none`` with the
+    problem; None when the task has no gold asset. Without a form that finds it, the akm arm
+    could only reach the gold asset by guessing its ref."""
     if not task.gold_ref:
-        return []
+        return None, []
     run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
     try:
         stash = run_dir / "stash"
@@ -202,19 +209,24 @@ def search_problems(
         akm.write_config(info, env)
         code, output, _ = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
         if code != 0:
-            return [f"akm {info.version}: index of stash {task.stash!r} failed (exit {code}): {output.strip()[-200:]}"]
-        words = keywords(task)
-        code, output, _ = procs.run([str(info.path), "search", words], cwd=stash, env=env, timeout_s=120)
-        hits = akm.search_refs(output) if code == 0 else None
-        if hits is None:
-            return [f"akm {info.version}: search {words!r} failed (exit {code}): {output.strip()[-200:]}"]
-        if not any(akm.same_asset(ref, task.gold_ref) for ref in hits):
-            found = ", ".join(hits[:5]) or "no hit"
-            return [
-                f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref} "
-                f"({found}); change the keywords or the asset's description and tags"
+            return "none", [
+                f"akm {info.version}: index of stash {task.stash!r} failed (exit {code}): {output.strip()[-200:]}"
             ]
-        return []
+        words = keywords(task)
+        seen: list[str] = []
+        for form, query in zip(QUERY_FORMS, (search_words(task), [words])):
+            code, output, _ = procs.run([str(info.path), "search", *query], cwd=stash, env=env, timeout_s=120)
+            hits = akm.search_refs(output) if code == 0 else None
+            if hits is None:
+                return "none", [f"akm {info.version}: search {words!r} failed (exit {code}): {output.strip()[-200:]}"]
+            if any(akm.same_asset(ref, task.gold_ref) for ref in hits):
+                return form, []
+            seen.append(f"{form}: {', '.join(hits[:5]) or 'no hit'}")
+        return "none", [
+            f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref}, "
+            f"neither as separate words nor as one phrase ({'; '.join(seen)}); "
+            "change the keywords or the asset's description and tags"
+        ]
     finally:
         procs.kill_all()
         shutil.rmtree(run_dir, ignore_errors=True)

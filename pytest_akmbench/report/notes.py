@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .lift import ALPHA
+
 
 def trajectory_not_observed(counts: dict[str, Any]) -> str:
     """Why no akm-arm run has a trajectory: a run whose agent never ran (a harness error) is not
@@ -34,14 +36,61 @@ def unconfirmed_akm_log(cells: list[dict[str, Any]], runs: int, limit: int = 10)
     )
 
 
+def smallest_p(tasks: int, family: int = 1) -> float:
+    """The smallest p the exact sign-flip test can give over ``tasks`` paired tasks (every delta
+    of one sign: 2^(1-n)), Holm-adjusted over ``family`` tests (times the family, for the first)."""
+    return min(1.0, family * 2.0 ** (1 - tasks))
+
+
+def fewest_tasks(family: int = 1) -> int:
+    """The fewest paired tasks whose smallest p is below 0.05 (6 alone, 7 over 2 or 3 tests)."""
+    n = 1
+    while smallest_p(n, family) >= ALPHA:
+        n += 1
+    return n
+
+
+def _smallest_p_clause(n: int, family: int) -> str:
+    holm = f" ({family} × {smallest_p(n):.3g}, Holm over {family} tests)" if family > 1 else ""
+    return (
+        f"with {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {smallest_p(n, family):.3g}{holm}"
+    )
+
+
 def few_paired_tasks(paired: dict[str, Any] | None) -> str:
     """Why the diamond may span the whole axis: with n paired tasks the exact sign-flip test's
     smallest two-sided p is 2^(1-n), so below 6 tasks no difference is excluded at 95%."""
     n = int((paired or {}).get("tasks") or 0)
-    if not n or 2.0 ** (1 - n) < 0.05:
+    if not n or smallest_p(n) < ALPHA:
+        return ""
+    clause = _smallest_p_clause(n, 1)
+    return (
+        f" {clause[0].upper()}{clause[1:]}, above 0.05, so its 95% interval cannot exclude any difference: the "
+        f"diamond spans the whole range whatever the tasks show ({fewest_tasks()} paired tasks are the fewest that can)."
+    )
+
+
+def few_paired_assets(comparisons: list[dict[str, Any]]) -> str:
+    """Beside the attribute verdict's "k of m masked assets matter": when no asset has enough
+    paired tasks for its Holm-adjusted test ever to reach 0.05, say that the count cannot show
+    an asset that matters; empty otherwise (docs/tracks.md, "attribute")."""
+    tested = [c for c in comparisons if c.get("p_value") is not None]
+    if not tested:
+        return ""
+    n, family = max(int(c["tasks"]) for c in tested), len(tested)
+    if smallest_p(n, family) < ALPHA:
         return ""
     return (
-        f" With {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {2.0 ** (1 - n):.3g}, above "
-        "0.05, so its 95% interval cannot exclude any difference: the diamond spans the whole range whatever the "
-        "tasks show (6 paired tasks are the fewest that can)."
+        f" (none could: {_smallest_p_clause(n, family)}, above 0.05, so these tasks cannot show an asset that "
+        f"matters; {fewest_tasks(family)} paired tasks are the fewest that can)"
     )
+
+
+def asset_cannot_matter(comparison: dict[str, Any] | None, comparisons: list[dict[str, Any]]) -> bool:
+    """Whether an asset's Holm-adjusted p can never fall below 0.05: its own test's smallest p,
+    or the family's (Holm multiplies the smallest p of all by the family size), is 0.05 or more."""
+    tested = [c for c in comparisons if c.get("p_value") is not None]
+    if comparison is None or comparison.get("p_value") is None or not tested:
+        return False
+    most = max(int(c["tasks"]) for c in tested)
+    return max(smallest_p(int(comparison["tasks"])), smallest_p(most, len(tested))) >= ALPHA

@@ -20,7 +20,7 @@ from ..cell.masks import canonical
 from ..corpus.config import load_run_config
 from ..corpus.tasks import Corpus, select
 from ..errors import ConfigError, CorpusError
-from ..report import lift, metrics
+from ..report import lift, metrics, notes
 from ..report.fmt import fmt_ci, fmt_p, signed
 
 DEFAULT_TOP = 5
@@ -324,4 +324,5 @@ def verdict(envelope: Mapping[str, Any]) -> str:
     rows.sort(key=lambda r: (not r["significant"], -(r["comparison"]["delta"] or 0.0), r["rank"]))
     matter = sum(r["significant"] for r in rows)
     head = f"{matter} of {len(rows)} masked asset{'' if len(rows) == 1 else 's'} matter"
+    head += notes.few_paired_assets([r["comparison"] for r in rows])
     return prefix + head + ": " + "; ".join(_claim(r) for r in rows)

@@ -37,7 +37,7 @@ def table(envelope: dict[str, Any]) -> str:
                 num(r["masked_pass_rate"]),
                 f"{signed(c['delta'])} {fmt_ci(c['low'], c['high'], with_sign=True)}" if c else "n/a (no paired task)",
                 fmt_p(c["p_value_holm"]) if c else "n/a",
-                "yes" if r["significant"] else "no",
+                html_attribute.matters(r, envelope["attributions"]),
             ]
         )
     head = ["asset", "tasks it was loaded on", "base rate", "masked rate", "delta [95% CI]", "p (Holm)", "matters"]
