@@ -30,8 +30,8 @@ last cells finish. With cell walls drawn from Uniform(10, 15) s, each adaptive r
 handed out in order to 2 workers, each holding the cell after the one it runs, and the idle
 share of worker time is compared with the same cells and scheduling without barriers.
 
-    python benchmarks/adaptive_bench.py --before /tmp/before             # every row, 400 benches each
-    python benchmarks/adaptive_bench.py --reps 1000 --before /tmp/before  # the table in benchmarks/README.md
+    python benchmarks/adaptive_bench.py --before ../bc40193             # every row, 400 benches each
+    python benchmarks/adaptive_bench.py --reps 1000 --before ../bc40193  # the table in benchmarks/README.md
     python benchmarks/adaptive_bench.py --rows beta                       # only the Beta rows
 """
 
