@@ -14,14 +14,26 @@ if TYPE_CHECKING:
 
 
 def task_corpus_hash(tasks: list[Task]) -> str:
-    """docs/corpus.md, "Hashes": SHA-256 over sorted ids, each ``id NUL task.yaml-text NUL``."""
+    """docs/corpus.md, "Hashes": SHA-256 over sorted ids, each ``id NUL body NUL``."""
     h = hashlib.sha256()
     for task in sorted(tasks, key=lambda t: _code_units(t.id)):
         h.update(task.id.encode())
         h.update(b"\0")
-        h.update(task.yaml_text.encode())
+        h.update(task_body(task).encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def task_body(task: Task) -> str:
+    """What a task's hash covers: its task.yaml text, then for each shared workspace layer it
+    starts from, ``NUL base/... NUL <fixture hash of the layer>`` (a changed layer changes the
+    corpus's hash; a task without layers hashes as akm-bench's does)."""
+    body = task.yaml_text
+    for layer in task.layers:
+        parts = layer.parts
+        label = "/".join(parts[max(i for i, p in enumerate(parts) if p == "base") :]) if "base" in parts else layer.name
+        body += f"\0{label}\0{fixture_hash(layer)}"
+    return body
 
 
 def fixture_hash(fixture_dir: Path) -> str:
