@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..agents.base import AgentRequest, AgentResult, Limits, OracleAgent
+from ..corpus.hashes import layer_label
 from ..corpus.tasks import Task, load_lenient
 from ..errors import CorpusError
 from ..system.procs import ProcessTracker
@@ -127,9 +128,13 @@ def contamination(tasks: list[Task], arms: tuple[str, ...]) -> list[str]:
     seen: dict[Path, list[Path]] = {}
     named = []
     for task in tasks:
-        files = [f for layer in (*task.layers, task.workspace) for f in seen.setdefault(layer, akm_mentions(layer))]
+        files = [
+            f"{layer_label(layer)}/{f.relative_to(layer).as_posix()}"
+            for layer in (*task.layers, task.workspace)
+            for f in seen.setdefault(layer, akm_mentions(layer))
+        ]
         if files:
-            named.append(f"{task.id} ({', '.join(f.name for f in files)})")
+            named.append(f"{task.id} ({', '.join(files)})")
     if not named:
         return []
     more = f" and {len(named) - 10} more" if len(named) > 10 else ""
@@ -159,6 +164,12 @@ def behaviour_checks(
     problems: list[str] = []
     checks: dict[str, bool | None] = {"nop_fails": None, "solution_passes": None, "repeatable": None}
     for label, solve in (("untouched workspace", False), ("solution", True)):
+        if solve and not task.solution.is_file():
+            # akm-bench's corpora ship no solutions: nop and the verifier are still checked.
+            problems.append(
+                "no solution/solve.sh: that the task can be solved is not checked (nop and the verifier were)"
+            )
+            continue
         run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
         try:
             workspace = run_dir / "workspace"

@@ -30,10 +30,15 @@ def task_body(task: Task) -> str:
     corpus's hash; a task without layers hashes as akm-bench's does)."""
     body = task.yaml_text
     for layer in task.layers:
-        parts = layer.parts
-        label = "/".join(parts[max(i for i, p in enumerate(parts) if p == "base") :]) if "base" in parts else layer.name
-        body += f"\0{label}\0{fixture_hash(layer)}"
+        body += f"\0{layer_label(layer)}\0{fixture_hash(layer)}"
     return body
+
+
+def layer_label(layer: Path) -> str:
+    """A shared layer's name from its ``base`` on (``base/domains/<domain>/workspace``); a
+    task's own workspace is ``workspace``."""
+    parts = layer.parts
+    return "/".join(parts[max(i for i, p in enumerate(parts) if p == "base") :]) if "base" in parts else layer.name
 
 
 def fixture_hash(fixture_dir: Path) -> str:

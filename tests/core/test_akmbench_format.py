@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_akmbench.cell.checks import contamination, static_problems
+from pytest_akmbench.cell.checks import behaviour_checks, contamination, static_problems
 from pytest_akmbench.cell.rundir import copy_workspace, task_hash
 from pytest_akmbench.cli.validate import validate
 from pytest_akmbench.corpus.hashes import task_corpus_hash
@@ -20,6 +20,7 @@ from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
 from pytest_akmbench.corpus.workflows import load_spec
 from pytest_akmbench.errors import CorpusError
 from pytest_akmbench.report.corpus_diff import task_hashes
+from pytest_akmbench.system.procs import ProcessTracker
 from tests.support.corpus import standard_corpus, write_task
 
 AKMBENCH = Path(__file__).resolve().parents[1] / "data" / "akm-bench"
@@ -187,7 +188,7 @@ class TestArmNeutrality:
         chosen = list(load_corpus(tasks, stashes).tasks)
         (line,) = contamination(chosen, ("noakm", "akm"))
         assert line.startswith("arm neutrality: the starting workspace of 1 selected task(s) mentions akm")
-        assert "alpha/leaky (README.md)" in line and "alpha/script-task" not in line
+        assert "alpha/leaky (workspace/README.md)" in line and "alpha/script-task" not in line
         assert contamination(chosen, ("akm",)) == []  # no control arm to contaminate
         assert contamination([t for t in chosen if t.id != "alpha/leaky"], ("noakm", "akm")) == []
 
@@ -196,9 +197,22 @@ class TestArmNeutrality:
         chosen = list(load_corpus_lenient(tasks, stashes))
         (line,) = contamination(chosen, ("noakm", "akm"))
         assert "of 45 selected task(s)" in line and "and 35 more" in line
+        assert "az-cli/aks-get-credentials (base/workspace/AGENTS.md, base/domains/az-cli/workspace/AGENTS.md)" in line
         # validate names each file once, the shared layer too
         _, errors, _ = static_problems(tasks, stashes)
         base = tasks.parent / "base" / "workspace" / "AGENTS.md"
         assert [e for e in errors if e.startswith(str(base))] == [
             f"{base}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)"
         ]
+
+
+def test_soundness_without_a_solution_checks_nop_and_the_verifier(tmp_path: Path) -> None:
+    """akm-bench ships no solutions: soundness says so in one line and still checks that doing
+    nothing fails and that the verifier repeats itself (it said "solution did not finish")."""
+    tasks, stashes = standard_corpus(tmp_path)
+    write_task(tasks, "alpha/unsolved", solve=None)
+    task = load_corpus(tasks, stashes).by_id()["alpha/unsolved"]
+    (tmp_path / "work").mkdir()
+    checks, problems = behaviour_checks(task, tmp_path / "work", ProcessTracker(f"test-akmbench/{tmp_path.name}"))
+    assert checks == {"nop_fails": True, "solution_passes": None, "repeatable": True}
+    assert problems == ["no solution/solve.sh: that the task can be solved is not checked (nop and the verifier were)"]

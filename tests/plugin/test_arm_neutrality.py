@@ -28,7 +28,7 @@ def test_the_run_warns_and_the_report_says_it(bench: pytest.Pytester) -> None:
     out = result.stdout.str() + result.stderr.str()
     lines = [w for w in read_report(bench.path)["warnings"] if w.startswith("arm neutrality:")]
     assert len(lines) == 1 and "1 selected task(s) mentions akm" in lines[0]
-    assert "control arm is contaminated" in lines[0] and "alpha/leaky (AGENTS.md)" in lines[0]
+    assert "control arm is contaminated" in lines[0] and "alpha/leaky (workspace/AGENTS.md)" in lines[0]
     assert out.count(lines[0]) == 1
     assert f"- {lines[0]}" in (bench.path / "out" / "summary.md").read_text()
 
