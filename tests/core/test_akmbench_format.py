@@ -216,3 +216,28 @@ def test_soundness_without_a_solution_checks_nop_and_the_verifier(tmp_path: Path
     checks, problems = behaviour_checks(task, tmp_path / "work", ProcessTracker(f"test-akmbench/{tmp_path.name}"))
     assert checks == {"nop_fails": True, "solution_passes": None, "repeatable": True}
     assert problems == ["no solution/solve.sh: that the task can be solved is not checked (nop and the verifier were)"]
+
+
+def test_the_verifiers_starting_workspace_has_the_layers(tmp_path: Path) -> None:
+    """When pytest cannot judge the agent's workspace, its tests run again on the starting one,
+    which has the shared layers too: a test that needs a base/ file runs there, so the attempt is
+    a fail (the agent's fault), not a harness error that would drop out of the pass rates."""
+    from tests.core.test_verifiers import Case
+
+    case = Case(tmp_path)
+    base = case.tasks.parent / "base" / "workspace"
+    base.mkdir(parents=True)
+    (base / "marker.txt").write_text("shared\n")
+    tests = (
+        "from pathlib import Path\n\nimport pytest\n\n"
+        "WS = Path(__file__).parent.parent / 'workspace'\n"
+        "if not (WS / 'marker.txt').exists():\n"
+        "    pytest.skip('no marker', allow_module_level=True)\n\n"
+        "def test_x():\n"
+        "    assert (WS / 'out.txt').exists()\n"
+    )
+    task = case.task("a/layered", verifier="pytest", tests=tests)
+    assert task.layers == (base,)
+    verdict = case.verify(task)  # the agent removed marker.txt: nothing collected
+    assert (verdict.passed, verdict.exit_code, verdict.error) == (False, 5, None)
+    assert verdict.output.endswith("while the tests run on the starting one: the agent's files are at fault")
