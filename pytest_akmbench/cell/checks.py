@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..agents.base import AgentRequest, AgentResult, Limits, OracleAgent
 from ..corpus.hashes import layer_label
-from ..corpus.tasks import Task, load_lenient
+from ..corpus.tasks import Corpus, Task, load_lenient
 from ..errors import CorpusError
 from ..system.procs import ProcessTracker
 from . import akm
@@ -144,10 +144,11 @@ def contamination(tasks: list[Task], arms: tuple[str, ...]) -> list[str]:
     ]
 
 
-def run_warnings(tasks: list[Task], arms: tuple[str, ...]) -> list[str]:
-    """The corpus's warnings a run says before its first cell: workspaces too large to copy
-    into every cell, workspaces that mention akm."""
-    return [*(line for task in tasks if (line := large_workspace(task)) is not None), *contamination(tasks, arms)]
+def run_warnings(corpus: Corpus, tasks: list[Task], arms: tuple[str, ...]) -> list[str]:
+    """The corpus's warnings a run says before its first cell: the workflow specs it leaves out,
+    workspaces too large to copy into every cell, workspaces that mention akm."""
+    large = [line for task in tasks if (line := large_workspace(task)) is not None]
+    return [*corpus.left_out, *large, *contamination(tasks, arms)]
 
 
 def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeout_s: float = 120.0) -> list[str]:

@@ -251,7 +251,7 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
         state.warnings.append(state.akm.warning)
     if controller:
         cfg = state.settings.config
-        corpus = checks.run_warnings(state.tasks, () if state.settings.soundness else state.settings.arms)
+        corpus = checks.run_warnings(state.corpus, state.tasks, () if state.settings.soundness else state.settings.arms)
         for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", []), *corpus]:
             state.warnings.append(line)
             config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)

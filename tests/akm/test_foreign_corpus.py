@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pytest_akmbench.cell.rundir import copy_workspace
 from pytest_akmbench.corpus.tasks import Task, load_lenient
+from pytest_akmbench.corpus.workflows import load_specs_lenient
 from tests.support import opencode as oc
 from tests.support import real_akm
 
@@ -106,9 +108,10 @@ def mentions_akm(root: Path) -> set[Path]:
 
 
 def test_validate_lists_every_problem(project: Path) -> None:
-    """It loads: 45 tasks of 6 domains, the 6 specs with akm-bench's weight names, its run
-    configs. What validate lists is what the corpus is: no solution anywhere, and every
-    workspace or shared-layer file that tells the agent about akm, each once."""
+    """It loads: 45 tasks of 6 domains, its specs with akm-bench's weight names, its run configs.
+    What validate lists is what the corpus is: each spec the spec reader refuses and each task
+    naming one, no solution anywhere, and every workspace or shared-layer file that tells the
+    agent about akm (found here by grep), each once."""
     configs = [str(project / "config" / n) for n in ("nano-quick.json", "full.json", "failing-tasks.json")]
     fixtures = project / "fixtures"
     where = ["--corpus", str(fixtures / "corpus" / "tasks"), "--stashes", str(fixtures / "stashes")]
@@ -116,19 +119,28 @@ def test_validate_lists_every_problem(project: Path) -> None:
     assert proc.returncode == 1, proc.stdout[-3000:]
     errors = [line[len("error: ") :] for line in proc.stdout.splitlines() if line.startswith("error: ")]
     root = tasks_root(project)
+    specs, refused = load_specs_lenient(root.parent / "workflows")
+    assert {s.id for s in specs} >= set(SPECS) - {"akm-feedback-after-use", "akm-negative-feedback-on-failure"}
+    assert not any("scoring" in e for e in errors)  # akm-bench's weight names load
+    naming = {p for p in root.glob("*/*/task.yaml") if {f.stem for f in refused} & set(_expected(p))}
+    loaded = [p for p in root.glob("*/*/task.yaml") if p.parts[-3] != "_example" and p not in naming]
     no_solution = sorted(e.split(": ", 1)[0] for e in errors if ": solution: no solution/solve.sh" in e)
-    assert no_solution == sorted(str(p) for p in root.glob("*/*/task.yaml") if p.parts[-3] != "_example")
+    assert no_solution == sorted(map(str, loaded))
     neutral = {
         Path(e.split(": ", 1)[0]) for e in errors if e.endswith("workspaces must be arm-neutral (the arm adds akm)")
     }
-    layers = [root.parent / "base", *root.glob("*/*/workspace")]
-    assert neutral == set().union(*(mentions_akm(p) for p in layers))
+    assert neutral == set().union(
+        *(mentions_akm(p) for p in [root.parent / "base", *(p.parent / "workspace" for p in loaded)])
+    )
     assert root.parent / "base" / "workspace" / "AGENTS.md" in neutral
-    assert len(errors) == len(no_solution) + len(neutral), [e for e in errors if "solution" not in e]
-    assert "45 tasks in 6 domains, 3 configs: " in proc.stdout
-    assert "workflows" not in proc.stdout and "scoring" not in proc.stdout  # every spec loads
-    specs = load_lenient(root, project / "fixtures" / "stashes")[0].workflows
-    assert sorted(s.id for s in specs) == SPECS
+    assert {f"{p}: " + refused[p].split(": ", 1)[1] for p in refused} <= set(errors)
+    assert {e.split(": ", 1)[0] for e in errors if "expected_workflows: no workflow spec" in e} == set(map(str, naming))
+    assert len(errors) == len(no_solution) + len(neutral) + len(refused) + len(naming)
+    assert f"{len(loaded)} tasks in 6 domains, 3 configs: " in proc.stdout
+
+
+def _expected(task_yaml: Path) -> list[str]:
+    return list(yaml.safe_load(task_yaml.read_text()).get("expected_workflows") or [])
 
 
 def test_soundness_checks_nop_and_the_verifier(project: Path) -> None:

@@ -38,3 +38,22 @@ def test_an_akm_only_run_has_no_control_to_contaminate(bench: pytest.Pytester) -
     result.assert_outcomes(passed=4)
     assert "arm neutrality" not in result.stdout.str() + result.stderr.str()
     assert not any("arm neutrality" in w for w in read_report(bench.path)["warnings"])
+
+
+def test_a_bad_workflow_spec_is_left_out_of_the_run_with_a_warning(bench: pytest.Pytester) -> None:
+    """A spec that does not load (here akm-bench's weight named twice) no longer stops the run:
+    its cells run, checked by the specs that loaded, and the report says which spec was left out."""
+    specs = bench.path / "corpus" / "workflows"
+    specs.mkdir()
+    (specs / "bad.yaml").write_text(
+        "id: bad\ntitle: Bad\nrequired_sequence: [{event: akm_search}]\n"
+        "scoring: {required: 1, required_steps_weight: 1, forbidden: 0, evidence: 0}\n"
+    )
+    result = bench.runpytest_subprocess(*ARGS, "--bench-arms", "akm")
+    result.assert_outcomes(passed=4)
+    (line,) = [w for w in read_report(bench.path)["warnings"] if "bad.yaml" in w]
+    assert line == (
+        f"{specs / 'bad.yaml'}: scoring.required_steps_weight: the same weight as scoring.required; give one of "
+        "them; left out of this run, its checks not made"
+    )
+    assert line in result.stdout.str() + result.stderr.str()
