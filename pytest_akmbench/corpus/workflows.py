@@ -55,6 +55,10 @@ FLAGS = ("search_has_relevant_result", "task_has_tests")
 ARMS = ("noakm", "akm", "synthetic")
 OUTCOMES = ("pass", "fail", "budget_exceeded", "harness_error")
 SCORING = ("required", "forbidden", "evidence")
+# akm-bench's own names for the three weights; a spec may use either name of a weight, not both.
+SCORING_NAMES = {f"{name}_steps_weight": name for name in ("required", "forbidden")} | {
+    "evidence_quality_weight": "evidence"
+}
 MAX_BYTES = 1 << 20
 _STEP_KEYS = frozenset(("event", "before", "after", "required_if", "min_count", "polarity", "ref_must_equal"))
 _SPEC_KEYS = frozenset(
@@ -108,20 +112,34 @@ def workflows_dir(tasks_root: Path) -> Path:
 def load_specs(directory: Path) -> tuple[WorkflowSpec, ...]:
     """Every ``*.yaml``/``*.yml`` spec directly in ``directory`` (none if it is absent), in file
     order; the first bad file raises a one-line CorpusError naming it and the field."""
+    specs, errors = load_specs_lenient(directory)
+    if errors:
+        raise CorpusError(next(iter(errors.values())))
+    return specs
+
+
+def load_specs_lenient(directory: Path) -> tuple[tuple[WorkflowSpec, ...], dict[Path, str]]:
+    """The good specs of ``directory`` and the error of each bad file, by path: ``validate``
+    lists every bad spec, not only the first."""
     if not directory.is_dir():
-        return ()
+        return (), {}
     specs: list[WorkflowSpec] = []
+    errors: dict[Path, str] = {}
     seen: dict[str, Path] = {}
     root = directory.resolve()
     for path in sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml")):
-        if not path.resolve().is_relative_to(root) or not path.is_file():
-            raise CorpusError(f"{path}: workflow spec must be a regular file inside {directory}")
-        spec = load_spec(path)
-        if spec.id in seen:
-            raise CorpusError(f"{path}: id: duplicate workflow id {spec.id!r}, also in {seen[spec.id]}")
+        try:
+            if not path.resolve().is_relative_to(root) or not path.is_file():
+                raise CorpusError(f"{path}: workflow spec must be a regular file inside {directory}")
+            spec = load_spec(path)
+            if spec.id in seen:
+                raise CorpusError(f"{path}: id: duplicate workflow id {spec.id!r}, also in {seen[spec.id]}")
+        except CorpusError as err:
+            errors[path] = str(err)
+            continue
         seen[spec.id] = path
         specs.append(spec)
-    return tuple(specs)
+    return tuple(specs), errors
 
 
 def load_spec(path: Path) -> WorkflowSpec:
@@ -258,12 +276,16 @@ class _Reader:
         raw = self.data.get("scoring")
         if not isinstance(raw, dict):
             raise self.bad("scoring", f"required mapping of {', '.join(SCORING)} weights summing to 1")
-        self._unknown(raw, frozenset(SCORING), "scoring.")
+        self._unknown(raw, frozenset((*SCORING, *SCORING_NAMES)), "scoring.")
         weights: list[float] = []
         for name in SCORING:
-            w = raw.get(name)
+            given = [k for k in (name, *(a for a, n in SCORING_NAMES.items() if n == name)) if k in raw]
+            if len(given) > 1:
+                raise self.bad(f"scoring.{given[1]}", f"the same weight as scoring.{given[0]}; give one of them")
+            key = given[0] if given else name
+            w = raw.get(key)
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1:
-                raise self.bad(f"scoring.{name}", f"must be a number in [0, 1], got {w!r}")
+                raise self.bad(f"scoring.{key}", f"must be a number in [0, 1], got {w!r}")
             weights.append(float(w))
         if not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
             raise self.bad("scoring", f"weights sum to {sum(weights):g}; they must sum to 1")
