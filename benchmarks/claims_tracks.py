@@ -26,7 +26,7 @@ evolve trend: m eval tasks × S seeds, E episodes; episode k's post cells run at
   power    + 0.05 per episode as well on 5 episodes, + 0.02 on 10.
 The paired bootstrap, a diagnostic no claim uses, runs 20 resamples here (lift.BOOTSTRAP_ITERATIONS).
 
-    python benchmarks/claims_tracks.py      # 500 runs per evolve row, 400 per attribute row (~25 min, one core)
+    python benchmarks/claims_tracks.py      # 500 runs per evolve row, 400 per attribute row (20-27 min a section, loaded)
     python benchmarks/claims_tracks.py --only attribute --attribute-reps 100   # one section (improvement, trend)
 """
 
