@@ -92,27 +92,29 @@ def one_akm(samples: list[dict[str, Any]], version: str | None) -> list[dict[str
     """The akm arm's samples of the one akm the report counts: ``version`` when given; refused
     when they ran more than one and none is given (the newest is not a choice: the older akm's
     cells would drop out of the comparison)."""
-    ran: dict[tuple[str, str], set[CellKey]] = {}
+    ran: dict[tuple[str, str], set[tuple[str, Any]]] = {}
     for r in samples:
-        ran.setdefault(_akm(r), set()).add((str(r["task_id"]), "akm", int(r.get("seed") or 0)))
+        ran.setdefault(_akm(r), set()).add((str(r["task_id"]), r.get("seed")))
     if version is not None:
-        picked = [r for r in samples if _akm(r)[0] == version]
-        if picked or not samples:
-            return picked
-        raise ConfigError(
-            f"--akm-version {version}: no akm-arm sample ran akm {version}; they ran {_listed(ran)}", usage=True
-        )
+        if samples and not any(v == version for v, _ in ran):
+            raise ConfigError(
+                f"--akm-version {version}: no akm-arm sample ran akm {version}; they ran {_listed(ran)}", usage=True
+            )
+        samples = [r for r in samples if _akm(r)[0] == version]
+        ran = {k: v for k, v in ran.items() if k[0] == version}
     if len(ran) <= 1:
         return samples
     newest = _akm(_newest(samples) or {"fingerprint": {}})[0]
+    # One version built twice is told apart by the run only.
+    choice = f"--akm-version {newest} (or another) or --run-id" if len({v for v, _ in ran}) > 1 else "--run-id"
     raise ConfigError(
         f"the akm arm's samples ran {len(ran)} different akms ({_listed(ran)}) and a report counts one: give "
-        f"--akm-version {newest} (or another) or --run-id to say which, or report the stores apart",
+        f"{choice} to say which, or report the stores apart",
         usage=True,
     )
 
 
-def _listed(ran: Mapping[tuple[str, str], set[CellKey]]) -> str:
+def _listed(ran: Mapping[tuple[str, str], set[tuple[str, Any]]]) -> str:
     versions = [v for v, _ in ran]
     return ", ".join(
         f"akm {v}{f' (sha256 {sha[:12]})' if versions.count(v) > 1 else ''}: {_cells(len(cells))}"

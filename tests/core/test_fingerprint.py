@@ -331,3 +331,20 @@ class TestRecorded:
         synthetic = cell_fingerprint(Cell(task, "synthetic", 1), ctx)
         assert synthetic["prompt_version"] == prompts.prompt_version("synthetic") and "akm" not in synthetic
         assert synthetic["providers"] == "d" * 16 and synthetic["budget"]["wall_ms"] == 5000
+
+    def test_one_akm_version_built_twice_is_told_apart_by_the_run(self, tmp_path: Path) -> None:
+        from pytest_akmbench.errors import ConfigError
+        from pytest_akmbench.report import recorded
+
+        root = Root(tmp_path)
+        first = self.stored(root, "akm", "2026-01-01T00:00:01Z")
+        rebuilt = self.stored(root, "akm", "2026-01-01T00:00:02Z", akm={"version": "0.9.0", "sha256": "b" * 64})
+        rebuilt["run_id"] = "r2"
+        with pytest.raises(ConfigError) as refused:
+            recorded.facts([first, rebuilt], ("akm",), akm_version="0.9.0")
+        assert str(refused.value) == (
+            "the akm arm's samples ran 2 different akms (akm 0.9.0 (sha256 aaaaaaaaaaaa): 1 cell, akm 0.9.0 (sha256 "
+            "bbbbbbbbbbbb): 1 cell) and a report counts one: give --run-id to say which, or report the stores apart"
+        )
+        facts = recorded.facts([first, rebuilt], ("akm",), run_id="r")
+        assert facts.arms["akm"]["akm"]["sha256"] == "a" * 64
