@@ -60,6 +60,9 @@ class Recorded:
         out.update(self.shared or {k: v for k, v in computed.items() if k not in PER_ARM})
         own = self.arms.get(arm)
         out.update(own if own is not None else {k: v for k, v in computed.items() if k in PER_ARM})
+        # The boundary stays this code's: a pass stored under an older one could have been forged,
+        # so such a sample conflicts offline as it does in a bench.
+        out["boundary"] = fp["boundary"]
         return out
 
 

@@ -1,10 +1,11 @@
 """What the offline ``report`` takes from the samples (docs/report.md, "Rebuilding offline").
 
 The command ran no agent, no akm and no sandbox, so the facts a fingerprint holds about the run
-(agent version, model, providers, sandbox, network, boundary, each arm's prompt version, the akm
+(agent version, model, providers, sandbox, network, each arm's prompt version, the akm
 the akm arm ran, each task's budget) are read from the samples of the cells it reports, the
-newest of each; only the task's own content comes from the corpus. Two akms among the akm arm's
-samples are refused: a report compares one akm. The cells of the reported runs that the report
+newest of each; only the task's own content comes from the corpus, and the cell boundary's
+version from the code (a pass under an older boundary could have been forged). Two akms among
+the akm arm's samples are refused: a report compares one akm. The cells of the reported runs that the report
 leaves out are named, so that no arm is dropped without a word.
 """
 

@@ -315,15 +315,20 @@ class TestRecorded:
         from pytest_akmbench.report import recorded
 
         root = Root(tmp_path)
-        # An older version's run: another boundary (every arm), another akm prompt.
+        # An older version's run: another akm prompt.
         samples = [
-            self.stored(root, "noakm", "2026-01-01T00:00:01Z", boundary=1),
-            self.stored(root, "akm", "2026-01-01T00:00:02Z", boundary=1, prompt_version="1/akm/00000000"),
+            self.stored(root, "noakm", "2026-01-01T00:00:01Z"),
+            self.stored(root, "akm", "2026-01-01T00:00:02Z", prompt_version="1/akm/00000000"),
         ]
         ctx = dataclasses.replace(root.ctx(model=None), recorded=recorded.facts(samples, ("noakm", "akm")))
         task = root.task()
         for s in samples:
             assert cell_fingerprint(Cell(task, s["arm"], 1), ctx) == s["fingerprint"]
+        # but not the cell boundary: a sample from before it could hold a forged pass, so it does not match.
+        old = [self.stored(root, "noakm", "2026-01-01T00:00:01Z", boundary=1)]
+        ctx = dataclasses.replace(root.ctx(model=None), recorded=recorded.facts(old, ("noakm",)))
+        assert cell_fingerprint(Cell(task, "noakm", 1), ctx) != old[0]["fingerprint"]
+        assert cell_fingerprint(Cell(task, "noakm", 1), ctx)["boundary"] == 2
         # The command's own --model and --agent-version still win; an arm no sample recorded keeps the computed.
         given = recorded.facts(samples, ("noakm", "akm", "synthetic"), given={"model": "other/m"})
         ctx = dataclasses.replace(root.ctx(model=None), recorded=given)
