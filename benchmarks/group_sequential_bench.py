@@ -1,7 +1,9 @@
 """A sign-blind adaptive design with an exact group-sequential sign test, against fixed seeds.
 
 Seeded simulations on the benches of ``adaptive_bench.py`` (its draw(): the same seeds give the
-same benches, so its fixed and adaptive columns are comparable row by row).
+same benches, so its fixed and adaptive columns are comparable row by row). The "current"
+column is the product's plan at its defaults (since issue 30: every task every round, at most
+5 seeds); the table in docs/adaptive.md was measured with bc40193's design in that column.
 
 The design (docs/adaptive.md, "A sign-blind group-sequential design"): every choice of which
 cells run and of which look is the last depends only on the concordance of the pairs seen
@@ -15,7 +17,7 @@ those n_k, spending alpha as a function of the cells used, keeps its error rate 
   budget    the most cells, as a share of the fixed design's (5 seeds); the design stops there.
   looks     the planned looks: after the floor, rounds of one more seed on up to
             ceil((budget - floor cells) / (looks - 1)) tasks, chosen by the rule.
-  rule      open: tasks where some run failed, fewest seeds first (the current design's);
+  rule      open: tasks where some run failed, fewest seeds first (bc40193's adaptive design's);
             disc: tasks with a discordant pair first, then the other open ones;
             info: the expected information per pair of the sign test for a nominal +0.1 lift
                   under the task's pass-rate posterior (Beta(1/2, 1/2) prior, both arms' runs).
@@ -237,7 +239,7 @@ def scenario(
         if compare:
             claim, right = fixed(outcomes, tasks)
             _add(tallies, "fixed", claim, right, m * FIXED_SEEDS)
-            p = sequential.plan(tasks, ARMS, outcomes, floor=2, max_seeds=MOST)
+            p = sequential.plan(tasks, ARMS, outcomes, floor=2, max_seeds=sequential.DEFAULT_MAX_SEEDS)
             _add(tallies, "current", p.stop == "decisive", p.direction == "akm", len(p.cells(("akm",))))
         for d in designs:
             direction, pairs, _ = run(outcomes, tasks, d)

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 pytest_plugins = ["pytester"]
+# Test material, not tests: akm-bench's task verifiers under data/ run only inside a bench cell.
+collect_ignore = ["data"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -16,16 +16,19 @@ import tempfile
 from pathlib import Path
 
 from ..agents.base import AgentRequest, AgentResult, Limits, OracleAgent
-from ..corpus.tasks import Task, load_lenient
+from ..corpus.hashes import layer_label
+from ..corpus.tasks import Corpus, Task, load_lenient
 from ..errors import CorpusError
 from ..system.procs import ProcessTracker
 from . import akm
 from .akm import asset_exists
-from .prompts import keywords
+from .prompts import keywords, search_words
 from .rundir import copy_stash, copy_workspace, large_workspace
 from .verifiers import Verdict, verify
 
 _AKM = re.compile(r"(?<![a-z0-9])akm(?![a-z0-9])", re.IGNORECASE)
+_AKM_BYTES = re.compile(rb"(?<![a-z0-9])akm(?![a-z0-9])", re.IGNORECASE)
+_CHUNK = 1 << 20
 # Short strings are a format's own vocabulary (a heading, a file name) that an asset must
 # teach; a long pinned string is more likely the task's answer itself.
 _LITERAL = re.compile(r"""(?P<q>["'])(?P<text>[^"'\n]{24,})(?P=q)""")
@@ -52,7 +55,7 @@ def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], l
     """Check the corpus without running anything: (valid tasks, errors, warnings)."""
     warnings: list[str] = []
     try:
-        corpus, by_path = load_lenient(tasks_root, stashes_root)
+        corpus, by_path = load_lenient(tasks_root, stashes_root, bad_specs=True)
     except CorpusError as err:
         return [], [str(err)], []
     errors = list(by_path.values())
@@ -77,9 +80,8 @@ def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], l
             if layer in checked:
                 continue  # a shared layer is reported once, not once per task
             checked.add(layer)
-            for file in sorted(layer.rglob("*")) if layer.is_dir() else []:
-                if file.is_file() and _AKM.search(file.read_text(encoding="utf-8", errors="replace") + " " + file.name):
-                    errors.append(f"{file}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)")
+            for file in akm_mentions(layer):
+                errors.append(f"{file}: workspace mentions akm; workspaces must be arm-neutral (the arm adds akm)")
         assets = _asset_texts(stashes_root / task.stash)
         literals = _pinned_literals(task)
         for asset, text in assets:
@@ -89,6 +91,64 @@ def static_problems(tasks_root: Path, stashes_root: Path) -> tuple[list[Task], l
                 if literal in text:
                     warnings.append(f"{path}: verifier pins {literal!r}, which stash asset {asset} contains verbatim")
     return sorted(tasks, key=lambda t: t.id), errors, warnings
+
+
+def akm_mentions(layer: Path) -> list[Path]:
+    """The files of a workspace layer whose name or text mentions akm, read in chunks (a large
+    workspace file is never held whole)."""
+    found = []
+    for file in sorted(layer.rglob("*")) if layer.is_dir() else []:
+        if not file.is_file() or file.is_symlink():
+            continue
+        if _AKM.search(file.name) is not None or _mentions(file):
+            found.append(file)
+    return found
+
+
+def _mentions(file: Path) -> bool:
+    # Each chunk is searched with one byte before it and three after, enough context for a
+    # mention that starts in it (and only those count, so none is found twice or half).
+    with open(file, "rb") as f:
+        before, data = b"", f.read(_CHUNK)
+        while data:
+            after = f.read(_CHUNK)
+            window = before[-1:] + data + after[:3]
+            if any(len(before[-1:]) <= m.start() < len(window) - len(after[:3]) for m in _AKM_BYTES.finditer(window)):
+                return True
+            before, data = data, after
+    return False
+
+
+def contamination(tasks: list[Task], arms: tuple[str, ...]) -> list[str]:
+    """The run's warning when a selected task's starting workspace mentions akm and the run has
+    an arm without akm: that arm is told about akm, so its comparison with the akm arm is
+    contaminated (``validate`` names every such file as an error; docs/corpus.md, "Layout")."""
+    if all(arm == "akm" for arm in arms):
+        return []
+    seen: dict[Path, list[Path]] = {}
+    named = []
+    for task in tasks:
+        files = [
+            f"{layer_label(layer)}/{f.relative_to(layer).as_posix()}"
+            for layer in (*task.layers, task.workspace)
+            for f in seen.setdefault(layer, akm_mentions(layer))
+        ]
+        if files:
+            named.append(f"{task.id} ({', '.join(files)})")
+    if not named:
+        return []
+    more = f" and {len(named) - 10} more" if len(named) > 10 else ""
+    return [
+        f"arm neutrality: the starting workspace of {len(named)} selected task(s) mentions akm, so the control arm is "
+        f"contaminated (told about akm): {'; '.join(named[:10])}{more}; python -m pytest_akmbench validate lists each file"
+    ]
+
+
+def run_warnings(corpus: Corpus, tasks: list[Task], arms: tuple[str, ...]) -> list[str]:
+    """The corpus's warnings a run says before its first cell: the workflow specs it leaves out,
+    workspaces too large to copy into every cell, workspaces that mention akm."""
+    large = [line for task in tasks if (line := large_workspace(task)) is not None]
+    return [*corpus.left_out, *large, *contamination(tasks, arms)]
 
 
 def behaviour_problems(task: Task, work_root: Path, procs: ProcessTracker, timeout_s: float = 120.0) -> list[str]:
@@ -105,6 +165,12 @@ def behaviour_checks(
     problems: list[str] = []
     checks: dict[str, bool | None] = {"nop_fails": None, "solution_passes": None, "repeatable": None}
     for label, solve in (("untouched workspace", False), ("solution", True)):
+        if solve and not task.solution.is_file():
+            # akm-bench's corpora ship no solutions: nop and the verifier are still checked.
+            problems.append(
+                "no solution/solve.sh: that the task can be solved is not checked (nop and the verifier were)"
+            )
+            continue
         run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
         try:
             workspace = run_dir / "workspace"
@@ -187,13 +253,20 @@ def _judge(label: str, solve: bool, first: Verdict, second: Verdict) -> str | No
     return None
 
 
-def search_problems(
+# The query forms soundness tries, in order: the words as separate arguments (akm-bench's prompt
+# and the scripted policies), then the words as one quoted phrase (docs/akm.md, "Query forms").
+QUERY_FORMS = ("words", "phrase")
+
+
+def gold_search(
     task: Task, stashes_root: Path, info: akm.AkmInfo, work_root: Path, procs: ProcessTracker
-) -> list[str]:
-    """With a real akm: searching the task's keywords as the akm arm's prompt does lists its gold
-    asset. Without that, the akm arm could only reach the gold asset by guessing its ref."""
+) -> tuple[str | None, list[str]]:
+    """With a real akm: which query form of the task's keywords lists its gold asset, ``words``
+    (``akm search a b c``), else ``phrase`` (``akm search "a b c"``), else ``none`` with the
+    problem; None when the task has no gold asset. Without a form that finds it, the akm arm
+    could only reach the gold asset by guessing its ref."""
     if not task.gold_ref:
-        return []
+        return None, []
     run_dir = Path(tempfile.mkdtemp(prefix="soundness-", dir=work_root))
     try:
         stash = run_dir / "stash"
@@ -202,19 +275,24 @@ def search_problems(
         akm.write_config(info, env)
         code, output, _ = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
         if code != 0:
-            return [f"akm {info.version}: index of stash {task.stash!r} failed (exit {code}): {output.strip()[-200:]}"]
-        words = keywords(task)
-        code, output, _ = procs.run([str(info.path), "search", words], cwd=stash, env=env, timeout_s=120)
-        hits = akm.search_refs(output) if code == 0 else None
-        if hits is None:
-            return [f"akm {info.version}: search {words!r} failed (exit {code}): {output.strip()[-200:]}"]
-        if not any(akm.same_asset(ref, task.gold_ref) for ref in hits):
-            found = ", ".join(hits[:5]) or "no hit"
-            return [
-                f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref} "
-                f"({found}); change the keywords or the asset's description and tags"
+            return "none", [
+                f"akm {info.version}: index of stash {task.stash!r} failed (exit {code}): {output.strip()[-200:]}"
             ]
-        return []
+        words = keywords(task)
+        seen: list[str] = []
+        for form, query in zip(QUERY_FORMS, (search_words(task), [words])):
+            code, output, _ = procs.run([str(info.path), "search", *query], cwd=stash, env=env, timeout_s=120)
+            hits = akm.search_refs(output) if code == 0 else None
+            if hits is None:
+                return "none", [f"akm {info.version}: search {words!r} failed (exit {code}): {output.strip()[-200:]}"]
+            if any(akm.same_asset(ref, task.gold_ref) for ref in hits):
+                return form, []
+            seen.append(f"{form}: {', '.join(hits[:5]) or 'no hit'}")
+        return "none", [
+            f"akm {info.version}: searching akm_keywords {words!r} does not list gold_ref {task.gold_ref}, "
+            f"neither as separate words nor as one phrase ({'; '.join(seen)}); "
+            "change the keywords or the asset's description and tags"
+        ]
     finally:
         procs.kill_all()
         shutil.rmtree(run_dir, ignore_errors=True)

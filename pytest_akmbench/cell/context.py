@@ -35,6 +35,37 @@ class Cell:
         return f"{self.task.id}[{self.name}]"
 
 
+# The fingerprint's facts a cell's task gives (its content, stash, specs, budget, mask); every
+# other fact is the run's: its agent, model, akm, sandbox, prompt and boundary versions...
+FROM_TASK = frozenset({"task_hash", "stash_hash", "workflows", "budget", "mask"})
+# ...of which these differ between the arms of one run.
+PER_ARM = frozenset({"prompt_version", "akm"})
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The run-level facts of a run's fingerprints as its samples recorded them: ``shared`` by
+    every arm, each arm's own, and each task's budget (docs/report.md, "Rebuilding offline")."""
+
+    shared: dict[str, Any]
+    arms: dict[str, dict[str, Any]]
+    budgets: dict[str, dict[str, Any]]
+
+    def apply(self, fp: dict[str, Any], task_id: str, arm: str) -> dict[str, Any]:
+        """``fp`` with its run-level facts replaced by the recorded ones; an arm (or a task's
+        budget) that no sample recorded keeps the computed ones."""
+        computed = {k: v for k, v in fp.items() if k not in FROM_TASK}
+        out = {k: v for k, v in fp.items() if k in FROM_TASK}
+        out["budget"] = self.budgets.get(task_id, fp["budget"])
+        out.update(self.shared or {k: v for k, v in computed.items() if k not in PER_ARM})
+        own = self.arms.get(arm)
+        out.update(own if own is not None else {k: v for k, v in computed.items() if k in PER_ARM})
+        # The boundary stays this code's: a pass stored under an older one could have been forged,
+        # so such a sample conflicts offline as it does in a bench.
+        out["boundary"] = fp["boundary"]
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """Session-wide facts every cell of a run shares."""
@@ -60,6 +91,9 @@ class RunContext:
     # What the agent is given to reach its model, as a digest (agents/opencode/model.py
     # setup_digest): recorded in every sample so a report says it, offline too.
     providers: dict[str, Any] | None = None
+    # The offline report's: the run-level facts of the fingerprint as the reported run's samples
+    # recorded them, in place of this process's (it ran no agent, no akm, no sandbox).
+    recorded: Recorded | None = None
     _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
 
     def content_hash(self, path: Path, fn: Any) -> str:
@@ -113,7 +147,7 @@ def fingerprint(task: Task, arm: str, ctx: RunContext, prompt_version: str) -> d
         "network": ctx.network if ctx.sandbox != "none" and ctx.network != "isolated" else None,
     }
     fp.update({k: v for k, v in optional.items() if v is not None})
-    return fp
+    return fp if ctx.recorded is None else ctx.recorded.apply(fp, task.id, arm)
 
 
 def cell_fingerprint(cell: Cell, ctx: RunContext) -> dict[str, Any]:

@@ -39,6 +39,19 @@ def mask(stash: Path, ref: str) -> int:
     return removed
 
 
+def holds_assets(stash: Path) -> bool:
+    """Whether a stash copy still holds an asset: a file in one of its folders other than a
+    hidden one (akm's ``.stash.json`` metadata, a ``.gitkeep``; the stash's own MANIFEST.json
+    sits at its root). Masking the only asset of a stash leaves none: the masked cell then runs
+    on an empty stash."""
+    return any(
+        not p.name.startswith(".") and (p.is_file() or p.is_symlink())
+        for folder in stash.iterdir()
+        if folder.is_dir() and not folder.is_symlink()
+        for p in folder.rglob("*")
+    )
+
+
 def _drop_entries(meta: Path, kind: str, name: str) -> int:
     try:
         data = json.loads(meta.read_text(encoding="utf-8"))

@@ -45,6 +45,12 @@ def keywords(task: Task) -> str:
     return (task.akm_keywords or task.domain.replace("-", " ")).strip()
 
 
+def search_words(task: Task) -> list[str]:
+    """The keywords as separate arguments, as akm-bench's prompt shows ``akm search <words>`` and
+    the scripted policies send them (docs/akm.md, "Query forms")."""
+    return keywords(task).split()
+
+
 def build_prompt(task: Task, arm: str, workspace: Path, akm: AkmInfo | None = None) -> tuple[str, str]:
     """Return (prompt text, prompt version) for ``task`` under ``arm``; ``akm`` gives the ref syntax
     of the installed akm for the example in the akm arm's prompt."""

@@ -175,8 +175,12 @@ class TreatmentDown(Exception):
     """The akm arm's akm did not work for this cell: the cell is a harness_error."""
 
 
-def index_stash(info: akm.AkmInfo, stash: Path, env: dict[str, str], procs: ProcessTracker) -> dict[str, Any]:
-    """``akm index`` of the cell's own stash copy, at the path the agent will search."""
+def index_stash(
+    info: akm.AkmInfo, stash: Path, env: dict[str, str], procs: ProcessTracker, *, empty_ok: bool = False
+) -> dict[str, Any]:
+    """``akm index`` of the cell's own stash copy, at the path the agent will search. An index
+    with no entry means akm did not work, unless ``empty_ok``: the attribute track masked the
+    stash's last asset, and an empty stash is then the treatment (docs/tracks.md)."""
     started = time.monotonic()
     code, output, timed_out = procs.run([str(info.path), "index"], cwd=stash, env=env, timeout_s=300)
     report = akm.index_report(output)
@@ -184,7 +188,7 @@ def index_stash(info: akm.AkmInfo, stash: Path, env: dict[str, str], procs: Proc
     if code != 0 or timed_out:
         why = "timed out" if timed_out else f"exit {code}"
         raise TreatmentDown(f"akm index of the stash failed ({why}): {output.strip()[-300:]}")
-    if report["entries"] == 0:
+    if report["entries"] == 0 and not empty_ok:
         raise TreatmentDown("akm index found no asset in the stash: the akm arm would search an empty stash")
     return report
 

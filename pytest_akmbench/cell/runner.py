@@ -158,8 +158,10 @@ def _request(
         network=ctx.network,
     )
     if stash is not None and ctx.akm is not None:
+        emptied = cell.mask is not None and not masks.holds_assets(stash)
         with sandbox.applied(procs):  # akm runs as the agent will run it: what fails here fails there
-            run.akm_setup = {**ctx.akm.as_dict(), "index": index_stash(ctx.akm, stash, env, procs)}
+            index = index_stash(ctx.akm, stash, env, procs, empty_ok=emptied)
+            run.akm_setup = {**ctx.akm.as_dict(), "index": index}
     prompt, run.prompt_version = build_prompt(cell.task, cell.arm, workspace, ctx.akm)
     transcript, run.transcript_rel = _transcript_path(cell, ctx, run.run_dir)
     request = AgentRequest(

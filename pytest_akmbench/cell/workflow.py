@@ -118,7 +118,12 @@ def _required(step: Step, events: list[dict[str, Any]], gold: str | None) -> tup
 
 
 def _forbidden(step: Step, events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    first = _first(events, step.event)
+    # A polarity narrows what is forbidden (akm-bench's ``akm_feedback polarity: positive`` on a
+    # failed run), as it narrows what a required step counts.
+    first = next(
+        (i for i, e in enumerate(events) if e["event"] == step.event and step.polarity in (None, e.get("polarity"))),
+        None,
+    )
     if first is None:
         return None
     if step.before is not None:
@@ -133,6 +138,7 @@ def _forbidden(step: Step, events: list[dict[str, Any]]) -> dict[str, Any] | Non
         rule = f"{step.event} after {step.after}"
     else:
         rule = step.event
+    rule += f" ({step.polarity})" if step.polarity else ""
     code = "forbidden_event"
     if step.event == "akm_reflect" and step.before == "akm_feedback":
         code = "reflection_without_failure"

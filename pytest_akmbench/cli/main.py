@@ -14,12 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cell import akm
 from ..cell.context import RunContext
 from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, in_file, load_run_config, resolve, run_caps
 from ..corpus.tasks import Task, load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
-from ..report import adaptive_run, gates, github, merge
+from ..report import adaptive_run, gates, github, merge, recorded
 from ..report import envelope as report
 from ..report import files as report_files
 from ..report.resume import report_input
@@ -47,6 +46,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ConfigError(in_file(args.config if settings.tasks_override is None else None, err), usage=True) from None
     stores = [Path(s).resolve() for s in args.store or [DEFAULT_STORE]]
     merged = merge.load(stores)
+    settings = _stored_agent(settings, merged)
     merging = len(stores) > 1 or merged.plan is not None
     chosen = not any((args.tasks, args.arms, args.seeds))
     # A sharded run's stores say which cells it selected (after its -k/-m); these options choose
@@ -54,10 +54,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     planned = merged.cells() if chosen else None
     arms, seeds = (merged.arms(), merged.seeds()) if planned is not None else (settings.arms, settings.seeds)
     cells = planned or [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, seeds + 1)]
-    ctx = _stored_run(args, settings, merged.latest(settings.agent), stores[0])
-    # The akm the akm cells ran, as their samples record it: without it no akm cell's sample
-    # has the report's fingerprint, and a merge of a run with the akm arm is never whole.
-    ctx = dataclasses.replace(ctx, akm=_recorded_akm(merged.records, settings.agent))
+    ctx = _stored_run(args, settings, merged, cells, arms, stores[0])
     run = report_run.recall(stores, ctx, settings, tasks, corpus.tasks, merged.stored, fixed=not chosen)
     if run.cells is not None and run.tasks is not None:  # an adaptive run: the cells its plan needed
         tasks, arms, seeds, cells = run.tasks, run.arms, run.max_seeds, run.cells
@@ -76,13 +73,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     complete = inp.complete and (run.block is None or run.block["stopping_reason"] is not None)
     inp = dataclasses.replace(inp, complete=complete, spend_cap=run.cap)
-    problems = merge.check(merged, tasks, cells, ctx) if merging else []
+    # What the report leaves out, in one store as in several: the cells held only under another
+    # fingerprint, and the reported runs' cells outside the selection (an arm is never dropped unsaid).
+    problems = merge.check(merged, tasks, cells, ctx)
+    runs = {str(s.get("run_id")) for s in inp.samples} | {ctx.run_id} | merged.own_runs
+    explicit = [name for name in ("tasks", "arms", "seeds") if getattr(args, name)]
+    ours = recorded.samples_of(_flat(merged.records), ctx.agent.name, {t.id for t in corpus.tasks})
+    problems += recorded.left_out(ours, runs, set(cells), explicit, seeds=seeds)
     inp = merge.finish(inp, merged, problems)
     envelope = adaptive_run.stamp(report.build(inp), run.block)
     if merging:
         envelope["merge"] = merged.block()
-        if problems and envelope.get("gates"):
-            envelope["gates"] = gates.withhold(envelope["gates"], len(problems))
+    if problems and envelope.get("gates"):
+        envelope["gates"] = gates.withhold(envelope["gates"], len(problems))
     out = Path(args.out or DEFAULT_OUT)
     if args.out is None and (out / "report.json").exists():
         # The default is the bench's own report directory: say that its report is replaced.
@@ -151,43 +154,62 @@ def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     )
 
 
-def _recorded_akm(records: list[list[dict[str, Any]]], agent: str) -> akm.AkmInfo | None:
-    """The akm of the newest akm-arm sample of ``agent`` in the stores (its version and hash)."""
-    ran = [
-        r
-        for store in records
-        for r in store
-        if r.get("arm") == "akm"
-        and (r.get("agent") or {}).get("name") == agent
-        and (r.get("fingerprint") or {}).get("akm")
-    ]
-    newest = max(ran, key=lambda r: str(r.get("started_at") or ""), default=None)
-    return akm.AkmInfo.recorded(newest["fingerprint"]["akm"]) if newest is not None else None
+def _stored_agent(settings: Settings, merged: merge.Merged) -> Settings:
+    """The agent the stores hold samples of, when neither the command nor its config names one
+    and the default has none: a store of one agent's runs needs no ``--agent``."""
+    if "agent" in settings.origins or merged.latest(settings.agent) is not None:
+        return settings
+    names = {(r.get("agent") or {}).get("name") for store in merged.records for r in store}
+    found = sorted(n for n in names if isinstance(n, str))
+    return dataclasses.replace(settings, agent=found[0]) if len(found) == 1 else settings
+
+
+def _flat(records: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every store's records, the stores interleaved by start time (each keeps its own order)."""
+    return sorted((r for store in records for r in store), key=lambda r: str(r.get("started_at") or ""))
 
 
 def _stored_run(
-    args: argparse.Namespace, settings: Settings, latest: dict[str, Any] | None, store_dir: Path
+    args: argparse.Namespace,
+    settings: Settings,
+    merged: merge.Merged,
+    cells: Sequence[tuple[str, str, int]],
+    arms: Sequence[str],
+    store_dir: Path,
 ) -> RunContext:
-    """The run the offline report rebuilds: the stores' latest sample, with its agent version,
-    model, run id (unless given), sandbox and network."""
+    """The run the offline report rebuilds: run ``--run-id``, else the stores' latest sample's,
+    with the fingerprint facts its cells' samples recorded (report/recorded.py)."""
+    latest = merged.latest(settings.agent)
     if latest is None:
-        raise ConfigError(
-            f"{store_dir}: no sample of agent {settings.agent!r} in the store; run the bench first", usage=True
-        )
-    agent = _StoredAgent(settings.agent, args.agent_version or latest["fingerprint"]["agent_version"])
+        names = sorted({str((r.get("agent") or {}).get("name")) for r in _flat(merged.records) if r.get("agent")})
+        fix = f"it holds samples of {', '.join(names)}: give --agent" if names else "run the bench first"
+        raise ConfigError(f"{store_dir}: no sample of agent {settings.agent!r} in the store; {fix}", usage=True)
+    samples = recorded.samples_of(_flat(merged.records), settings.agent, {c[0] for c in cells})
+    given = {"agent_version": args.agent_version, "model": settings.model if args.model else None}
+    facts = recorded.facts(
+        samples,
+        arms,
+        run_id=args.run_id,
+        akm_version=args.akm_version,
+        given=given,
+        budgets=not (args.budget_tokens or args.budget_wall_ms),
+    )
+    shared = facts.shared or latest["fingerprint"]
+    agent = _StoredAgent(settings.agent, args.agent_version or shared["agent_version"])
     return RunContext(
         run_id=args.run_id or latest["run_id"],
         tmp_root=store_dir,
         stashes_root=settings.stashes_root,
         agent=agent,  # type: ignore[arg-type]
-        model=settings.model if args.model else latest.get("model"),
+        model=settings.model if args.model else shared.get("model"),
         budget_tokens=settings.budget_tokens,
         budget_wall_ms=settings.budget_wall_ms,
         budget_turns=settings.budget_turns,
         verify_timeout_s=settings.verify_timeout,
         **run_caps(settings),
-        sandbox=latest["fingerprint"].get("sandbox", "none"),
-        network=latest["fingerprint"].get("network", "isolated"),
+        sandbox=shared.get("sandbox") or "none",
+        network=shared.get("network") or "isolated",
+        recorded=facts,
     )
 
 
@@ -247,6 +269,10 @@ def _report_parser(sub: Any) -> None:
     rep.add_argument("--agent", help="agent name (default: from the config, else opencode)")
     rep.add_argument("--agent-version", help="agent version (default: the latest sample's)")
     rep.add_argument("--model", help="model (default: the latest sample's)")
+    rep.add_argument(
+        "--akm-version",
+        help="the akm whose samples the akm arm counts, when the store holds several (default: the one)",
+    )
     rep.add_argument("--run-id", help="which run counts as this report's own (default: the latest)")
     rep.add_argument("--floor", help=f"reporting floor (default: the run config's floor, else {DEFAULT_FLOOR})")
     rep.add_argument("--budget-tokens", help="as --bench-budget-tokens")

@@ -14,14 +14,31 @@ if TYPE_CHECKING:
 
 
 def task_corpus_hash(tasks: list[Task]) -> str:
-    """docs/corpus.md, "Hashes": SHA-256 over sorted ids, each ``id NUL task.yaml-text NUL``."""
+    """docs/corpus.md, "Hashes": SHA-256 over sorted ids, each ``id NUL body NUL``."""
     h = hashlib.sha256()
     for task in sorted(tasks, key=lambda t: _code_units(t.id)):
         h.update(task.id.encode())
         h.update(b"\0")
-        h.update(task.yaml_text.encode())
+        h.update(task_body(task).encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def task_body(task: Task) -> str:
+    """What a task's hash covers: its task.yaml text, then for each shared workspace layer it
+    starts from, ``NUL base/... NUL <fixture hash of the layer>`` (a changed layer changes the
+    corpus's hash; a task without layers hashes as akm-bench's does)."""
+    body = task.yaml_text
+    for layer in task.layers:
+        body += f"\0{layer_label(layer)}\0{fixture_hash(layer)}"
+    return body
+
+
+def layer_label(layer: Path) -> str:
+    """A shared layer's name from its ``base`` on (``base/domains/<domain>/workspace``); a
+    task's own workspace is ``workspace``."""
+    parts = layer.parts
+    return "/".join(parts[max(i for i, p in enumerate(parts) if p == "base") :]) if "base" in parts else layer.name
 
 
 def fixture_hash(fixture_dir: Path) -> str:

@@ -25,8 +25,13 @@ from .fields import TaskFields
 from .hashes import fixture_hash as fixture_hash
 from .hashes import fixtures_stamp as fixtures_stamp
 from .hashes import task_corpus_hash as task_corpus_hash
+
+# Selection lives in selection.py; callers still import it from here.
+from .selection import restrict as restrict
+from .selection import select as select
+from .selection import select_with_override as select_with_override
 from .strict import load_yaml
-from .workflows import WorkflowSpec, for_task, load_specs, workflows_dir
+from .workflows import WorkflowSpec, for_task, load_specs_lenient, workflows_dir
 
 DIFFICULTIES = ("easy", "medium", "hard")
 VERIFIERS = ("script", "pytest", "regex")
@@ -68,7 +73,7 @@ _KNOWN_KEYS = frozenset(
     )
 )
 _FIXTURE_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-BASE = "base"  # <tasks root>/base/ holds workspace layers shared by tasks, not a domain
+BASE = "base"  # base/ holds workspace layers shared by tasks, not a domain
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +140,7 @@ class Corpus:
     stashes_root: Path
     tasks: tuple[Task, ...] = field(default=())
     workflows: tuple[WorkflowSpec, ...] = ()
+    left_out: tuple[str, ...] = ()  # the workflow specs a run leaves out, each its one-line error
 
     def by_id(self) -> dict[str, Task]:
         return {t.id: t for t in self.tasks}
@@ -164,32 +170,41 @@ def find_task_files(tasks_root: Path) -> list[Path]:
 
 
 def workspace_layers(tasks_root: Path, domain: str) -> tuple[Path, ...]:
-    """The shared layers under ``<tasks root>/base/`` that every task of ``domain`` starts from:
+    """The shared layers every task of ``domain`` starts from, in akm-bench's order:
     ``base/workspace/``, then ``base/domains/<domain>/workspace/`` (later layers win, and the
-    task's own ``workspace/`` is copied last)."""
-    candidates = (tasks_root / BASE / "workspace", tasks_root / BASE / "domains" / domain / "workspace")
+    task's own ``workspace/`` is copied last). ``base/`` sits beside the tasks root, as in
+    akm-bench (``fixtures/corpus/base``); without one there, inside it (docs/corpus.md, "Layout")."""
+    base = tasks_root.parent / BASE
+    if not base.is_dir():
+        base = tasks_root / BASE
+    candidates = (base / "workspace", base / "domains" / domain / "workspace")
     return tuple(p for p in candidates if p.is_dir())
 
 
 def load_corpus(tasks_root: Path, stashes_root: Path) -> Corpus:
     """Load and validate every task; the first bad task.yaml, duplicate id or missing fixture raises."""
-    corpus, errors = load_lenient(tasks_root, stashes_root)
+    corpus, errors = load_lenient(tasks_root, stashes_root, bad_specs=True)
     if errors:
         raise CorpusError(next(iter(errors.values())))
     return corpus
 
 
-def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Path, str]]:
+def load_lenient(tasks_root: Path, stashes_root: Path, *, bad_specs: bool = False) -> tuple[Corpus, dict[Path, str]]:
     """Load every valid task and collect the error of each invalid task.yaml, by path.
 
     The pytest layer turns each error into that file's collection error and ``validate``
-    lists them all, so one bad task neither hides the others nor is silently skipped.
+    lists them all, so one bad task neither hides the others nor is silently skipped. A bad
+    workflow spec is an error of its own (by the spec's path) when ``bad_specs`` (``validate``),
+    and so is a task naming it; a run leaves the spec out instead, its tasks checked by the
+    specs that loaded, and says so (``Corpus.left_out``, a warning of the run and its report).
     """
     if not tasks_root.is_dir():
         raise CorpusError(f"{tasks_root}: tasks root is not a directory; pass --bench-corpus DIR")
-    specs = load_specs(workflows_dir(tasks_root))
+    specs, errors = load_specs_lenient(workflows_dir(tasks_root))
+    bad = set(errors)
+    left_out = () if bad_specs else tuple(f"{e}; left out of this run, its checks not made" for e in errors.values())
+    errors = errors if bad_specs else {}
     tasks: list[Task] = []
-    errors: dict[Path, str] = {}
     seen: dict[str, Path] = {}
     for path in find_task_files(tasks_root):
         try:
@@ -197,7 +212,7 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
             layers = workspace_layers(tasks_root, task.domain)
             if layers:
                 task = dataclasses.replace(task, layers=layers)
-            task = with_workflows(task, specs, workflows_dir(tasks_root))
+            task = with_workflows(task, specs, workflows_dir(tasks_root), bad, strict=bad_specs)
             if task.id in seen:
                 raise CorpusError(f"{path}: id: duplicate task id {task.id!r}, also in {seen[task.id]}")
             check_stash(task, stashes_root)
@@ -209,16 +224,21 @@ def load_lenient(tasks_root: Path, stashes_root: Path) -> tuple[Corpus, dict[Pat
         seen[task.id] = path
         tasks.append(task)
     tasks.sort(key=lambda t: t.id)
-    return Corpus(tasks_root=tasks_root, stashes_root=stashes_root, tasks=tuple(tasks), workflows=specs), errors
+    return Corpus(tasks_root, stashes_root, tuple(tasks), specs, left_out), errors
 
 
-def with_workflows(task: Task, specs: tuple[WorkflowSpec, ...], where: Path) -> Task:
-    """``task`` with the specs that can apply to it; naming a spec that does not exist is an error."""
+def with_workflows(
+    task: Task, specs: tuple[WorkflowSpec, ...], where: Path, bad: set[Path] | None = None, *, strict: bool = True
+) -> Task:
+    """``task`` with the specs that can apply to it; naming a spec that does not exist is an
+    error, and so is naming one whose file (in ``bad``) did not load, when ``strict``."""
     known = {s.id for s in specs}
     for name in task.expected_workflows:
-        if name not in known:
+        broken = [p for p in bad or () if p.stem == name]
+        if name not in known and (strict or not broken):
             have = ", ".join(sorted(known)) or f"none (no specs in {where})"
-            raise CorpusError(f"{task.yaml_path}: expected_workflows: no workflow spec {name!r}; specs: {have}")
+            why = f"{broken[0]} did not load (its own error above)" if broken else f"specs: {have}"
+            raise CorpusError(f"{task.yaml_path}: expected_workflows: no workflow spec {name!r}; {why}")
     chosen = for_task(specs, task.domain, task.expected_workflows)
     return dataclasses.replace(task, workflows=chosen) if chosen else task
 
@@ -335,60 +355,3 @@ def _task_from_mapping(path: Path, data: dict[str, Any], text: str) -> Task:
         stale_guidance_case=fields.optional_bool("stale_guidance_case"),
         akm_keywords=fields.optional_str("akm_keywords"),
     )
-
-
-# ---------------------------------------------------------------- selection
-
-
-def select(corpus: Corpus, selector: str | list[str] | None) -> tuple[list[Task], str]:
-    """Resolve a run-config ``tasks`` selector (docs/corpus.md, "Selectors") to tasks and a slice label.
-
-    Unlike the reference, a duplicated id in a list is an error instead of a silent rerun.
-    """
-    tasks = list(corpus.tasks)
-    if selector is None or selector == "all":
-        return tasks, "all"
-    if isinstance(selector, str):
-        if selector in SLICES:
-            return [t for t in tasks if t.slice == selector], selector
-        if "/" in selector:
-            return [_by_id(corpus, selector)], "all"
-        chosen = [t for t in tasks if t.domain == selector]
-        if not chosen:
-            domains = ", ".join(sorted({t.domain for t in tasks})) or "none"
-            raise CorpusError(f"tasks: no task with id or domain {selector!r}; domains: {domains}")
-        return chosen, "all"
-    if not selector:
-        raise CorpusError("tasks: empty list selects no task")
-    dupes = sorted({s for s in selector if selector.count(s) > 1})
-    if dupes:
-        raise CorpusError(f"tasks: {dupes[0]!r} is listed twice")
-    return [_by_id(corpus, s) for s in selector], "all"
-
-
-def _by_id(corpus: Corpus, task_id: str) -> Task:
-    for task in corpus.tasks:
-        if task.id == task_id:
-            return task
-    raise CorpusError(f"tasks: task not found: {task_id!r}")
-
-
-def select_with_override(
-    corpus: Corpus, selector: str | list[str] | None, override: str | list[str] | None
-) -> tuple[list[Task], str]:
-    """A config's selector, then a ``--bench-tasks`` override applied inside its selection."""
-    chosen, slice_label = select(corpus, selector)
-    if override is not None:
-        narrowed, _ = select(Corpus(corpus.tasks_root, corpus.stashes_root, tuple(chosen)), override)
-        chosen = restrict(chosen, [t.id for t in narrowed])
-    return chosen, slice_label
-
-
-def restrict(tasks: list[Task], ids: list[str]) -> list[Task]:
-    """Apply a ``--bench-tasks a,b`` override: keep the selection's order, reject strays."""
-    have = {t.id for t in tasks}
-    missing = [i for i in ids if i not in have]
-    if missing:
-        raise CorpusError(f"--bench-tasks: not in the selection: {', '.join(missing)}")
-    wanted = set(ids)
-    return [t for t in tasks if t.id in wanted]

@@ -32,6 +32,7 @@ class Plan:
     targets: tuple[attribute.Target, ...]
     assets_loaded: int
     masks: dict[str, tuple[str, ...]]  # task id -> the refs masked on it, in rank order
+    reference_seeds: tuple[int, ...] = ()  # the unmasked reruns' seeds (tracks/attribute.py)
 
 
 def setup(state: BenchState) -> None:
@@ -64,7 +65,8 @@ def setup(state: BenchState) -> None:
     state.tasks = tasks
     state.selected = {t.yaml_path: t for t in tasks}
     state.slice = "base"
-    state.attribute = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()})
+    reference = attribute.reference_seeds(base, seeds)
+    state.attribute = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()}, reference)
     gone = sorted(set(base.task_ids) - set(present))
     if gone:
         state.warnings.append(f"{len(gone)} task(s) of the base are not in the corpus any more: {', '.join(gone[:5])}")
@@ -139,6 +141,11 @@ def _differs(path: Path, field: str, mine: Any, theirs: Any, task: str | None = 
     )
 
 
+def seeds(state: BenchState) -> range:
+    """The seeds of each masked asset's cells."""
+    return range(1, state.settings.seeds + 1)
+
+
 class AttributeSession:
     """The controller's side of an attribute run: collect samples, write attribute.json/.md."""
 
@@ -156,12 +163,18 @@ class AttributeSession:
     def pytest_report_header(self) -> list[str]:
         plan: Plan = self.state.attribute
         refs = ", ".join(t.ref for t in plan.targets)
-        return [f"akmbench: attribute track, base {plan.base.path}: masking {len(plan.targets)} asset(s): {refs}"]
+        again = f"s{plan.reference_seeds[0]}-s{plan.reference_seeds[-1]}" if plan.reference_seeds else "none"
+        return [
+            f"akmbench: attribute track, base {plan.base.path}: masking {len(plan.targets)} asset(s): {refs}; "
+            f"unmasked reference reruns at seeds {again}"
+        ]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         sample = getattr(report, "akmbench_sample", None)
-        if sample is not None and (sample.get("fingerprint") or {}).get("mask"):
-            self.samples[(sample["task_id"], sample["fingerprint"]["mask"], sample["seed"])] = sample
+        if sample is not None:  # a masked cell or an unmasked reference cell (mask "")
+            self.samples[(sample["task_id"], (sample.get("fingerprint") or {}).get("mask", ""), sample["seed"])] = (
+                sample
+            )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -190,30 +203,32 @@ class AttributeSession:
         ctx = state.context()
         stored = StoredSamples.load(state.store_dir)
         by_id = {t.id: t for t in state.tasks}
-        masked: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        runs: dict[str, dict[str, list[dict[str, Any]]]] = {}  # mask ("" for the reference) -> task -> samples
         missing = errors = 0
-        for target in plan.targets:
-            for task_id in target.tasks:
-                for seed in range(1, state.settings.seeds + 1):
-                    cell = Cell(by_id[task_id], "akm", seed, mask=target.ref)
-                    found = stored.for_report([((task_id, "akm", seed), fingerprint_hash(cell_fingerprint(cell, ctx)))])
-                    record = found[0] if found else self.samples.get((task_id, target.ref, seed))
-                    if record is None:
-                        missing += 1
-                        continue
-                    errors += record["outcome"] == "harness_error"
-                    masked.setdefault(target.ref, {}).setdefault(task_id, []).append(record)
+        wanted = [(t.ref, task_id, seed) for t in plan.targets for task_id in t.tasks for seed in seeds(state)]
+        wanted += [("", task_id, seed) for task_id in sorted(plan.masks) for seed in plan.reference_seeds]
+        for ref, task_id, seed in wanted:
+            cell = Cell(by_id[task_id], "akm", seed, mask=ref or None)
+            found = stored.for_report([((task_id, "akm", seed), fingerprint_hash(cell_fingerprint(cell, ctx)))])
+            record = found[0] if found else self.samples.get((task_id, ref, seed))
+            if record is None:
+                missing += 1
+                continue
+            errors += record["outcome"] == "harness_error"
+            runs.setdefault(ref, {}).setdefault(task_id, []).append(record)
         warnings = [*state.warnings, *stored.warnings]
         if missing:
-            warnings.append(f"{missing} masked cell(s) of the plan have no sample: run again to complete it")
+            warnings.append(f"{missing} cell(s) of the plan have no sample: run again to complete it")
         if not plan.base.complete:
-            warnings.append(f"the base report {plan.base.path} is incomplete: base rates rest on fewer runs")
+            warnings.append(f"the base report {plan.base.path} is incomplete: the plan rests on fewer runs")
         return attribute.build(
             base=plan.base,
             targets=plan.targets,
             assets_loaded=plan.assets_loaded,
             top=state.settings.top,
-            masked=masked,
+            masked={ref: by_task for ref, by_task in runs.items() if ref},
+            reference=runs.get("", {}),
+            seeds=plan.reference_seeds,
             agent={
                 "harness": ctx.agent.name,
                 "version": ctx.agent.version,
@@ -237,7 +252,7 @@ class AttributeSession:
         tr.write_line(self.envelope["verdict"])
         tr.write_line(attribute_report.table(self.envelope))
         if not self.envelope["complete"]:
-            tr.write_line("attribute report is INCOMPLETE: not every masked cell has a valid sample")
+            tr.write_line("attribute report is INCOMPLETE: not every cell of the plan has a valid sample")
         tr.write_line(f"report: {self.paths[0]}")
         tr.write_line(f"summary: {self.paths[1]}")
         tr.write_line(f"page: {self.paths[2]}")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ..agents.base import Agent, OracleAgent
-from ..cell import rundir
+from ..cell import checks
 from ..corpus.config import Settings, config_options, corpus_near, in_file, load_run_config, resolve
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
 from ..corpus.values import check_matrix, load_baseline
@@ -251,8 +251,8 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
         state.warnings.append(state.akm.warning)
     if controller:
         cfg = state.settings.config
-        large = [line for task in state.tasks if (line := rundir.large_workspace(task)) is not None]
-        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", []), *large]:
+        corpus = checks.run_warnings(state.corpus, state.tasks, () if state.settings.soundness else state.settings.arms)
+        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", []), *corpus]:
             state.warnings.append(line)
             config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _pytest._code.code import ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
-from ..cell.checks import behaviour_checks, search_problems
+from ..cell.checks import behaviour_checks, gold_search
 from ..cell.context import Cell
 from ..report import soundness
 from ..report.metrics import sample_tokens
@@ -209,17 +209,20 @@ def _without_summary(lines: list[str]) -> list[str]:
 
 def check_soundness(request: pytest.FixtureRequest, bench_procs: ProcessTracker) -> None:
     """Pass when the task is sound: nop fails, the solution passes, the verifier repeats itself,
-    and, when an akm is given, the task's keywords find its gold asset. The result is appended to
+    and, when an akm is given, the task's keywords find its gold asset (as separate words, else as
+    one phrase: the record's ``found_by``). The result is appended to
     the store's soundness file, so the reports of this store show it (docs/report.md)."""
     state: BenchState = request.config.stash[STATE_KEY]
     task = request.node.stash[TASK_KEY]
     work_root = state.tmp_root / state.run_id
     checks, problems = behaviour_checks(task, work_root, bench_procs, timeout_s=state.settings.verify_timeout)
+    found_by = None
     if state.akm is not None:
-        found = search_problems(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
-        checks["akm_finds_gold"] = None if not task.gold_ref else not found
-        problems += found
+        found_by, missed = gold_search(task, state.settings.stashes_root, state.akm, work_root, bench_procs)
+        checks["akm_finds_gold"] = None if found_by is None else not missed
+        problems += missed
     extra = {"akm_version": state.akm.version if state.akm is not None else None, "run_id": state.run_id}
+    extra["found_by"] = found_by
     extra["checked_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     soundness_store.append(state.store_dir, state.scrub.obj(soundness.record(task, checks, problems, **extra)))
     if problems:

@@ -140,10 +140,10 @@ ADAPTIVE = [
     (
         "until",
         "WHEN",
-        "decisive: run the floor's seeds, then deepen only uncertain tasks until the akm - noakm "
-        "test is decisive or --bench-max-seeds is reached",
+        "decisive: run the floor's seeds, then one more seed of every task per round until the "
+        "akm - noakm test is decisive, futile or --bench-max-seeds is reached",
     ),
-    ("max-seeds", "N", "With --bench-until: the most seeds a task runs (default: 10)"),
+    ("max-seeds", "N", "With --bench-until: the most seeds a task runs (default: 5)"),
 ]
 
 

@@ -55,12 +55,13 @@ class BenchState:
     _context: RunContext | None = None
 
     def cells(self, task: Task) -> list[Cell]:
-        """The cells of a task: (arm, seed) of a utility run, (masked asset, seed) of an attribute run."""
+        """The cells of a task: (arm, seed) of a utility run; of an attribute run, its unmasked
+        reference cells (at seeds after the base's) and then (masked asset, seed)."""
         seeds = range(1, self.settings.seeds + 1)
         if self.attribute is not None:
-            return [
-                Cell(task, "akm", seed, mask=ref) for ref in self.attribute.masks.get(task.id, ()) for seed in seeds
-            ]
+            refs = self.attribute.masks.get(task.id, ())
+            reference = [Cell(task, "akm", seed) for seed in self.attribute.reference_seeds] if refs else []
+            return reference + [Cell(task, "akm", seed, mask=ref) for ref in refs for seed in seeds]
         return [Cell(task, arm, seed) for arm in self.settings.arms for seed in seeds]
 
     @property

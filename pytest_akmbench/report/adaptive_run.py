@@ -18,8 +18,9 @@ from . import sequential
 from .resume import StoredSamples
 
 CAVEAT = (
-    "adaptive run: the p-values and intervals of the comparisons assume a fixed number of seeds; "
-    "the sign e-process of the adaptive block is the test valid under its stopping"
+    "adaptive run: the p-values, intervals and lifts of the comparisons assume a fixed number of seeds "
+    "(a run that stops early on a large lift reports it too large); the adaptive block's sign test is the "
+    "test valid under its stopping and its floor_lift the unbiased lift"
 )
 
 
@@ -85,14 +86,17 @@ _LOOK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("pairs", "pairs"),
     ("akm_only", "akm only"),
     ("noakm_only", "noakm only"),
-    ("e_value", "e-value"),
+    ("lead_needed", "lead needed"),
+    ("alpha_spent", "alpha spent"),
 )
 _FACTS = (
     ("stopping_reason", "stopping reason"),
-    ("e_value", "e-value at the last look"),
-    ("e_value_max", "largest e-value"),
-    ("threshold", "decisive at"),
+    ("akm_only", "akm only"),
+    ("noakm_only", "noakm only"),
+    ("lead_needed", "lead needed at the last look"),
     ("direction", "ahead"),
+    ("floor_lift", "lift over the floor seeds (unbiased)"),
+    ("conditional_power", "conditional power at a futile stop"),
     ("cells_used", "cells used"),
     ("cells_max", "cells at most"),
     ("barrier_wait_s", "time cells waited at the barrier (s)"),
@@ -109,7 +113,7 @@ def _value(value: Any) -> str:
 
 
 def html_lines(envelope: Mapping[str, Any]) -> list[str]:
-    """The page's "Adaptive seeds" section: the design, why it stopped, each look and its e-value,
+    """The page's "Adaptive seeds" section: the design, why it stopped, each look and its bound,
     with the same text as the summary's (``sequential.markdown_lines``); nothing for a fixed run."""
     block = envelope.get("adaptive")
     if not block:

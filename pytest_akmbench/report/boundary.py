@@ -1,118 +1,109 @@
-"""The adaptive test's boundary: the e-value a run's horizon needs, and the chance it is still reached.
+"""The adaptive test's boundaries: a group-sequential sign test on the discordant pairs.
 
-The signs of the discordant pairs are fair coins under the null, whatever the design chose to
-run (docs/adaptive.md). So the chance that the mixture e-value of the sign stream ever reaches a
-level c within K discordant pairs is that of a fair random walk, computed exactly here by
-dynamic programming. :func:`log_threshold` is the smallest level whose chance is at most alpha
-for the run's horizon (no run has more than K = tasks x max seeds pairs): a run stopping at any
-time, for any reason, keeps its error rate at most alpha. Ville's inequality gives 1/alpha for an
-unbounded horizon; a bounded one needs less, and the difference is power.
-
-:func:`chance` is the futility rule's conditional power: the chance, were the discordant pairs
-to go on favouring the leading arm at the rate they have so far (raised by half its standard
-error), that the stream reaches the level within the pairs the run may still take.
+Every round runs one more seed of every task, so which cells run never depends on an outcome
+(docs/adaptive.md). Under the sharp null (akm changes no task's pass rate) the signs of the
+discordant pairs are then fair coins given which pairs were discordant, and the lead
+|akm only - noakm only| at the looks is a fair random walk read at the looks' numbers of
+discordant pairs. :func:`bounds` gives, look by look, the smallest lead that rejects while the
+chance that the walk has crossed at some look so far stays at most the alpha spent by then
+(Lan-DeMets error spending, O'Brien-Fleming-like), computed exactly by dynamic programming over
+the walk. :func:`conditional_power` is the futility rule's figure: the chance of crossing at a
+later look were the discordant pairs to go on favouring the leading arm at the rate they did.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
+from statistics import NormalDist
 
 ALPHA = 0.05
-# The mixture's prior on theta (the chance a discordant pair favours akm): Beta(PRIOR, PRIOR).
-# Beta(2, 2) puts its mass on the moderate effects a bench looks for; Beta(1/2, 1/2) (Jeffreys)
-# spends it near theta = 0 or 1 and needs about a quarter more pairs for a +0.1 lift
-# (docs/adaptive.md, benchmarks/adaptive_bench.py).
-PRIOR = 2.0
-# Above this many pairs the exact computation would take seconds: Ville's 1/alpha (valid for any
-# horizon, a little less powerful) is used instead.
-EXACT_HORIZON = 1000
-_BISECTIONS = 18
+# Above this many discordant pairs the exact walk would take seconds per look: each look is
+# then tested alone at the alpha it adds (a union bound over the looks: valid, a little less
+# powerful).
+EXACT_PAIRS = 1500
+_NORMAL = NormalDist()
 
 
-def log_e_value(plus: int, minus: int) -> float:
-    """log of the mixture e-value after ``plus`` pairs akm won and ``minus`` it lost.
-
-    The bet on a discordant pair with fraction lambda = 2*theta - 1 multiplies the wealth by
-    2*theta on a win and 2*(1 - theta) on a loss; theta ~ Beta(a, a) (a = PRIOR) gives
-    2^n * B(plus + a, minus + a) / B(a, a) in closed form. Ties multiply it by 1.
-    """
-    n = plus + minus
-    return n * math.log(2) + _log_beta(plus + PRIOR, minus + PRIOR) - _log_beta(PRIOR, PRIOR)
-
-
-def _log_beta(a: float, b: float) -> float:
-    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+def spent(t: float, alpha: float = ALPHA) -> float:
+    """The alpha spent by the share ``t`` of the rounds: 2 - 2 Phi(z_{alpha/2} / sqrt(t)), which
+    spends little at the early looks and keeps the last look's bar near a fixed test's."""
+    if t >= 1:
+        return alpha
+    if t <= 0:
+        return 0.0
+    return 2 - 2 * _NORMAL.cdf(_NORMAL.inv_cdf(1 - alpha / 2) / math.sqrt(t))
 
 
-@functools.lru_cache(maxsize=256)
-def _boundary(horizon: int, level: float) -> tuple[int, ...]:
-    """For each number n of discordant pairs, the fewest the leading arm must have won for the
-    e-value to reach ``level`` (n + 1: out of reach). The symmetric mixture grows with the lead,
-    so a binary search finds it."""
-    bound = []
-    for n in range(horizon + 1):
-        lo, hi = (n + 1) // 2, n + 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if log_e_value(mid, n - mid) >= level:
-                hi = mid
-            else:
-                lo = mid + 1
-        bound.append(lo)
-    return tuple(bound)
+def _half_steps(probs: list[float], steps: int) -> list[float]:
+    """The distribution of wins after ``steps`` more fair coins."""
+    for _ in range(steps):
+        probs = [(a + b) / 2 for a, b in zip([*probs, 0.0], [0.0, *probs], strict=True)]
+    return probs
 
 
-def crossing(bound: tuple[int, ...], theta: float, lead: int, trail: int, steps: int, enough: float = 2.0) -> float:
-    """The chance that a walk at ``lead`` wins of the leading side and ``trail`` of the other,
-    winning each step with ``theta``, meets the boundary on either side within ``steps`` more
-    discordant pairs (stops counting past ``enough``)."""
-    start = lead + trail
-    steps = min(steps, len(bound) - 1 - start)
-    low, probs = lead, [1.0]  # not yet crossed: probs[i] is the chance the leading side has low + i wins
-    total, lose = 0.0, 1 - theta
-    for n in range(start + 1, start + steps + 1):
-        grown = [w * lose for w in probs] + [0.0]
-        for i, w in enumerate(probs):
-            grown[i + 1] += w * theta
-        top = bound[n]  # crossed: the leading side at top or more, or the other side at top or more
-        first, last = max(low, n - top + 1), min(low + len(grown) - 1, top - 1)
-        kept = grown[first - low : last - low + 1] if first <= last else []
-        total += sum(grown) - sum(kept)
-        low, probs = first, kept
-        if total >= enough or not probs:
-            break
-    return total
+@functools.lru_cache(maxsize=512)
+def bounds(sizes: tuple[int, ...], targets: tuple[float, ...]) -> tuple[tuple[int, ...], float]:
+    """For looks at ``sizes`` discordant pairs (non-decreasing) with cumulative alpha ``targets``:
+    the smallest lead that rejects at each look (n + 1: none can), and the alpha spent in all."""
+    if sizes and sizes[-1] > EXACT_PAIRS:
+        return _union_bounds(sizes, targets)
+    alive, n, rejected, out = [1.0], 0, 0.0, []
+    for size, target in zip(sizes, targets, strict=True):
+        alive, n = _half_steps(alive, size - n), size
+        by_lead = [0.0] * (n + 2)
+        for wins, p in enumerate(alive):
+            by_lead[abs(2 * wins - n)] += p
+        tail = 0.0
+        lead = n + 1
+        for c in range(n, 0, -1):  # the smallest lead whose tail keeps the spending
+            if rejected + tail + by_lead[c] > target + 1e-12:
+                break
+            tail += by_lead[c]
+            lead = c
+        if lead <= n:
+            rejected += tail
+            alive = [0.0 if abs(2 * w - n) >= lead else p for w, p in enumerate(alive)]
+        out.append(lead)
+    return tuple(out), rejected
 
 
-@functools.lru_cache(maxsize=64)
-def log_threshold(horizon: int, alpha: float = ALPHA) -> float:
-    """The smallest log e-value level a fair-coin stream of at most ``horizon`` discordant pairs
-    reaches with a chance of at most ``alpha`` (bisection, keeping the valid side)."""
-    lo, hi = 0.0, math.log(1 / alpha)
-    if horizon > EXACT_HORIZON:
-        return hi
-    for _ in range(_BISECTIONS):
-        mid = (lo + hi) / 2
-        if crossing(_boundary(horizon, mid), 0.5, 0, 0, horizon) <= alpha:
-            hi = mid
-        else:
-            lo = mid
-    # The same test, stated as the smallest e-value that crosses (decisive at it, not above it);
-    # a horizon too short for any stream to be decisive keeps Ville's level.
-    bound = _boundary(horizon, hi)
-    return min((log_e_value(b, n - b) for n, b in enumerate(bound) if b <= n), default=math.log(1 / alpha))
+def _union_bounds(sizes: tuple[int, ...], targets: tuple[float, ...]) -> tuple[tuple[int, ...], float]:
+    out, before, used = [], 0.0, 0.0
+    for n, target in zip(sizes, targets, strict=True):
+        share = target - before
+        before = target
+        log_half = n * math.log(0.5)
+        logs = [math.lgamma(n + 1) - math.lgamma(w + 1) - math.lgamma(n - w + 1) + log_half for w in range(n + 1)]
+        lead, tail = n + 1, 0.0
+        for w in range(n, (n - 1) // 2, -1):  # both tails at once: leads 2w - n from the top
+            c = 2 * w - n
+            if c <= 0:
+                break
+            mass = math.exp(logs[w]) * (2 if c > 0 else 1)
+            if tail + mass > share + 1e-12:
+                break
+            tail, lead = tail + mass, c
+        used += tail
+        out.append(lead)
+    return tuple(out), used
 
 
-@functools.lru_cache(maxsize=4096)
-def chance(plus: int, minus: int, more: int, horizon: int, alpha: float, enough: float, optimism: float = 0.0) -> float:
-    """The futility rule's conditional power: the chance of becoming decisive within ``more``
-    further discordant pairs if each favours the leading arm at its rate so far, raised by
-    ``optimism`` standard errors of that rate."""
-    lead, trail = max(plus, minus), min(plus, minus)
-    n = lead + trail
-    theta = lead / n if n else 0.5
-    if n:
-        theta = min(1.0, theta + optimism * math.sqrt(theta * (1 - theta) / n))
-    level = log_threshold(horizon, alpha)
-    return min(1.0, crossing(_boundary(horizon, level), theta, lead, trail, more, enough))
+def conditional_power(plus: int, minus: int, future: Sequence[tuple[int, int]], theta: float) -> float:
+    """The chance that a walk at ``plus`` wins and ``minus`` losses of the discordant pairs, each
+    further pair a win with ``theta``, reaches the lead ``c`` at some later look ``(n, c)``."""
+    n0 = plus + minus
+    probs, low, n, total = [1.0], plus, n0, 0.0  # probs[i]: the chance of low + i wins, not yet crossed
+    for size, lead in future:
+        for _ in range(size - n):
+            probs = [a * (1 - theta) + b * theta for a, b in zip([*probs, 0.0], [0.0, *probs], strict=True)]
+        n = max(n, size)
+        kept = []
+        for i, p in enumerate(probs):
+            if abs(2 * (low + i) - n) >= lead:
+                total += p
+                p = 0.0
+            kept.append(p)
+        probs = kept
+    return min(1.0, total)

@@ -167,6 +167,8 @@ def compare(
     tasks = [t for c in compared.values() for t in c["perTask"]]
     holm_flag(tasks, "beyond_noise")
     _warn_unequal_runs(base, head, compared, warnings)
+    if "akm" in compared:
+        _warn_other_akm(base, head, warnings)
     result: dict[str, Any] = {
         "ok": True,
         "baseModel": (base.get("agent") or {}).get("model"),
@@ -183,6 +185,24 @@ def compare(
         result["workflow"] = workflows
     _add_reference_shape(result, base, head, compared)
     return result
+
+
+def _warn_other_akm(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> None:
+    """The akm each report's akm arm ran, as its samples recorded it (the provenance): when they
+    differ, the akm arm's change is akm's as much as the agent's."""
+    ran = [
+        ((e.get("provenance") or {}).get("akm_version"), (e.get("provenance") or {}).get("akm_sha256"))
+        for e in (base, head)
+    ]
+    if None in (ran[0][0], ran[1][0]) or ran[0] == ran[1]:
+        return
+    (bv, bsha), (hv, hsha) = ran
+    what = (
+        f"akm {bv} in base, {hv} in current"
+        if bv != hv
+        else f"akm {bv} built twice (sha256 {str(bsha)[:12]} in base, {str(hsha)[:12]} in current)"
+    )
+    warnings.append(f"the akm arm ran {what}: its change includes akm's own")
 
 
 def _warn_unequal_runs(

@@ -1,7 +1,8 @@
 """Which tasks two reports' corpora disagree on (``compare``; docs/report.md, "compare").
 
-A report's ``corpus.taskHashes`` maps each selected task id to the hash of its task.yaml text
-(the same text ``taskCorpusHash`` covers), so a mismatch can name the tasks behind it.
+A report's ``corpus.taskHashes`` maps each selected task id to the hash of its task.yaml text and
+shared workspace layers (the same body ``taskCorpusHash`` covers), so a mismatch can name the
+tasks behind it.
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ..corpus.hashes import task_body
 from ..corpus.tasks import Task
 
 SHOWN = 10
 
 
 def task_hashes(tasks: list[Task]) -> dict[str, str]:
-    return {t.id: hashlib.sha256(t.yaml_text.encode()).hexdigest()[:16] for t in sorted(tasks, key=lambda t: t.id)}
+    return {t.id: hashlib.sha256(task_body(t).encode()).hexdigest()[:16] for t in sorted(tasks, key=lambda t: t.id)}
 
 
 def differing(base: dict[str, Any], head: dict[str, Any]) -> dict[str, list[str]]:

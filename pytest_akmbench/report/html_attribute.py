@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from . import svg
+from . import notes, svg
 from .fmt import fmt_p, num, signed
 from .html import page_start
 from .html_parts import empty, section, table
@@ -27,7 +27,18 @@ def _cell(text: str, field: str, value: float | None = None, numeric: bool = Tru
     return f"<td{svg.attrs(data)}>{escape(text)}</td>"
 
 
-def _row(r: dict[str, Any]) -> str:
+def matters(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The "matters" cell: yes, no, or no with the reason when the asset's paired tasks are too
+    few for its test ever to be significant (report/notes.py)."""
+    if row["significant"]:
+        return "yes"
+    if notes.asset_cannot_matter(row["comparison"], [r["comparison"] or {} for r in rows]):
+        n = row["comparison"]["tasks"]
+        return f"no (cannot: {n} paired task{'s' if n != 1 else ''})"
+    return "no"
+
+
+def _row(r: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     c = r["comparison"] or {}
     delta = c.get("delta")
     ci = "" if c.get("low") is None else f" [{signed(c['low'])}, {signed(c['high'])}]"
@@ -39,7 +50,7 @@ def _row(r: dict[str, Any]) -> str:
         _cell(num(r["masked_pass_rate"]), "masked_rate", r["masked_pass_rate"]),
         _cell("n/a (no paired task)" if delta is None else signed(delta) + ci, "delta", delta),
         _cell(fmt_p(c.get("p_value_holm")), "p_holm", c.get("p_value_holm")),
-        _cell("yes" if r["significant"] else "no", "matters", numeric=False),
+        _cell(matters(r, rows), "matters", numeric=False),
     ]
     data: dict[str, object] = {
         "data-asset": r["asset_ref"],
@@ -104,7 +115,7 @@ def render(envelope: dict[str, Any]) -> str:
         section("assets", f"Masked assets ({len(rows)})"),
         table(
             ["asset", "tasks it was loaded on", "base rate", "masked rate", "delta [95% CI]", "p (Holm)", "matters"],
-            [_row(r) for r in rows],
+            [_row(r, rows) for r in rows],
             "attribute-table",
         ),
         *_forest(rows),

@@ -300,10 +300,15 @@ def _conflicts(
             fields.update(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
         every |= apart
         if apart:
+            by_arm = ", ".join(f"{a} {sum(1 for c in apart if c[1] == a)}" for a in sorted({c[1] for c in apart}))
+            fix = (
+                "report that store apart, or rerun those cells with this report's settings"
+                if len(merged.stores) > 1
+                else "rerun those cells (a bench runs exactly them), or give --run-id of the run that made them"
+            )
             out.append(
-                f"conflicting fingerprints: {store} holds {len(apart)} selected cells only under another fingerprint "
-                f"(differing in {', '.join(sorted(fields)) or 'its hash'}), left out of this report: report that "
-                "store apart, or rerun those cells with this report's settings"
+                f"conflicting fingerprints: {store} holds {len(apart)} selected cells ({by_arm}) only under another "
+                f"fingerprint (differing in {', '.join(sorted(fields)) or 'its hash'}), left out of this report: {fix}"
             )
     return out, every
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import significance
+from .significance import ALPHA
 
 
 def trajectory_not_observed(counts: dict[str, Any]) -> str:
@@ -44,29 +45,77 @@ SIGN_FLIP_NULL = (
 )
 
 
+def smallest_p(tasks: int, family: int = 1) -> float:
+    """The smallest p the exact sign-flip test can give over ``tasks`` paired tasks (every delta
+    of one sign: 2^(1-n)), Holm-adjusted over ``family`` tests (times the family, for the first).
+    Read off the test itself, so it follows the test if the test changes."""
+    return min(1.0, family * (significance.sign_flip_test([1] * tasks)["p_value"] or 1.0))
+
+
+def fewest_tasks(family: int = 1) -> int:
+    """The fewest paired tasks whose smallest p is below 0.05 (6 alone, 7 over 2 or 3 tests)."""
+    return significance.min_paired_tasks(family)
+
+
+def _smallest_p_clause(n: int, family: int) -> str:
+    holm = f" ({family} × {smallest_p(n):.3g}, Holm over {family} tests)" if family > 1 else ""
+    return (
+        f"with {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {smallest_p(n, family):.3g}{holm}"
+    )
+
+
 def too_few_paired_tasks(paired: dict[str, Any] | None) -> str:
-    """Why a comparison over so few paired tasks can never be significant, or "" when it can.
-    The numbers come from the test: its smallest p on ``tasks`` deltas of one sign, and the fewest
-    tasks whose smallest p, Holm-adjusted over ``holm_family`` comparisons, is below 0.05."""
+    """Why a comparison over so few paired tasks can never be significant, or "" when it can (the
+    verdict's clause): its smallest p, Holm-adjusted over ``holm_family``, and the fewest tasks
+    that could be significant, both read off the test."""
     n = int((paired or {}).get("tasks") or 0)
     family = int((paired or {}).get("holm_family") or 1)
-    need = significance.min_paired_tasks(family)
-    if not n or n >= need:
+    if not n or smallest_p(n, family) < ALPHA:
         return ""
-    smallest = significance.sign_flip_test([1] * n)["p_value"] or 1.0
-    holm = f", which Holm over {family} comparisons makes {min(1.0, smallest * family):.3g}" if family > 1 else ""
     return (
-        f"with {n} paired task{'s' if n != 1 else ''} the exact test's smallest p is {smallest:.3g}{holm}, above "
-        f"0.05, so no difference can be significant: that takes at least {need} paired tasks"
+        f"{_smallest_p_clause(n, family)}, above 0.05, so no difference can be significant: that takes at least "
+        f"{fewest_tasks(family)} paired tasks"
     )
 
 
 def few_paired_tasks(paired: dict[str, Any] | None) -> str:
-    """Why the diamond may span the whole axis (report.html): :func:`too_few_paired_tasks`."""
-    why = too_few_paired_tasks(paired)
-    if not why:
+    """Why the diamond may span the whole axis (report.html), by the verdict's rule
+    (:func:`too_few_paired_tasks`): with n paired tasks the exact sign-flip test's smallest
+    two-sided p is 2^(1-n), so below 6 tasks (7 with Holm over two) no difference is excluded."""
+    n = int((paired or {}).get("tasks") or 0)
+    family = int((paired or {}).get("holm_family") or 1)
+    if not too_few_paired_tasks(paired):
+        return ""
+    clause = _smallest_p_clause(n, family)
+    level = f"{100 * ((paired or {}).get('confidence') or 0.95):g}%"
+    return (
+        f" {clause[0].upper()}{clause[1:]}, above 0.05, so its {level} interval cannot exclude any difference: the "
+        f"diamond spans the whole range whatever the tasks show ({fewest_tasks(family)} paired tasks are the fewest "
+        "that can)."
+    )
+
+
+def few_paired_assets(comparisons: list[dict[str, Any]]) -> str:
+    """Beside the attribute verdict's "k of m masked assets matter": when no asset has enough
+    paired tasks for its Holm-adjusted test ever to reach 0.05, say that the count cannot show
+    an asset that matters; empty otherwise (docs/tracks.md, "attribute")."""
+    tested = [c for c in comparisons if c.get("p_value") is not None]
+    if not tested:
+        return ""
+    n, family = max(int(c["tasks"]) for c in tested), len(tested)
+    if smallest_p(n, family) < ALPHA:
         return ""
     return (
-        f" {why[0].upper()}{why[1:]}; its interval cannot exclude any difference, so the diamond spans the "
-        "whole range whatever the tasks show."
+        f" (none could: {_smallest_p_clause(n, family)}, above 0.05, so these tasks cannot show an asset that "
+        f"matters; {fewest_tasks(family)} paired tasks are the fewest that can)"
     )
+
+
+def asset_cannot_matter(comparison: dict[str, Any] | None, comparisons: list[dict[str, Any]]) -> bool:
+    """Whether an asset's Holm-adjusted p can never fall below 0.05: its own test's smallest p,
+    or the family's (Holm multiplies the smallest p of all by the family size), is 0.05 or more."""
+    tested = [c for c in comparisons if c.get("p_value") is not None]
+    if comparison is None or comparison.get("p_value") is None or not tested:
+        return False
+    most = max(int(c["tasks"]) for c in tested)
+    return max(smallest_p(int(comparison["tasks"])), smallest_p(most, len(tested))) >= ALPHA

@@ -4,7 +4,9 @@
 Per task, what ``--bench-soundness`` found the last time it checked the task as it is now: the
 untouched workspace fails (``nop_fails``), the solution passes (``solution_passes``), the
 verifier says the same twice (``repeatable``) and, when an akm was given, searching the task's
-keywords lists its gold asset (``akm_finds_gold``).
+keywords lists its gold asset (``akm_finds_gold``), and with which query form (``found_by``:
+``words`` as separate arguments, as akm-bench's prompt shows them, else ``phrase``, the words quoted
+as one argument, else ``none``; docs/akm.md, "Query forms").
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ def block(tasks: list[Task], store_dir: Path | None) -> dict[str, Any] | None:
         if rec is None:
             unchecked.append(task.id)
             continue
-        rows.append({k: rec.get(k) for k in ("task_id", "sound", "checks", "problems", "akm_version", "checked_at")})
+        rows.append(
+            {k: rec.get(k) for k in ("task_id", "sound", "checks", "problems", "found_by", "akm_version", "checked_at")}
+        )
     return {
         "tasks": len(tasks),
         "checked": len(rows),
@@ -57,8 +61,22 @@ def block(tasks: list[Task], store_dir: Path | None) -> dict[str, Any] | None:
 def _what(rows: list[dict[str, Any]]) -> str:
     checked = ["nop fails", "solution passes", "verifier repeatable"]
     if any((r["checks"] or {}).get("akm_finds_gold") is not None for r in rows):
-        checked.append("akm finds each gold asset")
+        checked.append(f"akm finds each gold asset{found_by_counts(rows)}")
     return ", ".join(checked)
+
+
+def found_by_counts(rows: list[dict[str, Any]]) -> str:
+    """How many gold assets each query form found, as `` (by words 30, only as a phrase 2,
+    by neither 1)``; empty when no row says (results stored before ``found_by`` was recorded)."""
+    forms = [r.get("found_by") for r in rows if r.get("found_by")]
+    if not forms:
+        return ""
+    parts = [
+        f"{label} {forms.count(form)}"
+        for form, label in (("words", "by words"), ("phrase", "only as a phrase"), ("none", "by neither"))
+        if form in forms
+    ]
+    return f" ({', '.join(parts)})"
 
 
 def headline(b: dict[str, Any]) -> str:
@@ -89,6 +107,13 @@ def markdown_lines(envelope: dict[str, Any]) -> list[str]:
     bad = [r for r in b["by_task"] if not r["sound"]]
     if bad:
         lines += [""] + [f"- {r['task_id']}: {'; '.join(r['problems'])}" for r in bad[:50]]
+    phrase = [r["task_id"] for r in b["by_task"] if r.get("found_by") == "phrase"]
+    if phrase:
+        lines += [
+            "",
+            f"Found only as a quoted phrase, not as separate words (akm searches the first word of "
+            f"`akm search a b`; docs/akm.md): {', '.join(phrase[:50])}{' …' if len(phrase) > 50 else ''}",
+        ]
     return lines
 
 
@@ -96,10 +121,11 @@ def html_lines(envelope: dict[str, Any]) -> list[str]:
     b = envelope.get("soundness")
     if not b:
         return []
-    head = "".join(f"<th>{h}</th>" for h in ("task", *CHECKS, "problems"))
+    head = "".join(f"<th>{h}</th>" for h in ("task", *CHECKS, "found_by", "problems"))
     rows = "".join(
         f'<tr data-sound="{str(bool(r["sound"])).lower()}"><td>{escape(r["task_id"])}</td>'
         + "".join(f"<td>{_mark((r['checks'] or {}).get(k))}</td>" for k in CHECKS)
+        + f"<td>{escape(r.get('found_by') or '—')}</td>"
         + f"<td>{escape('; '.join(r['problems']))}</td></tr>"
         for r in b["by_task"]
     )

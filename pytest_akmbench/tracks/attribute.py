@@ -2,10 +2,16 @@
 
 Leave-one-out: each of the base run's most loaded assets is masked (removed from the akm
 arm's stash copy) and the akm cells of the tasks whose base runs loaded it run again. An
-asset's contribution is the paired delta base rate − masked rate over those tasks, with the
+asset's contribution is the paired delta unmasked rate − masked rate over those tasks, with the
 paired test and interval of the utility report (report/lift.py), Holm-adjusted over the
 assets. The base is a utility report.json of this plugin: its akm runs say which assets each
-task loaded and how often the task passed.
+task loaded, and so choose the assets and the tasks.
+
+The unmasked side is a fresh rerun of the same akm cells at seeds after the base's
+(:func:`reference_seeds`), never the base's own runs: those chose the assets and the tasks,
+and a diligent run that loads more also passes more, so the base's rate on the tasks where
+an asset was loaded is biased upwards and an asset that does nothing would look like it
+lifts the pass rate (docs/tracks.md, "Why a fresh unmasked rerun").
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from ..cell.masks import canonical
 from ..corpus.config import load_run_config
 from ..corpus.tasks import Corpus, select
 from ..errors import ConfigError, CorpusError
-from ..report import lift, metrics
+from ..report import lift, metrics, notes
 from ..report.fmt import fmt_ci, fmt_p, signed
 
 DEFAULT_TOP = 5
@@ -29,6 +35,10 @@ RANKING = (
     "load_pass_rate descending, then asset_ref ascending; the first top are masked"
 )
 STRATEGY = "leave-one-out"
+REFERENCE = (
+    "fresh unmasked akm runs of the same tasks at seeds after the base's: the base's own runs chose "
+    "the assets and the tasks, so they are not compared"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,20 +203,24 @@ def plan(base: Base, present: set[str], top: int = DEFAULT_TOP) -> tuple[list[Ta
     return targets, len(ranked)
 
 
-def base_runs_by_task(base: Base) -> dict[str, list[dict[str, Any]]]:
-    by_task: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(base.akm_runs, key=lambda r: r["seed"]):
-        by_task.setdefault(row["task_id"], []).append(row)
-    return by_task
+def reference_seeds(base: Base, seeds: int) -> tuple[int, ...]:
+    """The seeds of the unmasked reference cells: ``seeds`` of them (as many as each masked
+    asset gets, so a task's two sides are exchangeable when the asset does nothing), all after
+    every seed of the base, so none is a run the plan was chosen from."""
+    first = max(base.seeds, *(r["seed"] for r in base.akm_runs)) + 1
+    return tuple(range(first, first + seeds))
 
 
 def contribution(
-    target: Target, base_by_task: Mapping[str, Sequence[dict[str, Any]]], masked: Mapping[str, Sequence[dict[str, Any]]]
+    target: Target,
+    reference: Mapping[str, Sequence[dict[str, Any]]],
+    masked: Mapping[str, Sequence[dict[str, Any]]],
 ) -> dict[str, Any]:
-    """One asset's row of ``attributions``: per-task rates, the paired delta and its test."""
+    """One asset's row of ``attributions``: per-task rates, the paired delta and its test;
+    ``reference`` holds the unmasked runs by task (the ``base_*`` fields are theirs)."""
     per_task, rows_b, rows_m, out_b, out_m = [], [], [], [], []
     for task_id in target.tasks:
-        runs_b = list(base_by_task.get(task_id, ()))
+        runs_b = sorted(reference.get(task_id, ()), key=lambda r: r["seed"])
         runs_m = sorted(masked.get(task_id, ()), key=lambda r: r["seed"])
         row_b, row_m = metrics.per_task(runs_b), metrics.per_task(runs_m)
         rows_b.append(row_b)
@@ -255,15 +269,17 @@ def build(
     assets_loaded: int,
     top: int,
     masked: Mapping[str, Mapping[str, Sequence[dict[str, Any]]]],
+    reference: Mapping[str, Sequence[dict[str, Any]]],
+    seeds: Sequence[int],
     agent: Mapping[str, Any],
     complete: bool,
     warnings: Sequence[str],
     timestamp: str,
 ) -> dict[str, Any]:
     """The attribute envelope (docs/report.md, "The attribute envelope"); ``masked`` holds
-    each asset's masked samples by task."""
-    by_task = base_runs_by_task(base)
-    rows = [contribution(t, by_task, masked.get(t.ref, {})) for t in targets]
+    each asset's masked samples by task, ``reference`` the unmasked reruns by task, at the
+    reference ``seeds``."""
+    rows = [contribution(t, reference, masked.get(t.ref, {})) for t in targets]
     lift.adjust([r["comparison"] for r in rows if r["comparison"] is not None])
     for r in rows:
         cmp = r["comparison"]
@@ -288,9 +304,11 @@ def build(
             "top": top,
             "assets_loaded": assets_loaded,
             "ranking": RANKING,
+            "reference": {"seeds": list(seeds), "rule": REFERENCE},
         },
         "maskingStrategy": STRATEGY,
         "runsPerformed": sum(r["masked_runs"] for r in rows),
+        "referenceRunsPerformed": sum(len(runs) for runs in reference.values()),
         "attributions": rows,
         "warnings": list(warnings),
     }
@@ -324,4 +342,5 @@ def verdict(envelope: Mapping[str, Any]) -> str:
     rows.sort(key=lambda r: (not r["significant"], -(r["comparison"]["delta"] or 0.0), r["rank"]))
     matter = sum(r["significant"] for r in rows)
     head = f"{matter} of {len(rows)} masked asset{'' if len(rows) == 1 else 's'} matter"
+    head += notes.few_paired_assets([r["comparison"] for r in rows])
     return prefix + head + ": " + "; ".join(_claim(r) for r in rows)

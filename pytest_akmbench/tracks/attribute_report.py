@@ -37,7 +37,7 @@ def table(envelope: dict[str, Any]) -> str:
                 num(r["masked_pass_rate"]),
                 f"{signed(c['delta'])} {fmt_ci(c['low'], c['high'], with_sign=True)}" if c else "n/a (no paired task)",
                 fmt_p(c["p_value_holm"]) if c else "n/a",
-                "yes" if r["significant"] else "no",
+                html_attribute.matters(r, envelope["attributions"]),
             ]
         )
     head = ["asset", "tasks it was loaded on", "base rate", "masked rate", "delta [95% CI]", "p (Holm)", "matters"]
@@ -60,7 +60,9 @@ def markdown(envelope: dict[str, Any]) -> str:
         f"ranking: {attr['ranking']}.",
         "Each asset is masked only on the tasks whose base akm runs loaded it; delta = base rate − masked rate "
         "per task, averaged over those tasks, with the paired permutation interval of the utility report.",
-        f"Masked akm runs: {envelope['runsPerformed']}.",
+        f"Base rate: {_reference(attr.get('reference'))}.",
+        f"Masked akm runs: {envelope['runsPerformed']}; unmasked reference runs: "
+        f"{envelope.get('referenceRunsPerformed', 0)}.",
         "",
         table(envelope),
         "",
@@ -68,6 +70,15 @@ def markdown(envelope: dict[str, Any]) -> str:
     for w in envelope["warnings"]:
         lines.append(f"- warning: {w}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _reference(reference: dict[str, Any] | None) -> str:
+    seeds = (reference or {}).get("seeds") or []
+    where = f"seeds {seeds[0]}–{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}" if seeds else "no seed"
+    return (
+        f"the unmasked akm rate of fresh reruns of the same tasks ({where}), not of the base runs "
+        "that chose the assets and tasks (docs/tracks.md)"
+    )
 
 
 def _fill(fh: IO[str], *, text: str) -> None:

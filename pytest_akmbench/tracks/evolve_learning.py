@@ -3,20 +3,24 @@ episodes with its interval, and what the curve says (docs/report.md, "The evolve
 
 Each episode's rate is the macro pass rate over the eval tasks (the mean of per-task rates)
 with the report's cluster interval (tasks as clusters). The slope is the least-squares slope
-of those rates against the episode number; as every task is seen at the same episodes, it is
-the mean of the per-task least-squares slopes, so it is tested like a paired delta: the
-sign-flip permutation test over tasks (report/significance.py), its inversion giving the
-interval. A trend is called only when that interval excludes 0: ``improving`` or
-``regressing``; otherwise ``plateau`` (no slope the data can tell from 0). Pure: no pytest.
+of those rates against the episode number, over the tasks with valid runs in every episode.
+Every task of an episode runs on that episode's one evolved stash, so the episodes, not the
+tasks, are the independent units of a trend: a stash that happens to be a little better or
+worse moves every task of its episode together, and a test over tasks would read that shock
+as a trend. So the slope is tested across episodes: ordinary least squares on the E episode
+means, t with E − 2 degrees of freedom (docs/tracks.md, "Episodes"). A trend is called only
+when that interval excludes 0: ``improving`` or ``regressing``; otherwise ``plateau`` (no slope
+the data can tell from 0; with 2 episodes there is no test, and every slope is a plateau).
+Pure: no pytest.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
+import math
 from statistics import fmean
 from typing import Any
 
-from ..report import lift, significance, stats
+from ..report import lift, stats
 
 IMPROVEMENT_MARGIN = 0.05  # the reference's time_to_improvement: first episode above pre + this
 
@@ -37,32 +41,45 @@ def _point(episode: int, runs: Outcomes, tasks: list[str]) -> dict[str, Any]:
     }
 
 
-def task_slope(rates: list[Fraction]) -> Fraction:
-    """Least-squares slope of one task's rates against episodes 1..n, exactly."""
-    n = len(rates)
-    mean_x = Fraction(n + 1, 2)
-    sxx = sum((Fraction(x) - mean_x) ** 2 for x in range(1, n + 1))
-    return Fraction(sum((Fraction(x) - mean_x) * r for x, r in zip(range(1, n + 1), rates))) / Fraction(sxx)
+def episode_trend(means: list[float]) -> tuple[float, float | None, float | None, float | None]:
+    """Least-squares slope of the episode means against episodes 1..E, its 95% interval and
+    two-sided p from t with E − 2 df (interval and p None below 3 episodes)."""
+    n = len(means)
+    xs = range(1, n + 1)
+    x_bar, y_bar = (n + 1) / 2, fmean(means)
+    sxx = math.fsum((x - x_bar) ** 2 for x in xs)
+    value = math.fsum((x - x_bar) * (y - y_bar) for x, y in zip(xs, means)) / sxx
+    if n < 3:
+        return value, None, None, None
+    df = n - 2
+    se = math.sqrt(math.fsum((y - y_bar - value * (x - x_bar)) ** 2 for x, y in zip(xs, means)) / df / sxx)
+    half = stats.student_t_quantile(1 - lift.ALPHA / 2, df) * se
+    if se <= 1e-12:  # the means lie on a line: no noise left to test against
+        return value, value, value, 0.0 if abs(value) > 1e-12 else 1.0
+    return value, value - half, value + half, 2 * (1 - stats.student_t_cdf(abs(value) / se, df))
 
 
 def slope(episodes: list[Outcomes], tasks: list[str]) -> dict[str, Any] | None:
     """The slope across episodes over the tasks with valid runs in every episode, its 95%
-    interval and p-value (None below two episodes or without such a task)."""
+    interval and p-value from the episode means (None below two episodes or without such a
+    task; no interval or p with two episodes, which leave no degree of freedom)."""
     kept = [t for t in tasks if all(runs.get(t) for runs in episodes)]
     if len(episodes) < 2 or not kept:
         return None
-    slopes = [task_slope([Fraction(sum(runs[t]), len(runs[t])) for runs in episodes]) for t in kept]
-    test = significance.sign_flip_test(slopes)
-    value = float(sum(slopes) / len(slopes))
-    low, high = test["low"], test["high"]
+    value, low, high, p = episode_trend([fmean(fmean(runs[t]) for t in kept) for runs in episodes])
     return {
         "slope": value,
         "low": low,
         "high": high,
-        "p_value": test["p_value"],
+        "p_value": p,
         "tasks": len(kept),
-        "significant": test["p_value"] is not None and test["p_value"] < lift.ALPHA and not low <= 0.0 <= high,
-        "method": "sign_flip_permutation over per-task least-squares slopes",
+        "episodes": len(episodes),
+        "significant": p is not None
+        and low is not None
+        and high is not None
+        and p < lift.ALPHA
+        and not low <= 0 <= high,
+        "method": "least squares over the episode means, t with episodes - 2 df",
     }
 
 
@@ -100,9 +117,10 @@ def verdict_part(learning: dict[str, Any]) -> str | None:
     if fit is None:
         return None
     n = len(learning["episodes"])
-    text = (
-        f"learning over {n} episodes: {learning['trend']}, slope {fit['slope']:+.2f}/episode "
-        f"[{fit['low']:+.2f}, {fit['high']:+.2f}]"
+    text = f"learning over {n} episodes: {learning['trend']}, slope {fit['slope']:+.2f}/episode " + (
+        "(no test: a trend across episodes needs 3 or more)"
+        if fit["low"] is None
+        else f"[{fit['low']:+.2f}, {fit['high']:+.2f}] across episodes"
     )
     if learning["last_below_best"]:
         text += f", last episode below the best (episode {learning['best_episode']})"

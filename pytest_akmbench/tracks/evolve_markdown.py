@@ -64,8 +64,9 @@ def _improvement(env: dict[str, Any]) -> list[str]:
         f"| control − pre (no evolve: drift) | {_interval(imp['control_minus_pre'])} |",
         f"| post − control | {_interval(imp['post_minus_control'])} |",
         "",
-        f"improvement claimed: **{'yes' if imp['claimed'] else 'no'}** (a claim needs the post − pre interval to "
-        f"exclude 0 and the paired test to be significant); 2× seed-spread guard: "
+        f"improvement claimed: **{'yes' if imp['claimed'] else 'no'}** (a claim needs the post − control interval "
+        f"to exclude 0 and the paired test to be significant: the control ran beside post, so drift cancels); "
+        f"2× seed-spread guard: "
         + (
             "n/a (fewer than 2 seeds)"
             if guard is None
@@ -171,9 +172,14 @@ def _learning(learning: dict[str, Any] | None) -> list[str]:
     if fit is None:
         lines.append("_One episode: no slope (--bench-evolve-episodes N for a curve)._")
     else:
+        test = (
+            "no test: a trend across episodes needs 3 or more"
+            if fit["p_value"] is None
+            else f"[{fit['low']:+.2f}, {fit['high']:+.2f}] (p={fit['p_value']:.3g}, t over the episode means)"
+        )
         lines.append(
-            f"slope {fit['slope']:+.2f}/episode [{fit['low']:+.2f}, {fit['high']:+.2f}] (p={fit['p_value']:.3g}, "
-            f"{fit['tasks']} tasks); trend: **{learning['trend']}**; best episode {learning['best_episode']}"
+            f"slope {fit['slope']:+.2f}/episode {test}, {fit['tasks']} tasks; trend: **{learning['trend']}**; "
+            f"best episode {learning['best_episode']}"
             + ("; **the last episode is below the best**" if learning["last_below_best"] else "")
         )
     return [*lines, ""]

@@ -1,10 +1,12 @@
 """The evolve envelope and its markdown summary (docs/report.md, "The evolve envelope").
 
-Improvement is claimed only when the paired post - pre delta over the eval tasks is
+Improvement is claimed only when the paired post - control delta over the eval tasks is
 significant by the report's own paired test (report/lift.py: sign-flip permutation, interval
-excluding 0); the successor's guard (post - pre above twice the spread of the per-seed pass
-rates) is reported beside it, and so is the no-evolve control's delta (control - pre), which
-is drift, not learning. Pure: no pytest.
+excluding 0): the control runs the untouched stash beside post, so whatever changed since pre
+(the model behind the endpoint, the machine) moves both, and only the evolved stash separates
+them. post - pre alone would call such drift an improvement. post - pre, the control's delta
+(control - pre: drift) and the successor's guard (post - pre above twice the spread of the
+per-seed pass rates) are reported beside it. Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def _compare(cond: dict[str, dict[str, list[Row]]], a: str, b: str, tasks: list[
 
 
 def improvement(cond: dict[str, dict[str, list[Row]]], tasks: list[str]) -> dict[str, Any]:
-    """post - pre with its interval, the control's delta, the seed-spread guard, the claim."""
+    """post - pre with its interval, the control's delta, the seed-spread guard, and the claim,
+    made on post - control (no control, no claim)."""
     main = _compare(cond, "post", "pre", tasks)
     control = _compare(cond, "control", "pre", tasks)
     over_control = _compare(cond, "post", "control", tasks)
@@ -71,7 +74,7 @@ def improvement(cond: dict[str, dict[str, list[Row]]], tasks: list[str]) -> dict
     spread = max(known) if known else None
     delta = main["delta"] if main else None
     guard = None if delta is None or spread is None else delta > 2 * spread
-    claimed = bool(main and main["significant"] and delta is not None and delta > 0)
+    claimed = bool(over_control and over_control["significant"] and over_control["delta"] > 0)
     return {
         "post_minus_pre": main,
         "control_minus_pre": control,
@@ -322,14 +325,21 @@ def verdict(env: dict[str, Any]) -> str:
     accepted = env["proposals"]["total_accepted"]
     if main is None:
         return "evolve: no verdict: the eval cells of pre and post did not both run"
-    head = f"post - pre {main['delta']:+.2f} [{main['low']:+.2f}, {main['high']:+.2f}] over {main['tasks']} eval tasks"
-    ctrl = f"; control - pre {control['delta']:+.2f}" if control else "; no control"
+    over = imp["post_minus_control"]
+    pre = f"post - pre {main['delta']:+.2f} [{main['low']:+.2f}, {main['high']:+.2f}]"
+    ctrl = f"; control - pre {control['delta']:+.2f}" if control else ""
     guard = imp["seed_spread_guard"]
     guard_text = "" if guard is None else f"; 2x seed-spread guard {'passed' if guard else 'not passed'}"
     props = f"{accepted} of {env['proposals']['total_proposals']} proposals accepted"
     curve = evolve_learning.verdict_part(env["learning"]) if env["learning"] else None
     props += f"; {curve}" if curve else ""
+    if over is None:
+        why = "no control: post - pre alone cannot tell learning from drift"
+        return f"evolve: no improvement claimed ({why}): {pre} over {main['tasks']} eval tasks{guard_text}; {props}"
+    head = (
+        f"post - control {over['delta']:+.2f} [{over['low']:+.2f}, {over['high']:+.2f}] over {over['tasks']} eval tasks"
+    )
     if imp["claimed"]:
-        return f"evolve: IMPROVED: {head}{ctrl}{guard_text}; {props}"
-    why = "interval includes 0" if main["low"] <= 0 <= main["high"] else "not significant"
-    return f"evolve: no improvement claimed ({why}): {head}{ctrl}{guard_text}; {props}"
+        return f"evolve: IMPROVED: {head}; {pre}{ctrl}{guard_text}; {props}"
+    why = "interval includes 0" if over["low"] <= 0 <= over["high"] else "not significant"
+    return f"evolve: no improvement claimed ({why}): {head}; {pre}{ctrl}{guard_text}; {props}"

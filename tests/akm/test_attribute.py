@@ -146,6 +146,12 @@ def test_decisive_asset_matters_distractor_does_not_and_resume_reruns_nothing(tm
     assert lore["masked_pass_rate"] == 1.0
     assert lore["comparison"]["low"] <= 0 <= lore["comparison"]["high"] and lore["significant"] is False
     assert envelope["verdict"].startswith("1 of 2 masked assets matter: skill:greeting-rule lifts")
+    # The unmasked side is a fresh rerun of each task at the seed after the base's, never the base's run.
+    reference = sorted(
+        (s["task_id"], s["seed"]) for s in stored(tmp_path) if s["arm"] == "akm" and "mask" not in s["fingerprint"]
+    )
+    assert reference == sorted([(t, 1) for t in TASKS] + [(t, 2) for t in TASKS])  # the base's, then the rerun
+    assert envelope["attribution"]["reference"]["seeds"] == [2] and envelope["referenceRunsPerformed"] == 7
     # The masked reruns were given the base's providers (here: the scripted model's own).
     base_providers = json.loads(base_report.read_text())["provenance"]["providers"]
     assert envelope["agent"]["providers"] == base_providers == envelope["base"]["providers"]

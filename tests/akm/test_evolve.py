@@ -130,7 +130,8 @@ def test_post_beats_pre_with_the_control_flat(learned: tuple[Path, list[str]]) -
     assert lesson["accepted"] and lesson["reuse_count"] == 1 and lesson["reuse_pass_rate"] == 1.0
     # One eval task cannot make an interval exclude 0: no improvement is claimed, and it says why.
     assert env["improvement"]["claimed"] is False
-    assert env["verdict"].startswith("evolve: no improvement claimed (interval includes 0): post - pre +1.00")
+    assert env["verdict"].startswith("evolve: no improvement claimed (interval includes 0): post - control +1.00")
+    assert "over 1 eval tasks; post - pre +1.00 [" in env["verdict"]
     assert env["leakage"]["ok"] is True
     fixture = env["leakage"]["per_fixture"][0]
     assert fixture["feedback_events"] == fixture["dispatched_from_train"] == 2
@@ -232,6 +233,7 @@ def test_a_second_episode_extends_the_run_into_a_learning_curve(
     assert points == [(1, 1.0, 0.0), (2, 1.0, 1.0)], proc.stdout[-3000:]
     assert learning["pre_pass_rate"] == 0.0 and learning["time_to_improvement"] == 1
     assert learning["trend"] == "plateau" and learning["slope"]["slope"] == 0.0
+    assert learning["slope"]["p_value"] is None  # two episodes: no degree of freedom across episodes
     assert not learning["last_below_best"] and env["corpus"]["episodes"] == 2
     assert {p["episode"] for p in env["proposals"]["log"]} == {1}  # episode 2 had nothing to fix
     assert "learning over 2 episodes: plateau, slope +0.00/episode" in env["verdict"]

@@ -150,12 +150,16 @@ class TestContribution:
         masked_rule = {t: [row(t, s, "fail", None) for s in (1, 2)] for t in tasks}
         # The distractor: one task loses one run of two, another gains nothing; others unchanged.
         masked_lore = {t: [row(t, 1, "pass", None), row(t, 2, "fail" if t == "d/t0" else "pass", None)] for t in tasks}
+        seeds = attribute.reference_seeds(base, 2)
+        assert seeds == (3, 4)  # after the base's: none of the runs that chose the assets
         env = attribute.build(
             base=base,
             targets=targets,
             assets_loaded=loaded,
             top=5,
             masked={"skill:rule": masked_rule, "skill:lore": masked_lore},
+            reference={t: [row(t, s, "pass", None) for s in seeds] for t in tasks},
+            seeds=seeds,
             agent={"harness": "opencode", "version": "1", "model": "m/x"},
             complete=True,
             warnings=[],
@@ -194,6 +198,8 @@ class TestContribution:
             assets_loaded=loaded,
             top=5,
             masked={},
+            reference={},
+            seeds=(2,),
             agent={},
             complete=False,
             warnings=["w"],

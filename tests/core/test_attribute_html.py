@@ -26,6 +26,8 @@ def envelope(tmp_path: Path) -> dict[str, Any]:
         assets_loaded=loaded,
         top=5,
         masked={"skill:rule": masked_rule, "skill:lore": masked_lore},
+        reference={t: [row(t, s, "pass", None) for s in (3, 4)] for t in tasks},
+        seeds=(3, 4),
         agent={"harness": "opencode", "version": "1", "model": "m/<x>"},
         complete=True,
         warnings=["a <warning>"],

@@ -142,3 +142,22 @@ class TestCli:
         assert "bad.json is not valid JSON" in capsys.readouterr().err
         assert main([a]) == 2
         assert main([a, a, "--bogus"]) == 2
+
+
+def test_compare_says_when_the_akm_arm_ran_another_akm() -> None:
+    """The akm each report's samples ran (its provenance) differs: compared, with a warning."""
+    base = envelope([3, 3], [1, 1])
+    base["provenance"].update(akm_version="0.7.0", akm_sha256="a" * 64)
+    same = compare(base, copy.deepcopy(base))
+    assert same["ok"] is True and not any("akm arm ran" in w for w in same["warnings"])
+    head = copy.deepcopy(base)
+    head["provenance"].update(akm_version="0.9.0", akm_sha256="b" * 64)
+    assert (
+        "the akm arm ran akm 0.7.0 in base, 0.9.0 in current: its change includes akm's own"
+        in compare(base, head)["warnings"]
+    )
+    head["provenance"].update(akm_version="0.7.0")
+    (line,) = [w for w in compare(base, head)["warnings"] if "akm arm ran" in w]
+    assert line.startswith(
+        "the akm arm ran akm 0.7.0 built twice (sha256 aaaaaaaaaaaa in base, bbbbbbbbbbbb in current)"
+    )

@@ -35,7 +35,7 @@ def test_with_holm_over_two_it_takes_seven() -> None:
     env = build(6, 3, ("noakm", "synthetic", "akm"))
     assert (
         "6 paired tasks; valid runs akm 18/18, noakm 18/18; with 6 paired tasks the exact test's smallest p is "
-        "0.0312, which Holm over 2 comparisons makes 0.0625, above 0.05, so no difference can be significant: "
+        "0.0625 (2 × 0.0312, Holm over 2 tests), above 0.05, so no difference can be significant: "
         "that takes at least 7 paired tasks"
     ) in env["verdict"]
     (low,) = gates.evaluate(env, ["lift.low>0"], Path("."))

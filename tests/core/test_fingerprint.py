@@ -292,3 +292,64 @@ class TestStoredSamplesStayValid:
         stash = cell_fingerprint(Cell(overlaid, "akm", 1), root.ctx())["stash_hash"]
         overlay = tree_hash(overlaid.task_dir / "overlay")
         assert stash == fixture_hash(root.stashes / "st") + ":" + overlay
+
+
+class TestRecorded:
+    """The offline report's fingerprints take the run's facts from its samples (report/recorded.py):
+    a run with a providers file, another prompt version and akm gives the samples' own hash."""
+
+    def stored(self, root: Root, arm: str, started: str, **facts: Any) -> dict[str, Any]:
+        task = root.task()
+        ctx = root.ctx(
+            providers={"digest": "d" * 16, "source": "providers.json"},
+            akm=AkmInfo(path=Path("akm"), version="0.9.0", line="0.9", sha256="a" * 64, config=""),
+            sandbox="bwrap",
+            network="host",
+            budget_wall_ms=5000,
+            cap_wall_ms=5000,
+        )
+        fp = {**cell_fingerprint(Cell(task, arm, 1), ctx), **facts}
+        return {"task_id": task.id, "arm": arm, "seed": 1, "run_id": "r", "started_at": started, "fingerprint": fp}
+
+    def test_every_run_fact_comes_from_the_samples(self, tmp_path: Path) -> None:
+        from pytest_akmbench.report import recorded
+
+        root = Root(tmp_path)
+        # An older version's run: another akm prompt.
+        samples = [
+            self.stored(root, "noakm", "2026-01-01T00:00:01Z"),
+            self.stored(root, "akm", "2026-01-01T00:00:02Z", prompt_version="1/akm/00000000"),
+        ]
+        ctx = dataclasses.replace(root.ctx(model=None), recorded=recorded.facts(samples, ("noakm", "akm")))
+        task = root.task()
+        for s in samples:
+            assert cell_fingerprint(Cell(task, s["arm"], 1), ctx) == s["fingerprint"]
+        # but not the cell boundary: a sample from before it could hold a forged pass, so it does not match.
+        old = [self.stored(root, "noakm", "2026-01-01T00:00:01Z", boundary=1)]
+        ctx = dataclasses.replace(root.ctx(model=None), recorded=recorded.facts(old, ("noakm",)))
+        assert cell_fingerprint(Cell(task, "noakm", 1), ctx) != old[0]["fingerprint"]
+        assert cell_fingerprint(Cell(task, "noakm", 1), ctx)["boundary"] == 2
+        # The command's own --model and --agent-version still win; an arm no sample recorded keeps the computed.
+        given = recorded.facts(samples, ("noakm", "akm", "synthetic"), given={"model": "other/m"})
+        ctx = dataclasses.replace(root.ctx(model=None), recorded=given)
+        assert cell_fingerprint(Cell(task, "akm", 1), ctx)["model"] == "other/m"
+        synthetic = cell_fingerprint(Cell(task, "synthetic", 1), ctx)
+        assert synthetic["prompt_version"] == prompts.prompt_version("synthetic") and "akm" not in synthetic
+        assert synthetic["providers"] == "d" * 16 and synthetic["budget"]["wall_ms"] == 5000
+
+    def test_one_akm_version_built_twice_is_told_apart_by_the_run(self, tmp_path: Path) -> None:
+        from pytest_akmbench.errors import ConfigError
+        from pytest_akmbench.report import recorded
+
+        root = Root(tmp_path)
+        first = self.stored(root, "akm", "2026-01-01T00:00:01Z")
+        rebuilt = self.stored(root, "akm", "2026-01-01T00:00:02Z", akm={"version": "0.9.0", "sha256": "b" * 64})
+        rebuilt["run_id"] = "r2"
+        with pytest.raises(ConfigError) as refused:
+            recorded.facts([first, rebuilt], ("akm",), akm_version="0.9.0")
+        assert str(refused.value) == (
+            "the akm arm's samples ran 2 different akms (akm 0.9.0 (sha256 aaaaaaaaaaaa): 1 cell, akm 0.9.0 (sha256 "
+            "bbbbbbbbbbbb): 1 cell) and a report counts one: give --run-id to say which, or report the stores apart"
+        )
+        facts = recorded.facts([first, rebuilt], ("akm",), run_id="r")
+        assert facts.arms["akm"]["akm"]["sha256"] == "a" * 64

@@ -113,7 +113,7 @@ def test_oracle_on_akm_arm(server, tmp_path):
         commands.append(args["command"])
         output = "the answer is 42\n" if turn == 2 else "ok\n"
         messages = conversation_step(messages, call_id, args, output)
-    assert commands[0] == "akm search 'demo area'"
+    assert commands[0] == "akm search demo area"  # the words, as akm-bench's prompt shows them
     assert commands[1] == "akm show skill:hello"
     assert commands[2].startswith("bash <<'AKMBENCH_SOLVE_EOF'\n#!/usr/bin/env bash\necho hi > out.txt\n")
     assert commands[2].endswith("\nAKMBENCH_SOLVE_EOF")

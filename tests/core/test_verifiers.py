@@ -110,9 +110,7 @@ class TestScript:
         assert verdict.output.endswith("verifier timed out after 0.5s")
 
     def test_tail_is_the_end_of_the_output(self, case: Case) -> None:
-        verdict = case.verify(
-            case.task("a/loud", verify=f"yes x | head -c {TAIL_CHARS + 500}; echo END\n")
-        )
+        verdict = case.verify(case.task("a/loud", verify=f"yes x | head -c {TAIL_CHARS + 500}; echo END\n"))
         cut = len(verdict.output) - TAIL_CHARS
         assert cut > 0 and verdict.output.endswith("x\nEND\n")
         assert verdict.tail == f"[… {cut} earlier characters cut …]\n" + verdict.output[-TAIL_CHARS:]

@@ -45,7 +45,7 @@ def test_main_job_on_one_task(project: Path) -> None:  # noqa: F811
     assert env["verdict"].startswith(
         f"dry run with the scripted model scripted/oracle: {cells} of {cells} valid cells pass"
     )
-    gold = ", akm finds each gold asset" if real_akm.found() else ""
+    gold = ", akm finds each gold asset (by words 1)" if real_akm.found() else ""
     assert env["verdict"].endswith(
         f"; corpus sound: 1 of 1 checked tasks (nop fails, solution passes, verifier repeatable{gold})"
     )

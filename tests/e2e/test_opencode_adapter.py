@@ -199,7 +199,7 @@ def test_oracle_akm_arm_passes_with_exact_tokens(tmp_path, procs, agent_for):
     assert result.final_text == "wrote out.txt"
     gold = akm.format_ref("skill:hello-file", request.akm_line or "")
     assert result.akm == {
-        "searches": [{"query": "greeting hello file"}],
+        "searches": [{"query": "greeting"}],  # the words, as akm-bench sends them: akm searches the first
         "shows": [gold],
         "feedback": [{"ref": gold, "polarity": "positive"}],
     }

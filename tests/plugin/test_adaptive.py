@@ -77,8 +77,8 @@ def unneeded(result: pytest.RunResult) -> int:
 
 class TestStopping:
     def test_decisive_stops_early(self, bench: pytest.Pytester) -> None:
-        """akm solves every task, noakm none: after the floor of 2 seeds (6 discordant pairs, e = 5.33,
-        below the 6.75 a run of at most 15 pairs needs) the third round reaches e = 23.3; seeds 4
+        """akm solves every task, noakm none: after the floor of 2 seeds 6 discordant pairs fall short
+        of the lead of 7 the first look needs; after the third round 9 reach the 8 needed. Seeds 4
         and 5 never run and are NOT NEEDED, not failures."""
         result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "5", "--bench-report", "out", "-v")
         result.assert_outcomes(passed=9, failed=9)
@@ -86,15 +86,16 @@ class TestStopping:
         assert sorted({s for _, _, s in runs_logged(bench.path)}) == [1, 2, 3]
         assert result.stdout.str().count("NOT NEEDED") == 12
         block = read_report(bench.path)["adaptive"]
-        assert (block["stopping_reason"], block["looks"], block["direction"]) == ("decisive", 3, "akm")
+        assert (block["stopping_reason"], block["looks"], block["direction"]) == ("decisive", 2, "akm")
         assert (block["cells_used"], block["cells_max"], block["akm_only"], block["noakm_only"]) == (18, 30, 9, 0)
-        assert block["e_value"] >= block["threshold"] > block["history"][1]["e_value"]
-        assert (block["horizon_pairs"], block["chance"]) == (15, None)
+        assert [look["lead_needed"] for look in block["history"]] == [7, 8] and block["lead_needed"] == 8
+        assert (block["floor_lift"], block["conditional_power"]) == (1.0, None)
         report = read_report(bench.path)
         assert len(report["runs"]) == 18 and report["complete"] is True
-        assert report["verdict"].startswith("adaptive seeds: 3 looks, stopped: decisive")
+        assert report["verdict"].startswith("adaptive seeds: 2 looks, stopped: decisive")
+        assert "lift +1.00 over seeds 1–2 of every task (unbiased)" in report["verdict"]
         summary = (bench.path / "out" / "summary.md").read_text()
-        assert "## Adaptive seeds" in summary and "| 3 | 3 | 9 | 9 | 0 |" in summary
+        assert "## Adaptive seeds" in summary and "| 3 | 3 | 9 | 9 | 0 | 8 |" in summary
         assert problems(report, "report") == []
 
     def test_futile_when_every_pair_ties(self, bench: pytest.Pytester) -> None:
@@ -107,9 +108,9 @@ class TestStopping:
         assert result.stdout.str().count("NOT NEEDED") == 12
         report = read_report(bench.path)
         block = report["adaptive"]
-        assert (block["stopping_reason"], block["looks"], block["floor"], block["chance"]) == ("futile", 2, 2, 0.0)
-        assert (block["cells_used"], block["cells_max"], block["decisive"]) == (12, 24, False)
-        assert report["verdict"].startswith("adaptive seeds: 2 looks, stopped: futile")
+        assert (block["stopping_reason"], block["looks"], block["floor"]) == ("futile", 1, 2)
+        assert (block["conditional_power"], block["cells_used"], block["cells_max"]) == (0.0, 12, 24)
+        assert report["verdict"].startswith("adaptive seeds: 1 look, stopped: futile (conditional power 0.0%")
         assert report["complete"] is True and problems(report, "report") == []
 
     def test_max_reached(self, bench: pytest.Pytester) -> None:
@@ -119,17 +120,17 @@ class TestStopping:
         result.assert_outcomes(passed=6, failed=6)
         assert unneeded(result) == 0
         block = read_report(bench.path)["adaptive"]
-        assert (block["stopping_reason"], block["looks"], block["decisive"]) == ("max_seeds", 2, False)
+        assert (block["stopping_reason"], block["looks"], block["decisive"]) == ("max_seeds", 1, False)
         assert block["cells_used"] == block["cells_max"] == 12
 
     def test_settled_tasks_stop_at_the_floor(self, bench: pytest.Pytester) -> None:
-        """Every cell passes: after the floor no task's outcome varies, nothing is deepened."""
+        """Every cell passes: after the floor akm has no room left on any task, the run stops."""
         (bench.path / "policy").write_text("all")
         result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "6", "--bench-report", "out")
         result.assert_outcomes(passed=12)
         assert unneeded(result) == 24
         block = read_report(bench.path)["adaptive"]
-        assert (block["stopping_reason"], block["looks"], block["cells_used"]) == ("settled", 2, 12)
+        assert (block["stopping_reason"], block["looks"], block["cells_used"]) == ("settled", 1, 12)
 
     def test_a_spend_cap_ends_the_rounds_without_waiting(self, bench: pytest.Pytester) -> None:
         """Three cells of round 1 reach the 300-token cap (110 each): the cap skips every later cell,
@@ -157,7 +158,7 @@ class TestXdist:
         runs = runs_logged(bench.path)
         assert len(runs) == len(set(runs)) == 18 and max(s for _, _, s in runs) == 3
         block = read_report(bench.path)["adaptive"]
-        assert (block["stopping_reason"], block["looks"]) == ("decisive", 3)
+        assert (block["stopping_reason"], block["looks"]) == ("decisive", 2)
         assert block["barrier_wait_s"] >= 0
 
 
@@ -188,7 +189,7 @@ class TestResume:
         assert resumed["complete"] is True
         bench.runpytest_subprocess(*ARGS, *options, "--bench-report", "whole", "--bench-store", "other")
         whole = read_report(bench.path, "whole")
-        keep = ("stopping_reason", "looks", "history", "seeds_by_task", "cells_used", "e_value")
+        keep = ("stopping_reason", "looks", "history", "seeds_by_task", "cells_used", "floor_lift")
         assert {k: resumed["adaptive"][k] for k in keep} == {k: whole["adaptive"][k] for k in keep}
 
 

@@ -101,20 +101,19 @@ class TestOfflineReport:
         block = read_report(bench.path)["adaptive"]
         page = parse((bench.path / "out" / "report.html").read_text())
         assert page.one("h2", id="adaptive").text == "Adaptive seeds"
-        assert page.one("p", id="adaptive-headline").text.startswith("adaptive seeds: 3 looks, stopped: decisive")
+        assert page.one("p", id="adaptive-headline").text.startswith("adaptive seeds: 2 looks, stopped: decisive")
         facts = {
             td.attrs["data-field"]: json.loads(td.attrs["data-value"])
             for td in page.one(id="adaptive-facts").select("td")
         }
         assert facts["stopping_reason"] == "decisive" == block["stopping_reason"]
-        assert {k: facts[k] for k in ("e_value", "e_value_max", "cells_used", "cells_max")} == {
-            k: block[k] for k in ("e_value", "e_value_max", "cells_used", "cells_max")
-        }
+        keys = ("lead_needed", "floor_lift", "cells_used", "cells_max")
+        assert {k: facts[k] for k in keys} == {k: block[k] for k in keys}
         rows = page.one("table", id="adaptive-looks").select("tr", data_look=None)
         shown = [
             {td.attrs["data-field"]: json.loads(td.attrs["data-value"]) for td in row.select("td")} for row in rows
         ]
-        assert shown == block["history"] and len(shown) == 3
+        assert shown == block["history"] and len(shown) == 2
         assert page.one("table", id="spend-table") is not None
 
 

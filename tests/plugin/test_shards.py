@@ -229,7 +229,10 @@ class TestMerge:
         merged = read_report(bench.path, "merged")
         assert merged["complete"] is False and len(merged["runs"]) == 6
         (line,) = [w for w in merged["warnings"] if w.startswith("conflicting fingerprints")]
-        assert "store-one holds 6 selected cells only under another fingerprint (differing in model)" in line
+        assert (
+            "store-one holds 6 selected cells (akm 3, noakm 3) only under another fingerprint (differing in model)"
+            in line
+        )
         assert {r["model"] for r in merged["runs"]} == {"other/model"}
 
     def test_gates_decide_the_exit_status(self, bench: pytest.Pytester) -> None:

@@ -270,8 +270,8 @@ def test_screenshot(run: Path, dom: Element) -> None:
 
 
 def test_offline_report_command_writes_the_same_artifact(run: Path, report: dict[str, Any]) -> None:
-    """``python -m pytest_akmbench report`` rebuilds the page and copies the transcripts too (of the
-    control arm: the offline command does not yet report the akm arm of an opencode run)."""
+    """``python -m pytest_akmbench report`` rebuilds the page and copies the transcripts too, of
+    both arms: the akm arm's akm comes from its samples (issue 29)."""
     base = run.parent
     out = base / "offline-report"
     proc = subprocess.run(
@@ -292,8 +292,6 @@ def test_offline_report_command_writes_the_same_artifact(run: Path, report: dict
             "1",
             "--floor",
             "1",
-            "--arms",
-            "noakm",
         ],
         cwd=base,
         capture_output=True,
@@ -303,9 +301,9 @@ def test_offline_report_command_writes_the_same_artifact(run: Path, report: dict
     assert proc.returncode == 0, proc.stderr
     assert f"html: {out / 'report.html'}" in proc.stdout
     offline = json.loads((out / "report.json").read_text())
-    control = [r["transcript"] for r in report["runs"] if r["arm"] == "noakm"]
-    assert [r["transcript"] for r in offline["runs"]] == control and len(control) == 4
-    assert all((out / rel).read_bytes() == (run / rel).read_bytes() for rel in control)
+    transcripts = [r["transcript"] for r in report["runs"]]
+    assert [r["transcript"] for r in offline["runs"]] == transcripts and len(transcripts) == 8
+    assert all((out / rel).read_bytes() == (run / rel).read_bytes() for rel in transcripts)
     page = (out / "report.html").read_text()
-    assert all(f'href="{rel}"' in page for rel in control)
+    assert all(f'href="{rel}"' in page for rel in transcripts)
     assert stat.S_IMODE((out / "report.html").stat().st_mode) == 0o644

@@ -26,10 +26,14 @@ LONGEST_FIRST: tuple[str, ...] = (
     "tests/akm/test_akm_arm.py::TestShippedCorpus::test_oracle_on_akm_cells[0.9.0]",  # 76 + the workflow oracle's 34
     "tests/akm/test_akm_arm.py::TestShippedCorpus::test_oracle_on_akm_cells[0.7.0]",  # 65 + the workflow oracle's 29
     "tests/e2e/test_sandbox_opencode.py::test_snoop_reads_nothing_sandboxed_and_everything_without",
+    "tests/akm/test_foreign_corpus.py::test_akm_arm_with_real_opencode_and_akm[0.9.0]",  # 3 cells, serial
+    "tests/akm/test_foreign_corpus.py::test_akm_arm_with_real_opencode_and_akm[0.7.0]",
     "tests/akm/test_akm_arm.py::TestShippedCorpus::test_every_task_keywords_find_its_gold[0.9.0]",  # 40
     "tests/akm/test_akm_arm.py::TestShippedCorpus::test_every_task_keywords_find_its_gold[0.7.0]",  # 40
     "tests/akm/test_workflow_e2e.py::test_compliance_follows_what_the_agent_did_without_akm",
     "tests/e2e/test_main_job.py::test_main_job_on_one_task",
+    "tests/akm/test_attribute_empty_stash.py::test_masking_the_only_asset_runs_the_cell_on_an_empty_stash[0.9.0]",
+    "tests/akm/test_attribute_empty_stash.py::test_masking_the_only_asset_runs_the_cell_on_an_empty_stash[0.7.0]",
     "tests/plugin/test_ci_workflow.py::test_the_workflow_goes_green_on_a_fresh_runner",  # 120 alone
 )
 

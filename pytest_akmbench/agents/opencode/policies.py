@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...cell import akm
-from ...cell.prompts import keywords
+from ...cell.prompts import search_words
 from ...corpus.tasks import Task
 from . import snoop
 
@@ -90,9 +90,7 @@ def plan_of(cell: ScriptedCell) -> list[Action]:
     actions: list[Action] = []
     on_akm = cell.arm == "akm" and cell.policy != "shortcut"  # shortcut: the solution, never akm
     if on_akm:
-        actions.append(
-            Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")
-        )
+        actions.append(Action("tool", command=_search(task), description="Search the akm stash"))
         if task.gold_ref:
             actions.append(Action("tool", command="akm show {ref}", description=SHOW))
     script = task.solution.read_text(encoding="utf-8") if task.solution.is_file() else "echo 'no solve.sh'; exit 1\n"
@@ -141,6 +139,12 @@ def _gold_ref(cell: ScriptedCell, messages: list[dict[str, Any]]) -> str:
 
 def _quote(text: str) -> str:
     return shlex.quote(text)
+
+
+def _search(task: Task) -> str:
+    """``akm search`` with the task's keywords as separate words, as akm-bench's prompt shows it
+    (akm then searches the first word; docs/akm.md, "Query forms")."""
+    return "akm search " + " ".join(_quote(w) for w in search_words(task))
 
 
 def _final_answer(messages: list[dict[str, Any]], plan: list[Action]) -> str:
@@ -195,7 +199,7 @@ def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Act
     line = cell.akm_line or "0.7"
     lesson = _quote(lesson_ref(task.gold_ref, line))
     plan = [
-        Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash"),
+        Action("tool", command=_search(task), description="Search the akm stash"),
         Action("tool", command="akm show {ref}", description=SHOW),
         Action("tool", command=f"akm show {lesson}", description="Look for a lesson on it"),
     ]
@@ -298,7 +302,7 @@ def needs_asset_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn:
     if cell.arm != "akm":
         return Action("text", text=NO_ASSET_TEXT)
     if turn == 0:
-        return Action("tool", command=f"akm search {_quote(keywords(task))}", description="Search the akm stash")
+        return Action("tool", command=_search(task), description="Search the akm stash")
     tool_msgs = [content_text(m.get("content")) for m in messages if m.get("role") == "tool"]
     hits = (akm.search_refs(tool_msgs[0]) or [])[:NEEDS_ASSET_SHOWS] if tool_msgs else []
     if turn <= len(hits):

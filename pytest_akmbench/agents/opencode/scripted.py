@@ -13,8 +13,9 @@ Cells are told apart by a token in the base URL path: ``{root}/c/<token>/v1``. T
 Policies (the model name is ``scripted/<policy>``):
 
 ``oracle``
-    akm arm: ``akm search '<keywords>'``, ``akm show <gold ref>`` (when the task has one; the
-    ref as the search output printed it, else the corpus's ref in the akm line's syntax), the
+    akm arm: ``akm search <keywords>`` (the words as separate arguments, as akm-bench's prompt
+    shows it), ``akm show <gold ref>`` (when the task has one; the ref as the search output
+    printed it, else the corpus's ref in the akm line's syntax), the
     task's ``solution/solve.sh`` run through the bash tool (its text, fed to ``bash`` on a
     heredoc, with cwd = the workspace), ``akm feedback <gold_ref> --positive``, then a final
     answer. Other arms: the solution and the final answer only. The final answer is the output
