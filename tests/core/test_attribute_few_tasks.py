@@ -30,12 +30,15 @@ def envelope(tmp_path: Path, tasks: int, assets: list[str] = ASSETS) -> dict[str
     masked = {
         a: {t: [row(t, s, "fail" if a == assets[0] else "pass", None) for s in (1, 2)] for t in ids} for a in assets
     }
+    seeds = attribute.reference_seeds(base, 2)
     return attribute.build(
         base=base,
         targets=targets,
         assets_loaded=loaded,
         top=5,
         masked=masked,
+        reference={t: [row(t, s, "pass", assets) for s in seeds] for t in ids},
+        seeds=seeds,
         agent={"harness": "opencode", "version": "1", "model": "m"},
         complete=True,
         warnings=[],
