@@ -84,7 +84,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     envelope = adaptive_run.stamp(report.build(inp), run.block)
     if merging:
         envelope["merge"] = merged.block()
-    if problems and envelope.get("gates"):
+    if (problems or not envelope["complete"]) and envelope.get("gates"):
         envelope["gates"] = gates.withhold(envelope["gates"], len(problems))
     out = Path(args.out or DEFAULT_OUT)
     if args.out is None and (out / "report.json").exists():

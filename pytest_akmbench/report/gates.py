@@ -181,10 +181,11 @@ def unreliable(envelope: dict[str, Any]) -> str | None:
 
 
 def withhold(results: list[dict[str, Any]], problems: int) -> list[dict[str, Any]]:
-    """Every gate failed, keeping what it observed: a merged report that lacks cells of its plan
-    (or names another problem) measured part of the run, and a gate must not pass on the part
-    (docs/ci.md)."""
-    why = f"not passed: the merged report is incomplete ({problems} problem(s) in its warnings)"
+    """Every gate failed, keeping what it observed: a report that lacks cells of its plan (or
+    names another problem) measured part of the run, and a gate must not pass on the part
+    (docs/ci.md). ``problems`` 0: cells of the selection have no sample yet."""
+    gap = f"{problems} problem(s) in its warnings" if problems else "cells of its selection have no sample"
+    why = f"not passed: the report is incomplete ({gap})"
     return [{**r, "ok": False, "message": f"{why}; on the samples it has, {r['message']}"} for r in results]
 
 

@@ -182,6 +182,19 @@ class TestOfflineReport:
         strip = lambda p: "\n".join(line for line in p.read_text().splitlines() if not line.startswith("branch "))  # noqa: E731
         assert strip(bench.path / "out" / "summary.md") == strip(bench.path / "offline" / "summary.md")
 
+    def test_a_gate_is_withheld_from_an_incomplete_report(self, bench: pytest.Pytester) -> None:
+        """The offline report of a run not yet deepened to the seeds asked for says it is
+        incomplete, and a gate that would hold on the cells it has does not pass (exit 1)."""
+        bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
+        command = [sys.executable, "-m", "pytest_akmbench", "report", "--store", ".akmbench/store"]
+        command += ["--out", "offline", "--agent", "slow", "--gate", "noakm.pass_rate>=0.5"]
+        held = subprocess.run([*command, "--seeds", "1"], cwd=bench.path, capture_output=True, text=True)
+        assert held.returncode == 0 and "gate held: noakm.pass_rate>=0.5" in held.stdout, held.stderr
+        short = subprocess.run([*command, "--seeds", "2"], cwd=bench.path, capture_output=True, text=True)
+        assert short.returncode == 1, short.stdout + short.stderr
+        assert "gate FAILED: noakm.pass_rate>=0.5: not passed: the report is incomplete" in short.stdout
+        assert read_report(bench.path, "offline")["complete"] is False
+
 
 class TestInterrupt:
     """Ctrl-C loses at most the cells in flight; the same command resumes exactly."""

@@ -273,7 +273,7 @@ class TestMergeCompleteness:
         proc = merge(bench.path, "store-one", "store-two", extra=self.GATE)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "gate held" not in proc.stdout
-        assert "gate FAILED: akm.pass_rate>=0.5: not passed: the merged report is incomplete" in proc.stdout
+        assert "gate FAILED: akm.pass_rate>=0.5: not passed: the report is incomplete" in proc.stdout
         (line,) = [line for line in proc.stderr.splitlines() if "shard 2/2 incomplete" in line]
         assert line.startswith(f"akmbench: shard 2/2 incomplete: {bench.path / 'store-two'} ran it but holds ")
         assert "no sample for 4 of its 6 cells (" in line
