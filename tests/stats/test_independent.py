@@ -41,6 +41,14 @@ def cluster_interval(rates: list[float], runs: int) -> tuple[float, float]:
     return sm_wilson(p * n_eff, n_eff, ss.t.ppf(0.975, len(r) - 1))
 
 
+def task_interval(rates: list[float]) -> tuple[float, float]:
+    """The arm interval: scipy's Clopper–Pearson bounds of len(rates) trials at the count sum(rates)."""
+    m, count = len(rates), float(np.sum(rates))
+    low = 0.0 if count <= 0 else float(ss.beta.ppf(0.025, count, m - count + 1))
+    high = 1.0 if count >= m else float(ss.beta.ppf(0.975, count + 1, m - count))
+    return low, high
+
+
 def sign_flip_p(d: list[float], theta: float = 0.0) -> float:
     """scipy's exact paired permutation test of mean(d − θ) = 0."""
     x = np.asarray(d, dtype=float) - theta
@@ -113,7 +121,7 @@ class TestPrimitives:
     @pytest.mark.parametrize("m", [999, 1001, 1500, 4000])
     def test_arm_interval_of_many_tasks_matches_independent_formula(self, m: int) -> None:
         """The arm's pass-rate interval of a big corpus (hundreds to thousands of tasks, 3 runs
-        each) is the same design-effect interval scipy's t and statsmodels' Wilson give."""
+        each) is scipy's Clopper–Pearson interval over the tasks."""
         rng = random.Random(m)
         rows = []
         for i in range(m):
@@ -122,7 +130,7 @@ class TestPrimitives:
                 metrics.per_task([sample(f"d/t{i}", "akm", s, "pass" if s <= c else "fail") for s in (1, 2, 3)])
             )
         ci = metrics.aggregate(rows)["pass_rate_ci"]
-        expected = cluster_interval([r["pass_rate"] for r in rows], 3 * m)
+        expected = task_interval([r["pass_rate"] for r in rows])
         assert (ci["low"], ci["high"]) == pytest.approx(expected, abs=1e-9)
 
     def test_student_t_matches_scipy_at_many_degrees_of_freedom(self) -> None:
@@ -408,7 +416,7 @@ class TestEnvelope:
         env, samples = random_report(seed)
         cells = by_cell(samples)
         for arm in ("noakm", "akm", "synthetic"):
-            rates, valid_total, kmin = [], 0, 99
+            rates, kmin = [], 99
             for t in env["tasks"]:
                 runs = cells[(t["id"], arm)]
                 valid = [r for r in runs if r["outcome"] != "harness_error"]
@@ -423,13 +431,10 @@ class TestEnvelope:
                 )
                 assert row["tokens_per_run"] == pytest.approx(np.mean([r["tokens"]["total"] for r in valid]))
                 rates.append(c / len(valid))
-                valid_total += len(valid)
                 kmin = min(kmin, len(valid))
             agg = env["aggregate"][arm]
             assert agg["pass_rate"] == pytest.approx(np.mean(rates))
-            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(
-                cluster_interval(rates, valid_total)
-            )
+            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(task_interval(rates))
             assert list(agg["pass_at_k"]) == [str(k) for k in range(1, kmin + 1)]
             for k in range(1, kmin + 1):
                 per_task = [
