@@ -484,9 +484,29 @@ class TestEnvelope:
         assert agg["akm_over_synthetic_lift"] == pytest.approx(blocks["synthetic"]["delta"])
 
 
+def change_interval(strata: list[Any], observed: Fraction, splits: list[Any], level: float) -> tuple[float, float]:
+    """compare's interval at 1 − ``level`` (docs/report.md, "compare"), from the enumerated null law:
+    the end towards 0 is the delta minus the largest |S| the test does not reject, the other the
+    wider of that and scipy's t(m − 1) interval of the per-task unbiased variances."""
+    law: dict[Fraction, float] = {}
+    for combo in itertools.product(*splits):
+        v = abs(sum(x for x, _ in combo))
+        law[v] = law.get(v, 0.0) + math.prod(q for _, q in combo)
+    critical = max(v for v in law if sum(q for w, q in law.items() if w >= v) >= level - 1e-12)
+    m = len(strata)
+    d, h = float(observed) / m, float(critical) / m
+    var = sum(x / n * (1 - x / n) / (n - 1) for a, na, b, nb in strata for x, n in ((a, na), (b, nb)))
+    far = max(h, ss.t.ppf(1 - level / 2, m - 1) * math.sqrt(var) / m)
+    if abs(observed) <= critical:
+        low, high = d - far, d + far
+    else:
+        low, high = (d - h, d + far) if d > 0 else (d - far, d + h)
+    return max(-1.0, low), min(1.0, high)
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_compare_numbers(seed: int) -> None:
-    """Per-task Fisher p, Holm over tasks and arms, the stratified p and the Agresti–Caffo interval,
+    """Per-task Fisher p, Holm over tasks and arms, the stratified p and the interval built on it,
     on a 3-seed base against a 5-seed current report."""
     rng = random.Random(seed)
     tasks = [make_task(f"d/t{i}") for i in range(4)]
@@ -501,7 +521,7 @@ def test_compare_numbers(seed: int) -> None:
         envs.append(report.build(inp(tasks, samples, seeds=seeds), timestamp=TS))
     result = compare.compare(*envs)
     assert any("differ in runs per task" in w for w in result["warnings"])
-    task_p, arm_p = [], []
+    task_p, arm_p, laws = [], [], []
     for arm, c in result["arms"].items():
         strata = []
         for t in c["perTask"]:
@@ -527,15 +547,16 @@ def test_compare_numbers(seed: int) -> None:
         )
         assert c["paired"]["p_value"] == pytest.approx(expected, abs=1e-12)
         arm_p.append(c["paired"]["p_value"])
-        var = sum(
-            ((x + 1) / (n + 2)) * (1 - (x + 1) / (n + 2)) / (n + 2)
-            for a, na, b, nb in strata
-            for x, n in ((a, na), (b, nb))
-        )
-        d = float(observed) / len(strata)
-        assert (c["paired"]["low"], c["paired"]["high"]) == pytest.approx(
-            (max(-1, d - Z * math.sqrt(var) / len(strata)), min(1, d + Z * math.sqrt(var) / len(strata)))
-        )
+        laws.append((strata, observed, splits))
+    # Holm's step levels (statsmodels' Holm decides; a rejected arm's level is its step's, the
+    # others' the level of the first step that did not reject), then each arm's interval there
+    reject = multipletests(arm_p, alpha=0.05, method="holm")[0]
+    order = sorted(range(len(arm_p)), key=lambda i: arm_p[i])
+    stop = next((0.05 / (len(arm_p) - r) for r, i in enumerate(order) if not reject[i]), None)
+    for i, c in enumerate(result["arms"].values()):
+        level = 0.05 / (len(arm_p) - order.index(i)) if reject[i] else stop
+        assert c["paired"]["significant"] == bool(reject[i]) and c["paired"]["confidence"] == pytest.approx(1 - level)
+        assert (c["paired"]["low"], c["paired"]["high"]) == pytest.approx(change_interval(*laws[i], level))
     raw_task = [t["p_value"] for c in result["arms"].values() for t in c["perTask"]]
     assert task_p == pytest.approx(list(multipletests(raw_task, method="holm")[1]))
     assert [c["paired"]["p_value_holm"] for c in result["arms"].values()] == pytest.approx(
