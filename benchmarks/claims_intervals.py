@@ -17,7 +17,7 @@ against scipy's beta quantiles.
 2. compare's interval (target: coverage >= 0.95 of the true mean per-task change; never
    excludes 0 beside "within noise"). The same tasks twice: no change (uniform, Beta(0.5, 0.5),
    Beta(4, 1), all at 0.9, skewed), +0.2 (uniform, capped at 1), +0.1 (Beta(0.5, 0.5), clipped),
-   easy tasks 0.98 -> 0.90 (skewed); 17 tasks 5 v 5 seeds, 40 5 v 5, 10 10 v 10, 17 5 v 3.
+   easy tasks 0.98 -> 0.90 (skewed), every task 1.0 -> 0.98 (most runs still all pass); 17 tasks 5 v 5 seeds, 40 5 v 5, 10 10 v 10, 17 5 v 3.
 3. Workflow block: with unequal checks per task (10 tasks, each with 10 checks passing at 0.95
    or 1 check passing at 0.2), how often the printed compliance lies outside its own interval
    (target 0) and the interval's coverage of the mean task compliance, 0.575 (>= 0.95); compare-workflow's size under no change
@@ -61,6 +61,7 @@ CHANGES = {  # name: (base rate draw, head rate from base rate)
     "+0.2 uniform": (lambda r: r.uniform(0.05, 0.75), lambda p: min(1.0, p + 0.2)),
     "+0.1 Beta(0.5, 0.5)": (lambda r: r.betavariate(0.5, 0.5), lambda p: min(1.0, p + 0.1)),
     "easy 0.98 -> 0.90": (lambda r: 0.30 if r.random() < 0.1 else 0.98, lambda p: p - 0.08 * (p > 0.5)),
+    "all 1.0 -> 0.98": (lambda r: 1.0, lambda p: 0.98),
 }
 CHANGE_DESIGNS = ((17, 5, 5), (40, 5, 5), (10, 10, 10), (17, 5, 3))
 

@@ -14,15 +14,21 @@ from . import significance, stats
 Strata = list[tuple[int, int, int, int]]  # per task: (passes, runs) of current, then of base
 
 
+def _run_variance(c: int, n: int) -> float:
+    """A side's run variance of its task's rate: the unbiased p(1 − p)/(n − 1), or where that is
+    smaller the Agresti–Caffo p̃(1 − p̃)/(n + 2), p̃ = (c + 1)/(n + 2): a task at 0/n or n/n shows
+    no variance, yet a rate just below 1 (or above 0) gives such runs most of the time."""
+    tilde = (c + 1) / (n + 2)
+    floor = tilde * (1 - tilde) / (n + 2)
+    return floor if n < 2 else max(c / n * (1 - c / n) / (n - 1), floor)
+
+
 def _run_noise(strata: Strata, level: float) -> float:
-    """Half-width of the t(m − 1) interval of the mean per-task change, from each task's unbiased
-    variance estimate p(1 − p)/(n − 1) per side (a side with one run adds nothing)."""
+    """Half-width of the t(m − 1) interval of the mean per-task change from the run variances."""
     m = len(strata)
     if m < 2:
         return 0.0
-    var = math.fsum(
-        c / n * (1 - c / n) / (n - 1) for ch, nh, cb, nb in strata for c, n in ((ch, nh), (cb, nb)) if n > 1
-    )
+    var = math.fsum(_run_variance(c, n) for ch, nh, cb, nb in strata for c, n in ((ch, nh), (cb, nb)))
     return stats.student_t_quantile(1 - level / 2, m - 1) * math.sqrt(var) / m
 
 
@@ -31,8 +37,9 @@ def change_interval(strata: Strata, null: significance.StratifiedNull, level: fl
 
     The end towards 0 is the delta minus the largest change the permutation test does not call
     (its critical value), so 0 is outside exactly when the test rejects; the other end is the
-    wider of that and the t(m − 1) interval of the unbiased per-task variances, which keeps
-    the coverage where the test's null law (the sides pooled) is narrower than the change's.
+    wider of that and the t(m − 1) interval of the per-task run variances, which keeps the
+    coverage where the test's null law (the sides pooled, nothing where every run agrees) is
+    narrower than the change's.
     """
     m = len(strata)
     delta = null.observed / (null.scale * m)

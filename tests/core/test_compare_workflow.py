@@ -90,12 +90,15 @@ def independent_p(strata: list[tuple[int, int]]) -> float:
 def independent_interval(strata: list[tuple[int, int]], level: float) -> tuple[float, float]:
     """The interval at 1 − ``level`` (docs/report.md, "compare"): the end towards 0 is the delta
     minus the largest change the test at ``level`` does not reject, the other end the wider of
-    that and scipy's t(m − 1) interval of the unbiased per-task variances."""
+    that and scipy's t(m − 1) interval of the per-task run variances (unbiased, or Agresti–Caffo's
+    where that is larger)."""
     values, probs, observed = null_law(strata)
     m = len(strata)
     critical = max(v for v in np.abs(values) if probs[np.abs(values) >= v - 1e-9].sum() >= level)
     d, h = observed / SEEDS / m, critical / SEEDS / m
-    var = sum(x / SEEDS * (1 - x / SEEDS) / (SEEDS - 1) for s in strata for x in s)
+    tilde = [(x + 1) / (SEEDS + 2) for s in strata for x in s]
+    unbiased = [x / SEEDS * (1 - x / SEEDS) / (SEEDS - 1) for s in strata for x in s]
+    var = sum(max(u, q * (1 - q) / (SEEDS + 2)) for u, q in zip(unbiased, tilde))
     far = max(h, t.ppf(1 - level / 2, m - 1) * var**0.5 / m)
     if abs(observed) <= critical:
         low, high = d - far, d + far

@@ -487,7 +487,8 @@ class TestEnvelope:
 def change_interval(strata: list[Any], observed: Fraction, splits: list[Any], level: float) -> tuple[float, float]:
     """compare's interval at 1 − ``level`` (docs/report.md, "compare"), from the enumerated null law:
     the end towards 0 is the delta minus the largest |S| the test does not reject, the other the
-    wider of that and scipy's t(m − 1) interval of the per-task unbiased variances."""
+    wider of that and scipy's t(m − 1) interval of the per-task run variances (unbiased, or
+    Agresti–Caffo's where larger)."""
     law: dict[Fraction, float] = {}
     for combo in itertools.product(*splits):
         v = abs(sum(x for x, _ in combo))
@@ -495,7 +496,10 @@ def change_interval(strata: list[Any], observed: Fraction, splits: list[Any], le
     critical = max(v for v in law if sum(q for w, q in law.items() if w >= v) >= level - 1e-12)
     m = len(strata)
     d, h = float(observed) / m, float(critical) / m
-    var = sum(x / n * (1 - x / n) / (n - 1) for a, na, b, nb in strata for x, n in ((a, na), (b, nb)))
+    sides = [(x, n) for a, na, b, nb in strata for x, n in ((a, na), (b, nb))]
+    var = sum(
+        max(x / n * (1 - x / n) / (n - 1), (x + 1) / (n + 2) * (1 - (x + 1) / (n + 2)) / (n + 2)) for x, n in sides
+    )
     far = max(h, ss.t.ppf(1 - level / 2, m - 1) * math.sqrt(var) / m)
     if abs(observed) <= critical:
         low, high = d - far, d + far
