@@ -10,7 +10,9 @@ so the question is whether *these* tasks changed, and the runs of a task are the
 * per arm, aggregate: a stratified permutation test of "every task has the same pass
   probability in both reports" (runs permuted within each task), on the mean per-task change;
   it is exact whatever the number of runs of each task on each side (e.g. 3 seeds vs 5).
-  Holm's adjustment runs over the arms compared;
+  Holm's adjustment runs over the arms compared, and each arm's interval is built on the same
+  test at its Holm step's level, so it excludes 0 exactly when the change is beyond noise
+  (:mod:`compare_stats`);
 * per task: Fisher's exact test on passes / valid runs, Holm over every task of every arm.
 
 Pure: no pytest.
@@ -24,12 +26,13 @@ from typing import Any
 
 from . import compare_workflow, corpus_diff, metrics, significance, stats
 from .compare_refusals import corpus_field, refusal
-from .compare_stats import holm_flag, paired_change
+from .compare_stats import Strata, holm_flag, paired_changes
 
 FLAT = 0.005
 NOISE_RULE = (
     "aggregate: stratified permutation test over the tasks both reports ran (runs permuted within each task), "
-    "Holm-adjusted p < 0.05 over the arms compared; per task: Fisher exact test, Holm-adjusted p < 0.05 over "
+    "Holm-adjusted p < 0.05 over the arms compared, the interval built on the same test at the level of its Holm "
+    "step (it excludes 0 exactly when the change is beyond noise); per task: Fisher exact test, Holm-adjusted p < 0.05 over "
     "every task compared"
 )
 
@@ -66,13 +69,14 @@ def _d(a: Any, b: Any) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[str, Any]:
+def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> tuple[dict[str, Any], Strata]:
+    """The arm's comparison (its ``paired`` change is set over the family of arms) and its strata."""
     ba, ha = base["aggregate"][arm], head["aggregate"][arm]
     btasks = {t["id"]: t.get(arm) for t in base.get("tasks") or [] if "id" in t}
     htasks = {t["id"]: t.get(arm) for t in head.get("tasks") or [] if "id" in t}
     per_task, strata = _per_task(btasks, htasks)
     aggregate_delta = _d(ha.get("pass_rate"), ba.get("pass_rate"))
-    return {
+    comparison = {
         "base": {"pass_rate": ba.get("pass_rate"), "pass_rate_ci": ba.get("pass_rate_ci"), "tasks": ba.get("tasks")},
         "current": {"pass_rate": ha.get("pass_rate"), "pass_rate_ci": ha.get("pass_rate_ci"), "tasks": ha.get("tasks")},
         "pass_rate_delta": aggregate_delta,
@@ -81,10 +85,11 @@ def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> dict[s
         "tokens_per_pass_sign": sign(_d(ha.get("tokens_per_pass"), ba.get("tokens_per_pass")), False),
         "wallclock_ms_delta": _d(ha.get("wallclock_ms"), ba.get("wallclock_ms")),
         "wallclock_ms_sign": sign(_d(ha.get("wallclock_ms"), ba.get("wallclock_ms")), False),
-        "paired": paired_change(strata),
-        "beyond_noise": False,  # set by compare() after Holm over the arms
+        "paired": None,  # set by compare() with Holm over the arms
+        "beyond_noise": False,
         "perTask": per_task,
     }
+    return comparison, strata
 
 
 def _per_task(
@@ -159,11 +164,10 @@ def compare(
         if arm_ran(base, arm) != arm_ran(head, arm):
             where = "base" if arm_ran(base, arm) else "current"
             warnings.append(f"arm {arm} ran only in the {where} report; not compared")
-    compared = {arm: _compare_arm(base, head, arm) for arm in arms}
-    holm_flag([c["paired"] for c in compared.values()], "significant")
-    for c in compared.values():
-        c["paired"]["holm_family"] = sum(x["paired"]["p_value"] is not None for x in compared.values())
-        c["beyond_noise"] = c["paired"]["significant"]
+    built = [_compare_arm(base, head, arm) for arm in arms]
+    compared = {arm: c for arm, (c, _) in zip(arms, built)}
+    for (c, _), change in zip(built, paired_changes([s for _, s in built])):
+        c["paired"], c["beyond_noise"] = change, change["significant"]
     tasks = [t for c in compared.values() for t in c["perTask"]]
     holm_flag(tasks, "beyond_noise")
     _warn_unequal_runs(base, head, compared, warnings)

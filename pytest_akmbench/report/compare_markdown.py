@@ -13,8 +13,13 @@ from .fmt import num, signed
 _GLYPH = {"improve": "▲", "regress": "▼", "flat": "▬"}
 
 
-def _interval(low: float | None, high: float | None) -> str:
-    return "n/a" if low is None or high is None else f"[{signed(low)}, {signed(high)}]"
+def _interval(change: dict[str, Any]) -> str:
+    """The change's interval, with its level when Holm's step set it above 95%."""
+    low, high, confidence = change["low"], change["high"], change.get("confidence")
+    if low is None or high is None:
+        return "n/a"
+    level = "" if confidence is None or abs(confidence - 0.95) < 1e-9 else f" at {100 * confidence:.3g}%"
+    return f"[{signed(low)}, {signed(high)}]{level}"
 
 
 def verdict(result: dict[str, Any]) -> str:
@@ -28,7 +33,7 @@ def verdict(result: dict[str, Any]) -> str:
         p = c["paired"]
         change = (
             f"{num(c['base']['pass_rate'])} → {num(c['current']['pass_rate'])} "
-            f"({signed(p['delta'])} {_interval(p['low'], p['high'])} over {p['tasks']} tasks in both, "
+            f"({signed(p['delta'])} {_interval(p)} over {p['tasks']} tasks in both, "
             f"p={_p(p['p_value_holm'])}{' Holm-adjusted' if p['holm_family'] > 1 else ''})"
         )
         if c["beyond_noise"]:
@@ -42,7 +47,7 @@ def verdict(result: dict[str, Any]) -> str:
             word = "improved" if (p["delta"] or 0) > 0 else "regressed"
             parts.append(
                 f"workflow {wid} strict pass {word} beyond noise: {num(c['base']['pass_rate'])} → "
-                f"{num(c['current']['pass_rate'])} ({signed(p['delta'])} {_interval(p['low'], p['high'])})"
+                f"{num(c['current']['pass_rate'])} ({signed(p['delta'])} {_interval(p)})"
             )
     return "; ".join(parts)
 
@@ -112,7 +117,7 @@ def _aggregate_table(result: dict[str, Any]) -> str:
                 num(c["current"]["pass_rate"]),
                 p["tasks"],
                 signed(p["delta"]),
-                _interval(p["low"], p["high"]),
+                _interval(p),
                 _p(p["p_value_holm"]),
                 _GLYPH[sign(p["delta"], True, FLAT)],
                 "yes" if c["beyond_noise"] else "no",
@@ -126,7 +131,7 @@ def _aggregate_table(result: dict[str, Any]) -> str:
         "current",
         "tasks in both",
         "delta (same tasks)",
-        "95% CI",
+        "CI (95%, or Holm's level)",
         "p (Holm)",
         "dir",
         "beyond noise",

@@ -5,9 +5,9 @@ When both envelopes have a ``workflow`` block, every workflow in both is compare
 check score (the compliance) and its strict pass rate, base and current, and their changes. The
 test is the one compare applies to an arm's pass rate (:mod:`compare_stats`), on the strict
 passes: the tasks both reports checked the workflow on are the strata (the clusters: a task's
-seeds are correlated), its checks are permuted within each task, and the interval is the
-Agresti–Caffo interval of the mean per-task change; Holm's adjustment runs over the workflows
-compared. The compliance score is a mean of fractions, which that exact test does not cover:
+seeds are correlated), its checks are permuted within each task, Holm's adjustment runs over the
+workflows compared, and the interval of the mean per-task change is built on the same test at
+its Holm step's level (it excludes 0 exactly when the change is beyond noise). The compliance score is a mean of fractions, which that exact test does not cover:
 its change is shown beside each report's own task-cluster interval, not tested. A workflow in
 one report only is named; a spec whose digest differs between the reports is refused (or, with
 ``--allow-workflow-mismatch``, warned about). Pure: no pytest.
@@ -19,12 +19,13 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .compare_stats import Strata, holm_flag, paired_change
+from .compare_stats import Strata, paired_changes
 from .fmt import num, signed
 
 RULE = (
     "per workflow: strict pass rate (a check passed), stratified permutation test over the tasks both reports "
-    "checked it on (checks permuted within each task), Holm-adjusted p < 0.05 over the workflows compared; the "
+    "checked it on (checks permuted within each task), Holm-adjusted p < 0.05 over the workflows compared, the "
+    "interval built on the same test at its Holm step's level; the "
     "compliance (mean check score) change is shown, not tested"
 )
 
@@ -99,11 +100,14 @@ def compare(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> 
         return None
     bb, hb = bw.get("by_workflow") or {}, hw.get("by_workflow") or {}
     out: dict[str, Any] = {}
-    for wid in sorted(set(bb) & set(hb)):
+    ids = sorted(set(bb) & set(hb))
+    family = []
+    for wid in ids:
         strata, counted = _strata(bb[wid], hb[wid])
         if not counted:
             warnings.append(f"workflow {wid}: a report has no per-task checks (an older report); change not tested")
-        paired = paired_change(strata)
+        family.append(strata)
+    for wid, paired in zip(ids, paired_changes(family)):
         out[wid] = {
             "workflow_id": wid,
             "base": _side(bb[wid]),
@@ -111,12 +115,8 @@ def compare(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> 
             "score_delta": _d(hb[wid].get("score"), bb[wid].get("score")),
             "pass_rate_delta": _d(hb[wid].get("pass_rate"), bb[wid].get("pass_rate")),
             "paired": paired,
-            "beyond_noise": False,
+            "beyond_noise": paired["significant"],
         }
-    holm_flag([c["paired"] for c in out.values()], "significant")
-    for c in out.values():
-        c["paired"]["holm_family"] = sum(x["paired"]["p_value"] is not None for x in out.values())
-        c["beyond_noise"] = c["paired"]["significant"]
     return {
         "rule": RULE,
         "by_workflow": out,
@@ -126,7 +126,10 @@ def compare(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> 
 
 
 def _interval(p: dict[str, Any]) -> str:
-    return "n/a" if p["low"] is None else f"[{signed(p['low'])}, {signed(p['high'])}]"
+    if p["low"] is None:
+        return "n/a"
+    level = "" if abs(p["confidence"] - 0.95) < 1e-9 else f" at {100 * p['confidence']:.3g}%"
+    return f"[{signed(p['low'])}, {signed(p['high'])}]{level}"
 
 
 def markdown_lines(result: dict[str, Any]) -> list[str]:
@@ -157,7 +160,7 @@ def markdown_lines(result: dict[str, Any]) -> list[str]:
         "strict pass",
         "tasks in both",
         "Δ strict (same tasks)",
-        "95% CI",
+        "CI (95%, or Holm's level)",
         "p (Holm)",
         "beyond noise",
     ]

@@ -104,7 +104,7 @@ def arms_section(envelope: dict[str, Any]) -> list[str]:
     else:
         out.append(empty("no arm has a valid run: no pass rate to plot", "arms"))
     out.append(
-        '<p class="note">arm pass rate = mean of the per-task rates; intervals treat tasks as clusters; '
+        '<p class="note">arm pass rate = mean of the per-task rates; intervals are over tasks (exact binomial, any spread of difficulty); '
         "harness errors are left out of every figure.</p>"
     )
     return out

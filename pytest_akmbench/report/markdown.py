@@ -121,7 +121,8 @@ def _aggregate_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
     )
     lines += [
         "",
-        "arm intervals treat tasks as clusters (Wilson at the design-effect sample size, t quantile); "
+        "arm intervals are of the mean over tasks like these, whatever the spread of task difficulty "
+        "(exact binomial over the tasks: seeds sharpen each task, not the count of tasks); "
         "harness errors are out of every figure",
     ]
     if d is not None and d.get("paired"):

@@ -4,8 +4,8 @@ names and corrected meaning.
 Corrections to the reference (docs/report.md, "Corrected meanings of reference keys"): ``harness_error`` runs are out of every figure (pass
 rates, tokens, time, trajectory, search bridge, assets, overhead) and counted on their own; an
 arm with no runs is ``None``, never 0; token figures use only runs whose tokens were measured,
-and are ``None`` when none were. Added: Wilson intervals per task, a cluster-aware interval per
-arm, pass@k / pass^k, flakiness (see docs/report.md). The paired arm comparisons are in
+and are ``None`` when none were. Added: Wilson intervals per task, an interval per arm over
+tasks, pass@k / pass^k, flakiness (see docs/report.md). The paired arm comparisons are in
 :mod:`lift`; what the agent did with akm is in :mod:`akm_usage`; where akm helped or hurt, by
 task, domain and category, is in :mod:`transfer`.
 """
@@ -96,7 +96,8 @@ def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = D
 def aggregate(per_task_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
     """Macro average over the tasks the arm ran; None when it ran none.
 
-    ``pass_rate_ci`` treats tasks as clusters (:func:`stats.cluster_rate_interval`).
+    ``pass_rate_ci`` is the interval of the mean over a population of tasks like these
+    (:func:`stats.task_rate_interval`): it assumes nothing about how task difficulty is spread.
     ``pass_at_k``/``pass_hat_k`` run over one task set for every k (the tasks with valid runs)
     and stop at the fewest valid runs any of them has, so the curves are monotone in k.
     """
@@ -105,8 +106,8 @@ def aggregate(per_task_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any] 
         return None
     rated = [r for r in rows if r["pass_rate"] is not None]
     passes, valid = sum(r["passes"] for r in rows), sum(r["valid_count"] for r in rows)
-    interval = stats.cluster_rate_interval([r["pass_rate"] for r in rated], valid)
-    ci = None if interval is None else {"low": interval[0], "high": interval[1], "method": "wilson_design_effect_tasks"}
+    interval = stats.task_rate_interval([r["pass_rate"] for r in rated])
+    ci = None if interval is None else {"low": interval[0], "high": interval[1], "method": "clopper_pearson_tasks"}
     kmax = min((r["valid_count"] for r in rated), default=0)
     keys = [str(k) for k in range(1, kmax + 1)]
     return {

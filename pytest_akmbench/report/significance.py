@@ -8,7 +8,8 @@ report is reproducible byte for byte. Why these tests (and not others) is in doc
   with the confidence interval obtained by inverting the same test, so interval and p-value
   never disagree.
 * :func:`stratified_permutation_test`: runs of each task permuted between two sides (compare):
-  valid when the two sides have different numbers of runs per task.
+  valid when the two sides have different numbers of runs per task. :func:`stratified_null`
+  is its null law, from which compare also takes the change its interval must exceed.
 * :func:`fisher_exact`: one task, two sides (per-task regressions); :func:`fisher_lower` its
   one-sided form (negative transfer), and :func:`split_odds` the null distribution it sums.
 * :func:`min_paired_tasks`: the fewest paired tasks with which the sign-flip test can reject.
@@ -28,11 +29,13 @@ from typing import Any
 
 __all__ = [
     "ALPHA",
+    "StratifiedNull",
     "fisher_exact",
     "fisher_lower",
     "holm",
     "min_paired_tasks",
     "sign_flip_test",
+    "stratified_null",
     "stratified_permutation_test",
 ]
 
@@ -185,12 +188,51 @@ def stratified_permutation_test(
     runs of a task are exchangeable between the sides, so with the task's passes fixed, the
     passes on side a are hypergeometric whatever runs_a and runs_b are; the statistic
     S = Σ (passes_a/runs_a − passes_b/runs_b) has E[S] = 0 and p = P(|S| >= |S_obs|). The
-    null distribution is convolved exactly; when that would take more than a fixed budget
-    it is sampled (``resamples`` draws, seeded, p = (1 + hits) / (resamples + 1)).
+    null distribution is :func:`stratified_null`'s.
     """
+    null = stratified_null(strata, resamples=resamples, seed=seed)
+    if null is None:
+        return {"p_value": None, "exact": None, "resamples": 0}
+    return {"p_value": null.tail(abs(null.observed)), "exact": null.exact, "resamples": null.resamples}
+
+
+class StratifiedNull:
+    """The null distribution of |S| (scaled to integers by ``scale``) of
+    :func:`stratified_permutation_test`, and the observed S. ``tail(v)`` is P(|S| >= v): summed
+    exactly over the convolved law, or (1 + draws >= v) / (resamples + 1) over seeded draws."""
+
+    def __init__(self, observed: int, scale: int, law: dict[int, float] | list[int], exact: bool, resamples: int):
+        self.observed, self.scale, self.exact, self.resamples = observed, scale, exact, resamples
+        self.values = sorted({abs(v) for v in law} if isinstance(law, dict) else law)
+        self._law = law if isinstance(law, dict) else {}
+
+    def tail(self, v: int) -> float:
+        if self.exact:
+            return min(1.0, math.fsum(q for s, q in self._law.items() if abs(s) >= v))
+        return (1 + len(self.values) - bisect.bisect_left(self.values, v)) / (self.resamples + 1)
+
+    def critical(self, alpha: float) -> int:
+        """The largest |S| the test at ``alpha`` does not reject (tail >= alpha): it rejects the
+        observed S exactly when |S_obs| exceeds this."""
+        lo, hi = 0, len(self.values) - 1  # tail(values[0]) is 1 (exact) or 1 (the draws' least)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.tail(self.values[mid]) >= alpha:
+                lo = mid
+            else:
+                hi = mid - 1
+        return self.values[lo]
+
+
+def stratified_null(
+    strata: Sequence[tuple[int, int, int, int]], *, resamples: int = RESAMPLES, seed: int = SEED
+) -> StratifiedNull | None:
+    """The law of S under the null of :func:`stratified_permutation_test` (None without a task
+    run on both sides): convolved exactly, or, when that would take more than a fixed budget,
+    sampled (``resamples`` draws, seeded)."""
     kept = [s for s in strata if s[1] > 0 and s[3] > 0]
     if not kept:
-        return {"p_value": None, "exact": None, "resamples": 0}
+        return None
     scale = math.lcm(*(n for s in kept for n in (s[1], s[3])))
     observed = sum(c_a * (scale // n_a) - c_b * (scale // n_b) for c_a, n_a, c_b, n_b in kept)
     supports = [sup for sup in (_hypergeom(*s, scale) for s in kept) if len(sup) > 1]
@@ -206,8 +248,12 @@ def stratified_permutation_test(
                 nxt[s + v] += p * q
         dist = nxt
     else:
-        p = math.fsum(q for s, q in dist.items() if abs(s) >= abs(observed))
-        return {"p_value": min(1.0, p), "exact": True, "resamples": 0}
+        return StratifiedNull(observed, scale, dist, True, 0)
+    return StratifiedNull(observed, scale, _draws(supports, resamples, seed), False, resamples)
+
+
+def _draws(supports: list[list[tuple[int, float]]], resamples: int, seed: int) -> list[int]:
+    """|S| of ``resamples`` seeded draws from the tasks' hypergeometric laws."""
     rng = random.Random(seed)
     tables = []
     for sup in supports:
@@ -217,14 +263,14 @@ def stratified_permutation_test(
             cum.append(acc)
         cum[-1] = 1.0
         tables.append(([v for v, _ in sup], cum))
-    hits = 1
     last = [len(values) - 1 for values, _ in tables]
+    out = []
     for _ in range(resamples):
         s = 0
         for (values, cum), top in zip(tables, last):
             s += values[min(top, bisect.bisect_right(cum, rng.random()))]
-        hits += abs(s) >= abs(observed)
-    return {"p_value": hits / (resamples + 1), "exact": False, "resamples": resamples}
+        out.append(abs(s))
+    return out
 
 
 def fisher_exact(c_a: int, n_a: int, c_b: int, n_b: int) -> float:

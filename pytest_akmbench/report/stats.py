@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = [
+    "beta_quantile",
     "cluster_rate_interval",
     "is_flaky",
     "paired_bootstrap_delta",
@@ -22,6 +23,7 @@ __all__ = [
     "sign_test",
     "stdev",
     "student_t_quantile",
+    "task_rate_interval",
     "wilson_interval",
 ]
 
@@ -84,6 +86,42 @@ def cluster_rate_interval(rates: list[float], runs: int) -> tuple[float, float] 
     variance = math.fsum((r - p) ** 2 for r in rates) / (m - 1) / m
     n_eff = float(runs) if variance <= 0.0 else min(float(runs), p * (1.0 - p) / variance)
     return _wilson(p, max(n_eff, 1e-12), student_t_quantile(0.975, m - 1))
+
+
+def task_rate_interval(rates: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Interval of the mean pass rate of the task population the m tasks were drawn from.
+
+    Each task's observed rate is a value in [0, 1] whose expectation is the population mean
+    whatever the spread of task difficulties, and among all such values the 0/1 ones vary the
+    most (docs/report.md, "pass_rate_ci"). So the interval is the exact binomial
+    (Clopper–Pearson) one of m trials with the sum of the task rates as the count: it holds for
+    the skewed populations agent benches have (most tasks easy, a few hard that a small sample
+    may miss), where a variance estimated from the observed task rates cannot see the hard
+    tasks it did not draw. Seeds sharpen each task's rate, never the count of tasks: 10 tasks
+    all passing every seed give a lower bound of 0.025^(1/10) = 0.69. None without a task.
+    """
+    m = len(rates)
+    if m == 0:
+        return None
+    tail = (1.0 - confidence) / 2.0
+    s = math.fsum(rates)
+    low = 0.0 if s <= 0.0 else beta_quantile(tail, s, m - s + 1.0)
+    high = 1.0 if s >= m else beta_quantile(1.0 - tail, s + 1.0, m - s)
+    return low, high
+
+
+def beta_quantile(q: float, a: float, b: float) -> float:
+    """The q quantile of the Beta(a, b) law (bisection on the regularized incomplete beta)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if _betainc(a, b, mid) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15:
+            break
+    return (lo + hi) / 2.0
 
 
 def _betacf(a: float, b: float, x: float) -> float:

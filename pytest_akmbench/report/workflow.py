@@ -3,8 +3,10 @@ aggregated per workflow with intervals, the top violations with evidence, the cr
 the task outcome and pass@k reliability (docs/report.md, "Workflow compliance").
 
 Checks of harness-error runs never count, like the runs themselves. Rates over no applicable
-check are ``null``, not 0. Intervals treat tasks as clusters (the seeds of one task are
-correlated): :func:`stats.cluster_rate_interval` over the per-task means.
+check are ``null``, not 0. Tasks are the unit (the seeds of one task are correlated, and tasks
+have different numbers of checks): every rate and score is the mean over tasks of each task's
+mean over its checks, and its interval is :func:`stats.task_rate_interval` over the same
+per-task means, so estimate and interval are of one estimand.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..corpus.tasks import Task
-from .stats import cluster_rate_interval
+from .stats import task_rate_interval
 
 BUCKETS = ("pass", "partial", "fail")
 TOP_CODES = 10
@@ -48,8 +50,7 @@ def _checks(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[s
 
 
 def _ci(values_by_task: dict[str, list[float]]) -> dict[str, float] | None:
-    rates = [sum(v) / len(v) for v in values_by_task.values() if v]
-    ci = cluster_rate_interval(rates, sum(len(v) for v in values_by_task.values()))
+    ci = task_rate_interval(_task_means(values_by_task))
     return None if ci is None else {"low": ci[0], "high": ci[1]}
 
 
@@ -57,9 +58,22 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _rates(checks: list[dict[str, Any]]) -> dict[str, float | None]:
-    n = len(checks)
-    return {b: (sum(c["status"] == b for c in checks) / n if n else None) for b in BUCKETS}
+def _task_means(values_by_task: dict[str, list[float]]) -> list[float]:
+    return [sum(v) / len(v) for _, v in sorted(values_by_task.items()) if v]
+
+
+def _task_mean(values_by_task: dict[str, list[float]]) -> float | None:
+    """The mean over tasks of each task's mean: the estimand of :func:`_ci`."""
+    return _mean(_task_means(values_by_task))
+
+
+def _rates(applicable: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, float | None]:
+    """The share of checks in each bucket, per task, averaged over tasks."""
+    by_task: dict[str, dict[str, list[float]]] = {b: defaultdict(list) for b in BUCKETS}
+    for r, c in applicable:
+        for b in BUCKETS:
+            by_task[b][r["task_id"]].append(float(c["status"] == b))
+    return {b: _task_mean(by_task[b]) for b in BUCKETS}
 
 
 def _per_task(
@@ -80,13 +94,13 @@ def _by_workflow(ids: list[str], pairs: list[tuple[dict[str, Any], dict[str, Any
         mine = [(r, c) for r, c in pairs if c["workflow_id"] == wid]
         applicable = [(r, c) for r, c in mine if c["status"] != "not_applicable"]
         scores, passes = _per_task(applicable)
-        rates = _rates([c for _, c in applicable])
+        rates = _rates(applicable)
         out[wid] = {
             "workflow_id": wid,
             "count": len(applicable),
             "total_checks": len(mine),
             "tasks": len(scores),
-            "score": _mean([float(c["score"]) for _, c in applicable]),
+            "score": _task_mean(scores),
             "score_ci": _ci(scores),
             "pass_rate": rates["pass"],
             "pass_rate_ci": _ci(passes),
@@ -175,14 +189,14 @@ def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> dict[str, An
     pairs = _checks(runs)
     applicable = [(r, c) for r, c in pairs if c["status"] != "not_applicable"]
     scores, passes = _per_task(applicable)
-    rates = _rates([c for _, c in applicable])
+    rates = _rates(applicable)
     digests = spec_digests(tasks)
     return {
         "specs": ids,
         "digests": {sid: digests[sid] for sid in ids},
         "total_checks": len(pairs),
         "applicable_checks": len(applicable),
-        "overall_compliance": _mean([float(c["score"]) for _, c in applicable]),
+        "overall_compliance": _task_mean(scores),
         "overall_compliance_ci": _ci(scores),
         "strict_pass_rate": rates["pass"],
         "strict_pass_rate_ci": _ci(passes),

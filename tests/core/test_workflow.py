@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from statsmodels.stats.proportion import proportion_confint
+from scipy.stats import beta
 
 from pytest_akmbench.cell.context import Cell, cell_fingerprint
 from pytest_akmbench.cell.workflow import RunFacts, check_cell, evaluate
@@ -335,8 +335,11 @@ class TestAggregate:
         block = wf_report.block(tasks, runs)
         assert block is not None
         assert (block["total_checks"], block["applicable_checks"], block["violation_count"]) == (6, 5, 3)
-        assert block["overall_compliance"] == pytest.approx((1 + 0.2 + 0.7 + 1 + 1) / 5)
-        assert block["strict_pass_rate"] == pytest.approx(3 / 5) and block["fail_rate"] == pytest.approx(1 / 5)
+        # means over tasks of each task's mean (d/one has 3 applicable checks, d/two 2)
+        assert block["overall_compliance"] == pytest.approx(((1 + 0.2 + 0.7) / 3 + (1 + 1) / 2) / 2)
+        assert block["strict_pass_rate"] == pytest.approx((1 / 3 + 2 / 2) / 2)
+        assert block["fail_rate"] == pytest.approx((1 / 3 + 0) / 2)
+        assert block["partial_pass_rate"] == pytest.approx((1 / 3 + 0) / 2)
         lookup = block["by_workflow"]["lookup"]
         assert (lookup["count"], lookup["total_checks"], lookup["tasks"]) == (3, 3, 2)
         assert block["by_workflow"]["fb"]["count"] == 2 and block["by_workflow"]["fb"]["total_checks"] == 3
@@ -362,14 +365,38 @@ class TestAggregate:
         assert rel["corpus"] == {"pass_at_k": 0.75, "pass_all_k": 0.5, "groups": 4, "tasks": 2}
         assert wf_report.per_task_compliance(runs) == {"d/one": pytest.approx(1.9 / 3), "d/two": 1.0}
 
-    def test_one_task_interval_is_wilson(self, tmp_path: Path) -> None:
-        """With one task the interval is the plain Wilson interval of its checks (statsmodels)."""
+    def test_one_task_interval_is_over_tasks(self, tmp_path: Path) -> None:
+        """The interval is of the mean over tasks like these: one task, however many checks,
+        tells little about other tasks (scipy's beta quantiles at a count of 5/7 of one trial)."""
         a = spec(tmp_path, LOOKUP)
         statuses = ["pass", "pass", "fail", "pass", "partial", "pass", "pass"]
         runs = [wf_sample("d/one", i, "pass", ("lookup", st, 0.5, [])) for i, st in enumerate(statuses, 1)]
         ci = wf_report.block([make_task("d/one", workflows=(a,))], runs)["by_workflow"]["lookup"]["pass_rate_ci"]
-        low, high = proportion_confint(5, 7, alpha=0.05, method="wilson")
+        low, high = beta.ppf(0.025, 5 / 7, 1 - 5 / 7 + 1), beta.ppf(0.975, 5 / 7 + 1, 1 - 5 / 7)
         assert (ci["low"], ci["high"]) == (pytest.approx(low), pytest.approx(high))
+
+    def test_estimate_and_interval_are_of_one_estimand(self, tmp_path: Path) -> None:
+        """Unequal checks per task (issue 30, item 8): a task with 10 passing checks and two with 1
+        failing check each. Pooled over checks the compliance was 10/12 = 0.833, printed beside an
+        interval over task means that excluded it; now every figure is the mean of the task means
+        (1, 0, 0), inside its own interval (scipy's Clopper–Pearson over the 3 tasks)."""
+        a = spec(tmp_path, LOOKUP)
+        tasks = [make_task(f"d/{t}", workflows=(a,)) for t in ("one", "two", "three")]
+        runs = [wf_sample("d/one", i, "pass", ("lookup", "pass", 1.0, [])) for i in range(1, 11)]
+        runs += [wf_sample(f"d/{t}", 1, "fail", ("lookup", "fail", 0.0, ["x"])) for t in ("two", "three")]
+        block = wf_report.block(tasks, runs)
+        assert block is not None
+        w = block["by_workflow"]["lookup"]
+        expected_ci = (beta.ppf(0.025, 1, 3), beta.ppf(0.975, 2, 2))
+        for value, ci in (
+            (block["overall_compliance"], block["overall_compliance_ci"]),
+            (block["strict_pass_rate"], block["strict_pass_rate_ci"]),
+            (w["score"], w["score_ci"]),
+            (w["pass_rate"], w["pass_rate_ci"]),
+        ):
+            assert value == pytest.approx(1 / 3) and ci["low"] <= value <= ci["high"]
+            assert (ci["low"], ci["high"]) == (pytest.approx(expected_ci[0]), pytest.approx(expected_ci[1]))
+        assert block["fail_rate"] == pytest.approx(2 / 3) and w["fail_rate"] == pytest.approx(2 / 3)
 
     def test_no_spec_no_block_and_envelope_shows_it(self, tmp_path: Path) -> None:
         assert wf_report.block([make_task("d/one")], []) is None

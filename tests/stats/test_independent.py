@@ -41,6 +41,14 @@ def cluster_interval(rates: list[float], runs: int) -> tuple[float, float]:
     return sm_wilson(p * n_eff, n_eff, ss.t.ppf(0.975, len(r) - 1))
 
 
+def task_interval(rates: list[float]) -> tuple[float, float]:
+    """The arm interval: scipy's Clopper–Pearson bounds of len(rates) trials at the count sum(rates)."""
+    m, count = len(rates), float(np.sum(rates))
+    low = 0.0 if count <= 0 else float(ss.beta.ppf(0.025, count, m - count + 1))
+    high = 1.0 if count >= m else float(ss.beta.ppf(0.975, count + 1, m - count))
+    return low, high
+
+
 def sign_flip_p(d: list[float], theta: float = 0.0) -> float:
     """scipy's exact paired permutation test of mean(d − θ) = 0."""
     x = np.asarray(d, dtype=float) - theta
@@ -113,7 +121,7 @@ class TestPrimitives:
     @pytest.mark.parametrize("m", [999, 1001, 1500, 4000])
     def test_arm_interval_of_many_tasks_matches_independent_formula(self, m: int) -> None:
         """The arm's pass-rate interval of a big corpus (hundreds to thousands of tasks, 3 runs
-        each) is the same design-effect interval scipy's t and statsmodels' Wilson give."""
+        each) is scipy's Clopper–Pearson interval over the tasks."""
         rng = random.Random(m)
         rows = []
         for i in range(m):
@@ -122,7 +130,7 @@ class TestPrimitives:
                 metrics.per_task([sample(f"d/t{i}", "akm", s, "pass" if s <= c else "fail") for s in (1, 2, 3)])
             )
         ci = metrics.aggregate(rows)["pass_rate_ci"]
-        expected = cluster_interval([r["pass_rate"] for r in rows], 3 * m)
+        expected = task_interval([r["pass_rate"] for r in rows])
         assert (ci["low"], ci["high"]) == pytest.approx(expected, abs=1e-9)
 
     def test_student_t_matches_scipy_at_many_degrees_of_freedom(self) -> None:
@@ -408,7 +416,7 @@ class TestEnvelope:
         env, samples = random_report(seed)
         cells = by_cell(samples)
         for arm in ("noakm", "akm", "synthetic"):
-            rates, valid_total, kmin = [], 0, 99
+            rates, kmin = [], 99
             for t in env["tasks"]:
                 runs = cells[(t["id"], arm)]
                 valid = [r for r in runs if r["outcome"] != "harness_error"]
@@ -423,13 +431,10 @@ class TestEnvelope:
                 )
                 assert row["tokens_per_run"] == pytest.approx(np.mean([r["tokens"]["total"] for r in valid]))
                 rates.append(c / len(valid))
-                valid_total += len(valid)
                 kmin = min(kmin, len(valid))
             agg = env["aggregate"][arm]
             assert agg["pass_rate"] == pytest.approx(np.mean(rates))
-            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(
-                cluster_interval(rates, valid_total)
-            )
+            assert (agg["pass_rate_ci"]["low"], agg["pass_rate_ci"]["high"]) == pytest.approx(task_interval(rates))
             assert list(agg["pass_at_k"]) == [str(k) for k in range(1, kmin + 1)]
             for k in range(1, kmin + 1):
                 per_task = [
@@ -494,9 +499,33 @@ class TestEnvelope:
         assert agg["akm_over_synthetic_lift"] == pytest.approx(blocks["synthetic"]["delta"])
 
 
+def change_interval(strata: list[Any], observed: Fraction, splits: list[Any], level: float) -> tuple[float, float]:
+    """compare's interval at 1 − ``level`` (docs/report.md, "compare"), from the enumerated null law:
+    the end towards 0 is the delta minus the largest |S| the test does not reject, the other the
+    wider of that and scipy's t(m − 1) interval of the per-task run variances (unbiased, or
+    Agresti–Caffo's where larger)."""
+    law: dict[Fraction, float] = {}
+    for combo in itertools.product(*splits):
+        v = abs(sum(x for x, _ in combo))
+        law[v] = law.get(v, 0.0) + math.prod(q for _, q in combo)
+    critical = max(v for v in law if sum(q for w, q in law.items() if w >= v) >= level - 1e-12)
+    m = len(strata)
+    d, h = float(observed) / m, float(critical) / m
+    sides = [(x, n) for a, na, b, nb in strata for x, n in ((a, na), (b, nb))]
+    var = sum(
+        max(x / n * (1 - x / n) / (n - 1), (x + 1) / (n + 2) * (1 - (x + 1) / (n + 2)) / (n + 2)) for x, n in sides
+    )
+    far = max(h, ss.t.ppf(1 - level / 2, m - 1) * math.sqrt(var) / m)
+    if abs(observed) <= critical:
+        low, high = d - far, d + far
+    else:
+        low, high = (d - h, d + far) if d > 0 else (d - far, d + h)
+    return max(-1.0, low), min(1.0, high)
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_compare_numbers(seed: int) -> None:
-    """Per-task Fisher p, Holm over tasks and arms, the stratified p and the Agresti–Caffo interval,
+    """Per-task Fisher p, Holm over tasks and arms, the stratified p and the interval built on it,
     on a 3-seed base against a 5-seed current report."""
     rng = random.Random(seed)
     tasks = [make_task(f"d/t{i}") for i in range(4)]
@@ -511,7 +540,7 @@ def test_compare_numbers(seed: int) -> None:
         envs.append(report.build(inp(tasks, samples, seeds=seeds), timestamp=TS))
     result = compare.compare(*envs)
     assert any("differ in runs per task" in w for w in result["warnings"])
-    task_p, arm_p = [], []
+    task_p, arm_p, laws = [], [], []
     for arm, c in result["arms"].items():
         strata = []
         for t in c["perTask"]:
@@ -537,15 +566,16 @@ def test_compare_numbers(seed: int) -> None:
         )
         assert c["paired"]["p_value"] == pytest.approx(expected, abs=1e-12)
         arm_p.append(c["paired"]["p_value"])
-        var = sum(
-            ((x + 1) / (n + 2)) * (1 - (x + 1) / (n + 2)) / (n + 2)
-            for a, na, b, nb in strata
-            for x, n in ((a, na), (b, nb))
-        )
-        d = float(observed) / len(strata)
-        assert (c["paired"]["low"], c["paired"]["high"]) == pytest.approx(
-            (max(-1, d - Z * math.sqrt(var) / len(strata)), min(1, d + Z * math.sqrt(var) / len(strata)))
-        )
+        laws.append((strata, observed, splits))
+    # Holm's step levels (statsmodels' Holm decides; a rejected arm's level is its step's, the
+    # others' the level of the first step that did not reject), then each arm's interval there
+    reject = multipletests(arm_p, alpha=0.05, method="holm")[0]
+    order = sorted(range(len(arm_p)), key=lambda i: arm_p[i])
+    stop = next((0.05 / (len(arm_p) - r) for r, i in enumerate(order) if not reject[i]), None)
+    for i, c in enumerate(result["arms"].values()):
+        level = 0.05 / (len(arm_p) - order.index(i)) if reject[i] else stop
+        assert c["paired"]["significant"] == bool(reject[i]) and c["paired"]["confidence"] == pytest.approx(1 - level)
+        assert (c["paired"]["low"], c["paired"]["high"]) == pytest.approx(change_interval(*laws[i], level))
     raw_task = [t["p_value"] for c in result["arms"].values() for t in c["perTask"]]
     assert task_p == pytest.approx(list(multipletests(raw_task, method="holm")[1]))
     assert [c["paired"]["p_value_holm"] for c in result["arms"].values()] == pytest.approx(
