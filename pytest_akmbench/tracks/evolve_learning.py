@@ -30,7 +30,7 @@ Outcomes = dict[str, list[bool]]  # task -> valid pass indicators of its runs
 def _point(episode: int, runs: Outcomes, tasks: list[str]) -> dict[str, Any]:
     rates = [fmean(runs[t]) for t in tasks if runs.get(t)]
     total = sum(len(runs.get(t) or []) for t in tasks)
-    interval = stats.cluster_rate_interval(rates, total)
+    interval = stats.task_rate_interval(rates)  # the per-arm interval: holds on skewed task populations
     return {
         "episode": episode,
         "post_pass_rate": fmean(rates) if rates else None,
