@@ -51,8 +51,7 @@ from cells_bench import (
 
 TASKS, ARMS, SEEDS, WORKERS = 16, ("noakm", "akm"), 3, 4
 TARGET = 1.15
-# The agent never calls akm: the akm arm's cells then need no akm installed.
-CONFTEST = SLEEPY_CONFTEST.replace('    version = "1"\n', '    version = "1"\n    uses_akm = False\n')
+CONFTEST = SLEEPY_CONFTEST
 
 
 @dataclass
