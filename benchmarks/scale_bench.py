@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import scale_remote
+import smoke
 from cells_bench import (
     PLAIN_SLEEP_TEST,
     PY,
@@ -172,7 +173,11 @@ def main() -> None:
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"which of {','.join(SCENARIOS)} (default: all)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    args = ap.parse_args()
+    args = smoke.parse(ap, repeats=1)
+    if args.smoke:  # 2 tasks x 2 arms x 1 seed at 2 workers, here and in scale_remote's project (b)
+        global TASKS, SEEDS, WORKERS
+        TASKS, SEEDS, WORKERS = 2, 1, 2
+        scale_remote.shrink()
     chosen = [SCENARIOS[k.strip()] for k in args.scenarios.split(",") if k.strip()]
     work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
     try:

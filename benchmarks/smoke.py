@@ -40,6 +40,13 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None = None, **tiny
     return args
 
 
+def skipped(reason: str) -> int:
+    """A prerequisite is missing: says so in one line; the exit status is 1 where every
+    prerequisite must be there (AKMBENCH_FAIL_ON_SKIP=1, as .ci/run sets it), else 0."""
+    print(f"SKIPPED: {reason}")
+    return 1 if os.environ.get("AKMBENCH_FAIL_ON_SKIP") == "1" else 0
+
+
 def scripts(directory: Path = HERE) -> list[Path]:
     """Every benchmark script: each *.py in the directory but this one."""
     return sorted(p for p in directory.glob("*.py") if p.name != Path(__file__).name)

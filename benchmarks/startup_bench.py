@@ -41,6 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import smoke  # noqa: E402
+
 from pytest_akmbench.agents.opencode.binaries import OFFLINE_ENV  # noqa: E402
 from pytest_akmbench.agents.opencode.scripted import ScriptedModel  # noqa: E402
 
@@ -215,10 +217,9 @@ def main() -> int:
     ap.add_argument("--cells", type=int, default=6, help="cells per mode (default 6)")
     ap.add_argument("--modes", default="run,attach", help="modes to time (default run,attach)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed)")
-    args = ap.parse_args()
+    args = smoke.parse(ap, cells=1)
     if not (OPENCODE.is_file() and os.access(OPENCODE, os.X_OK)):
-        print(f"SKIPPED: opencode binary not found at {OPENCODE} (install it as the README/.ci says)")
-        return 0
+        return smoke.skipped(f"opencode binary not found at {OPENCODE} (install it as the README/.ci says)")
     modes = [m for m in args.modes.split(",") if m]
     print(f"opencode start-up per cell; {os.cpu_count()} CPUs, load average at start {loadavg()}")
     tmp = Path(tempfile.mkdtemp(prefix="akmbench-startup-bench-"))
