@@ -178,6 +178,8 @@ def main() -> None:
         global TASKS, SEEDS, WORKERS
         TASKS, SEEDS, WORKERS = 2, 1, 2
         scale_remote.shrink()
+        SCENARIOS["a"].label, SCENARIOS["b"].label = "local --parallel 2", "--tx 2*popen//chdir=<copy>"
+        SCENARIOS["c"].label = "2 shards of -n 1 at once, then merged"
     chosen = [SCENARIOS[k.strip()] for k in args.scenarios.split(",") if k.strip()]
     work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
     try:
