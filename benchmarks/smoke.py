@@ -18,6 +18,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,20 +65,42 @@ def main(argv: list[str] | None = None) -> int:
     for path in chosen:
         print(f"\n==== smoke: {path.name}", flush=True)
         t0 = time.perf_counter()
-        try:
-            rc = subprocess.run([sys.executable, str(path), "--smoke"], timeout=TIMEOUT_S).returncode
-        except subprocess.TimeoutExpired:
-            rc = -1
-            print(f"smoke: {path.name} still running after {TIMEOUT_S} s")
+        problem = run_one(path)
         walls.append((path.name, time.perf_counter() - t0))
-        if rc != 0:
-            print(f"\nsmoke: FAILED: {path.name} exited {rc} (python {path} --smoke reproduces it)")
+        if problem:
+            print(f"\nsmoke: FAILED: {path.name} {problem} (python {path} --smoke reproduces it)")
             return 1
     print(f"\nsmoke: every benchmark ran; load average {_loadavg()}")
     for name, wall in walls:
         print(f"  {name:30s} {wall:6.1f} s")
     print(f"  {'total':30s} {time.perf_counter() - started:6.1f} s")
     return 0
+
+
+def run_one(path: Path) -> str | None:
+    """Runs one script's smoke mode, its output passed through; what went wrong, or None. Beside
+    its exit status, a script that printed no figures or a traceback it then swallowed is broken."""
+    proc = subprocess.Popen(
+        [sys.executable, str(path), "--smoke"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    timer = threading.Timer(TIMEOUT_S, proc.kill)
+    timer.start()
+    lines = 0
+    traceback = False
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+            lines += bool(line.strip())
+            traceback = traceback or line.startswith("Traceback (most recent call last)")
+        rc = proc.wait()
+    finally:
+        timer.cancel()
+    if rc != 0:
+        return f"exited {rc}" + (f" (killed after {TIMEOUT_S} s)" if rc == -9 else "")
+    if traceback:
+        return "printed a traceback"
+    return None if lines else "printed nothing"
 
 
 def _loadavg() -> str:

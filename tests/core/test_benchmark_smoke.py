@@ -57,6 +57,22 @@ def test_the_runner_stops_at_the_first_broken_benchmark(tmp_path: Path) -> None:
     assert not (tmp_path / "c_later.py.ran").exists()
 
 
+def test_the_runner_fails_a_benchmark_that_prints_a_traceback_or_nothing(tmp_path: Path) -> None:
+    (tmp_path / "quiet.py").write_text("pass\n")
+    (tmp_path / "swallowed.py").write_text(
+        "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()\nprint('figures')\n"
+    )
+    for name, problem in (("quiet.py", "printed nothing"), ("swallowed.py", "printed a traceback")):
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "smoke.py"), "--dir", str(tmp_path), name],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 1
+        assert f"FAILED: {name} {problem}" in proc.stdout
+
+
 def test_smoke_sets_the_tiny_sizes_and_only_under_smoke() -> None:
     import argparse
 
