@@ -298,6 +298,9 @@ def main() -> None:
     parser.add_argument("--spread", choices=("beta", "u"), default="beta")
     parser.add_argument("--check", action="store_true", help="only check the ceilings where there is nothing to find")
     args = smoke.parse(parser, reps=10, tasks=[17], lifts=[0.1])
+    if args.smoke:  # the null's draws and the design's runs per bench, which --reps does not set
+        global NULL_DRAWS, DESIGN_REPS
+        NULL_DRAWS, DESIGN_REPS = 200, 20
     if args.check:
         check(args.spread)
         return
