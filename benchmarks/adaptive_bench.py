@@ -53,6 +53,8 @@ from typing import Any
 
 sys.path.insert(0, os.environ.get("ADAPTIVE_BENCH_CODE") or str(Path(__file__).resolve().parent.parent))
 
+import smoke
+
 from pytest_akmbench.report import sequential, significance
 
 ARMS = ("noakm", "akm")
@@ -279,7 +281,7 @@ def main() -> None:
     parser.add_argument("--spread", choices=("beta", "u"), default="beta")
     parser.add_argument("--before", metavar="PATH", help="a checkout of commit bc40193")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = smoke.parse(parser, reps=10)
     if args.worker:
         row, reps, spread, seed = json.loads(args.worker)
         print(json.dumps(rows_of(tuple(row), reps, spread, seed, BEFORE_MOST)))

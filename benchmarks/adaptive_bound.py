@@ -46,6 +46,7 @@ from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import smoke
 from adaptive_bench import FIXED_SEEDS, MOST, draw, fixed
 from group_sequential_bench import Design, run
 
@@ -296,7 +297,10 @@ def main() -> None:
     parser.add_argument("--lifts", type=float, nargs="*", default=[0.1, 0.2])
     parser.add_argument("--spread", choices=("beta", "u"), default="beta")
     parser.add_argument("--check", action="store_true", help="only check the ceilings where there is nothing to find")
-    args = parser.parse_args()
+    args = smoke.parse(parser, reps=10, tasks=[17], lifts=[0.1])
+    if args.smoke:  # the null's draws and the design's runs per bench, which --reps does not set
+        global NULL_DRAWS, DESIGN_REPS
+        NULL_DRAWS, DESIGN_REPS = 200, 20
     if args.check:
         check(args.spread)
         return

@@ -17,12 +17,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import smoke
+
 from pytest_akmbench.cell import akm
 from pytest_akmbench.cell.checks import gold_search
 from pytest_akmbench.cell.prompts import keywords
 from pytest_akmbench.cell.rundir import copy_stash
 from pytest_akmbench.corpus.tasks import Task, find_task_files, load_task
 from pytest_akmbench.system.procs import ProcessTracker
+
+ROOT = Path(__file__).resolve().parents[1]
+AKMS = [str(p) for p in sorted(ROOT.glob(".tools/akm/*/akm"))]  # built by .ci/akm
 
 
 def phrase_finds(task: Task, stashes: Path, info: akm.AkmInfo, work: Path, procs: ProcessTracker) -> bool:
@@ -42,11 +47,18 @@ def phrase_finds(task: Task, stashes: Path, info: akm.AkmInfo, work: Path, procs
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", type=Path, required=True)
-    parser.add_argument("--stashes", type=Path, required=True)
-    parser.add_argument("--akm", action="append", required=True, help="a real akm executable (repeatable)")
-    args = parser.parse_args()
+    parser.add_argument("--tasks", type=Path)
+    parser.add_argument("--stashes", type=Path)
+    parser.add_argument("--akm", action="append", help="a real akm executable (repeatable)")
+    parser.add_argument("--limit", type=int, default=0, help="the first N tasks with a gold asset (default all)")
+    # Smoke: this repository's corpus, its first 2 tasks, every akm .ci/akm built under .tools/.
+    args = smoke.parse(parser, tasks=ROOT / "corpus" / "tasks", stashes=ROOT / "corpus" / "stashes", akm=AKMS, limit=2)
+    if not (args.tasks and args.stashes and args.akm):
+        parser.error("--tasks, --stashes and --akm are required (or --smoke)")
+    if args.smoke and not AKMS:
+        raise SystemExit(smoke.skipped("no real akm under .tools/akm/ (bash .ci/akm builds it)"))
     tasks = [t for t in map(load_task, find_task_files(args.tasks)) if t.gold_ref]
+    tasks = tasks[: args.limit] if args.limit else tasks
     work = Path(tempfile.mkdtemp(prefix="akm-query-form-"))
     procs = ProcessTracker("akm-query-form")
     try:

@@ -40,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import smoke  # noqa: E402
+
 from tests.support.corpus import write_stash, write_task  # noqa: E402
 
 PY = sys.executable
@@ -309,7 +311,7 @@ if OUT:
         result = yield
         t_checked = time.perf_counter()
         from pytest_akmbench.plugin.nodes import CELL_KEY, STORED_KEY
-        from pytest_akmbench.plugin import STATE_KEY
+        from pytest_akmbench.plugin.state import STATE_KEY
         from pytest_akmbench.cell.context import cell_fingerprint
         from pytest_akmbench.store.samples import fingerprint_hash
         items = [i for i in session.items if CELL_KEY in i.stash]
@@ -339,8 +341,8 @@ if OUT:
 '''
 
 
-def section_collection(tmp: Path, repeats: int, real_fill: bool) -> None:
-    n_tasks, seeds = 500, 10
+def section_collection(tmp: Path, repeats: int, real_fill: bool, n_tasks: int = 500) -> None:
+    seeds = 10
     n = n_tasks * 2 * seeds
     print(f"\n== 3. collection of {n} cells ({n_tasks} tasks x 2 arms x {seeds} seeds, nop agent), {repeats} repeats")
     proj = make_project(tmp / "p3", n_tasks)
@@ -458,6 +460,7 @@ class Sleepy:
     """Sleeps the cell's pre-drawn duration; writes nothing."""
     name = "sleepy"
     version = "1"
+    uses_akm = False  # it never calls akm: the akm arm's cells then need no akm installed
     def start(self, session): pass
     def stop(self): pass
     def run(self, request):
@@ -483,8 +486,8 @@ def test_sleep(d):
 """
 
 
-def section_parallel(tmp: Path, repeats: int, workers: int = 4) -> None:
-    n_tasks, arms, seeds = 8, ("noakm", "akm"), 3
+def section_parallel(tmp: Path, repeats: int, workers: int = 4, n_tasks: int = 8) -> None:
+    arms, seeds = ("noakm", "akm"), 3
     print(
         f"\n== 4. {n_tasks * len(arms) * seeds} sleeping cells ({n_tasks} tasks x {len(arms)} arms x {seeds} seeds)"
         f" at --parallel {workers} vs pytest -n {workers}, {repeats} repeats"
@@ -558,8 +561,11 @@ def main() -> None:
         help="section 3: fill the store by really running the 10,000 cells (--parallel 2)"
         " instead of writing synthetic samples",
     )
+    ap.add_argument("--co-tasks", type=int, default=500, help="tasks of section 3, x 2 arms x 10 seeds (default 500)")
+    ap.add_argument("--sleep-tasks", type=int, default=8, help="tasks of section 4, x 2 arms x 3 seeds (default 8)")
+    ap.add_argument("--workers", type=int, default=4, help="workers of section 4 (default 4)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed) for inspection")
-    args = ap.parse_args()
+    args = smoke.parse(ap, cells=4, seeds=2, repeats=1, co_tasks=5, sleep_tasks=1, workers=2)
     sections = {s.strip() for s in args.sections.split(",")}
     print(
         f"pytest-akmbench cells benchmark; python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
@@ -571,11 +577,11 @@ def main() -> None:
         if "1" in sections:
             section_cells(tmp, args.cells, args.seeds, args.repeats)
         if "2" in sections:
-            section_pytest_verifier(tmp, max(args.repeats, 5))
+            section_pytest_verifier(tmp, args.repeats if args.smoke else max(args.repeats, 5))
         if "3" in sections:
-            section_collection(tmp, args.repeats, args.real_fill)
+            section_collection(tmp, args.repeats, args.real_fill, args.co_tasks)
         if "4" in sections:
-            section_parallel(tmp, args.repeats)
+            section_parallel(tmp, args.repeats, args.workers, args.sleep_tasks)
     finally:
         if args.keep:
             print(f"\nkept {tmp}")

@@ -44,6 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import smoke  # noqa: E402
+
 from pytest_akmbench.report import lift, significance  # noqa: E402
 from pytest_akmbench.tracks import attribute, evolve_learning, evolve_report  # noqa: E402
 
@@ -240,7 +242,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=500, help="simulated runs per evolve row (default 500)")
     parser.add_argument("--attribute-reps", type=int, default=400, help="per attribute row (default 400)")
     parser.add_argument("--only", choices=("attribute", "improvement", "trend"), help="one section only")
-    args = parser.parse_args()
+    args = smoke.parse(parser, reps=10, attribute_reps=5)
     started = time.monotonic()
     print(f"# Claims of the attribute and evolve tracks ({args.attribute_reps} and {args.reps} runs per row)\n")
     if args.only in (None, "attribute"):

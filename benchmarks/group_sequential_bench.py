@@ -50,6 +50,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import smoke
 from adaptive_bench import ARMS, FIXED_SEEDS, MOST, draw, fixed
 
 from pytest_akmbench.report import sequential
@@ -293,7 +294,7 @@ def main() -> None:
     parser.add_argument("--designs", nargs="*", default=DEFAULT)
     parser.add_argument("--no-compare", action="store_true", help="skip the fixed and current designs")
     parser.add_argument("--check", action="store_true", help="only check the boundaries against simulated walks")
-    args = parser.parse_args()
+    args = smoke.parse(parser, reps=10, tasks=[17], lifts=[0.0, 0.1], designs=DEFAULT[:2])
     if args.check:
         check()
         return

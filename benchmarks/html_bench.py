@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import smoke
 from report_bench import make_samples, make_tasks
 
 from pytest_akmbench.report import envelope as report
@@ -29,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=2_000)
     parser.add_argument("--seeds", type=int, default=3, help="samples per task × arm (default 3)")
-    args = parser.parse_args()
+    args = smoke.parse(parser, tasks=20, seeds=2)
     os.environ.pop("GITHUB_STEP_SUMMARY", None)
     tasks = make_tasks(args.tasks)
     samples = make_samples(tasks, args.tasks * 3 * args.seeds)

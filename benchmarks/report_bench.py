@@ -20,6 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import smoke
+
 from pytest_akmbench.corpus.tasks import MEMORY_ABILITIES, Task
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import files as report_files
@@ -175,7 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=N_SAMPLES)
     parser.add_argument("--tasks", type=int, default=N_TASKS)
-    args = parser.parse_args()
+    args = smoke.parse(parser, samples=600, tasks=20)
     os.environ.pop("GITHUB_STEP_SUMMARY", None)
     t0 = time.perf_counter()
     tasks = make_tasks(args.tasks)

@@ -36,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import smoke  # noqa: E402
+
 from benchmarks.cells_bench import bench_argv, check, loadavg, make_project, med, ms, read_samples  # noqa: E402
 from pytest_akmbench.system import sandbox  # noqa: E402
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper  # noqa: E402
@@ -153,10 +155,11 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
 
 
 def section_opencode(tmp: Path, repeats: int) -> None:
-    binary = ROOT / ".tools" / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
+    binary = (ROOT / ".tools" / "node_modules" / "opencode-linux-x64" / "bin" / "opencode").resolve()
     print(f"\n== 3. opencode --version in and out of a cell's sandbox, {repeats} alternating pairs (load {loadavg()})")
     if not binary.exists():
-        print("   SKIPPED: opencode not installed (bash .ci/setup)")
+        if smoke.skipped("opencode not installed (bash .ci/setup)"):
+            raise SystemExit(1)
         return
     run_dir = cell_dir(tmp)
     home = run_dir / "home"
@@ -174,13 +177,16 @@ def section_opencode(tmp: Path, repeats: int) -> None:
         for mode in ("bwrap", "none") if i % 2 else ("none", "bwrap"):
             box = sandbox.for_cell(mode, run_dir)
             box.expose_tools(binary)
-            argv = box.wrap([str(binary), "--version"], run_dir / "workspace", env)
+            # Through a ProcessTracker as a cell spawns it: the sandbox's first process reads its
+            # code from a file descriptor that only the tracker's spawns keep open.
+            procs = ProcessTracker(f"akmbench-sandbox-bench/opencode/{mode}/{i}")
             t = time.perf_counter()
-            check(
-                subprocess.run(argv, cwd=run_dir / "workspace", env=env, capture_output=True, text=True),
-                f"opencode --version ({mode})",
-            )
+            with box.applied(procs):
+                code, out, _ = procs.run([str(binary), "--version"], cwd=run_dir / "workspace", env=env, timeout_s=120)
+            procs.kill_all()
             times[mode].append(time.perf_counter() - t)
+            if code != 0:
+                raise SystemExit(f"opencode --version ({mode}) exited {code}:\n{out[-3000:]}")
     added("opencode --version", med(times["bwrap"]), med(times["none"]))
 
 
@@ -287,7 +293,7 @@ def main() -> None:
     parser.add_argument("--opencode-repeats", type=int, default=10)
     parser.add_argument("--boundary-pairs", type=int, default=40, help="pairs in section 4 (default 40)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    args = parser.parse_args()
+    args = smoke.parse(parser, spawns=5, cells=4, seeds=2, repeats=1, opencode_repeats=1, boundary_pairs=2)
     sections = {s.strip() for s in args.sections.split(",")}
     tmp = Path(tempfile.mkdtemp(prefix="akmbench-sandbox-bench-"))
     print(f"sandbox bench in {tmp}; python {sys.version.split()[0]}; load {loadavg()}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import scale_remote
+import smoke
 from cells_bench import (
     PLAIN_SLEEP_TEST,
     PY,
@@ -51,8 +52,7 @@ from cells_bench import (
 
 TASKS, ARMS, SEEDS, WORKERS = 16, ("noakm", "akm"), 3, 4
 TARGET = 1.15
-# The agent never calls akm: the akm arm's cells then need no akm installed.
-CONFTEST = SLEEPY_CONFTEST.replace('    version = "1"\n', '    version = "1"\n    uses_akm = False\n')
+CONFTEST = SLEEPY_CONFTEST
 
 
 @dataclass
@@ -173,7 +173,13 @@ def main() -> None:
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"which of {','.join(SCENARIOS)} (default: all)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    args = ap.parse_args()
+    args = smoke.parse(ap, repeats=1)
+    if args.smoke:  # 2 tasks x 2 arms x 1 seed at 2 workers, here and in scale_remote's project (b)
+        global TASKS, SEEDS, WORKERS
+        TASKS, SEEDS, WORKERS = 2, 1, 2
+        scale_remote.shrink()
+        SCENARIOS["a"].label, SCENARIOS["b"].label = "local --parallel 2", "--tx 2*popen//chdir=<copy>"
+        SCENARIOS["c"].label = "2 shards of -n 1 at once, then merged"
     chosen = [SCENARIOS[k.strip()] for k in args.scenarios.split(",") if k.strip()]
     work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
     try:

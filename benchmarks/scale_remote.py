@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import smoke
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -98,6 +100,12 @@ DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
 def test_sleep(d):
     time.sleep(d)
 """
+
+
+def shrink() -> None:
+    """Smoke size: 2 tasks x 2 arms x 1 seed."""
+    global N_TASKS, SEEDS
+    N_TASKS, SEEDS = 2, 1
 
 
 def durations() -> dict[str, float]:
@@ -184,7 +192,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="repeats of each measurement (default 3)")
     ap.add_argument("--workers", type=int, default=4, help="workers of every run (default 4)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    args = ap.parse_args()
+    args = smoke.parse(ap, repeats=1, workers=2)
+    if args.smoke:
+        shrink()
     work = Path(tempfile.mkdtemp(prefix="scale-remote-"))
     try:
         project = make_project(work / "proj")

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import smoke
+
 ROOT = Path(__file__).resolve().parent.parent
 LIFT = 0.2
 NULL_MEAN = 0.4  # mean of Uniform(0.05, 0.75)
@@ -238,7 +240,7 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = smoke.parse(p, designs="17x3", reps=10)
     designs = [tuple(int(x) for x in d.split("x")) for d in args.designs.split(",")]
     if args.worker:
         print(json.dumps(_worker(designs, args.reps, Path(args.workdir))))  # type: ignore[arg-type]

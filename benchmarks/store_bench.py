@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import smoke
+
 from pytest_akmbench.store.samples import SampleStore, fingerprint_hash, latest_valid
 
 N_RECORDS = 100_000
@@ -34,6 +36,7 @@ N_TASKS = 2_000
 ARMS = ("noakm", "akm", "akm-feedback")
 N_CELLS_CHECK = 10_000
 N_FSYNC = 2_000
+SMOKE: list[str] = []  # ["--smoke"] under --smoke: the children read at the same tiny sizes
 
 
 def _fingerprint(arm: str) -> dict:
@@ -170,7 +173,7 @@ def child_trace(directory: Path) -> None:
 
 def _child(mode: str, directory: Path) -> dict[str, str]:
     out = subprocess.run(
-        [sys.executable, __file__, f"--{mode}", str(directory)], check=True, capture_output=True, text=True
+        [sys.executable, __file__, f"--{mode}", str(directory), *SMOKE], check=True, capture_output=True, text=True
     ).stdout
     return dict(kv.split("=", 1) for kv in out.split())
 
@@ -178,7 +181,7 @@ def _child(mode: str, directory: Path) -> dict[str, str]:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="akm-store-bench-") as tmp:
         tmp_path = Path(tmp)
-        records = synthetic_records()
+        records = synthetic_records(N_RECORDS)
         store = SampleStore(tmp_path / "bulk", fsync=False)
         t0 = time.perf_counter()
         for r in records:
@@ -214,7 +217,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--read", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--trace", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = smoke.parse(parser)
+    if args.smoke:
+        N_RECORDS, N_TASKS, N_CELLS_CHECK, N_FSYNC, SMOKE = 2_000, 40, 200, 20, ["--smoke"]
     if args.read:
         child_read(args.read)
     elif args.trace:
