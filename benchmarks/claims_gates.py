@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import smoke
+
 ROOT = Path(__file__).resolve().parent.parent
 M, N = 17, 5
 
@@ -276,7 +278,7 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = smoke.parse(p, reps=10)
     if args.worker:
         print(json.dumps(_worker(args.reps, Path(args.workdir))))
         return 0

@@ -43,6 +43,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import smoke
+
 ROOT = Path(__file__).resolve().parent.parent
 POPULATIONS = {  # name: (draw of one task's rate, population mean)
     "skewed 0.98/0.30": (lambda r: 0.30 if r.random() < 0.1 else 0.98, 0.9 * 0.98 + 0.1 * 0.30),
@@ -397,7 +399,7 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = smoke.parse(p, reps=20, before="")
     sections = args.sections.split(",")
     if args.worker:
         print(json.dumps(_worker(sections, args.reps, Path(args.workdir))))
