@@ -51,9 +51,12 @@ def test_cells_are_task_masked_asset_seed_with_stable_ids(tmp_path: Path) -> Non
     assert listed.returncode == 0, listed.stdout + listed.stderr
     ids = [line.split("::")[1] for line in listed.stdout.splitlines() if "::" in line]
     # Seeds are the base's (3); greeting-lore only on the three tasks that loaded it; skill:x
-    # (a harness error's load) never.
-    assert len(ids) == 7 * 3 + 3 * 3
-    assert ids[:4] == [
+    # (a harness error's load) never; each task's unmasked rerun at the seeds after the base's.
+    assert len(ids) == 7 * 3 + 3 * 3 + 7 * 3
+    assert ids[:7] == [
+        "akm-s4",
+        "akm-s5",
+        "akm-s6",
         "akm-mask[skill:greeting-rule]-s1",
         "akm-mask[skill:greeting-rule]-s2",
         "akm-mask[skill:greeting-rule]-s3",
@@ -76,7 +79,8 @@ def test_cells_are_task_masked_asset_seed_with_stable_ids(tmp_path: Path) -> Non
     top1 = ["--bench-track", "attribute", "--bench-base", str(base), "--bench-top", "1", "--bench-seeds", "1"]
     only = run(tmp_path, *top1, "--co", "-q")
     assert [line.split("::")[1] for line in only.stdout.splitlines() if "::" in line] == [
-        "akm-mask[skill:greeting-rule]-s1"
+        "akm-s4",  # the one unmasked rerun: the seed after the base's three
+        "akm-mask[skill:greeting-rule]-s1",
     ] * 7
 
 
@@ -139,7 +143,7 @@ def test_a_run_config_as_base_uses_the_report_its_run_wrote(tmp_path: Path) -> N
     via_report = run(tmp_path, *listed_args, "--bench-base", str(report_dir / "report.json"))
     assert via_config.returncode == 0, via_config.stdout + via_config.stderr
     cells = [line for line in via_config.stdout.splitlines() if "::" in line]
-    assert len(cells) == 7 * 3 + 3 * 3 and cells == [line for line in via_report.stdout.splitlines() if "::" in line]
+    assert len(cells) == 7 * 3 + 3 * 3 + 7 * 3 and cells == [line for line in via_report.stdout.splitlines() if "::" in line]
 
     other = configs / "other.json"
     cases = {
