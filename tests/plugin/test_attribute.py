@@ -143,7 +143,9 @@ def test_a_run_config_as_base_uses_the_report_its_run_wrote(tmp_path: Path) -> N
     via_report = run(tmp_path, *listed_args, "--bench-base", str(report_dir / "report.json"))
     assert via_config.returncode == 0, via_config.stdout + via_config.stderr
     cells = [line for line in via_config.stdout.splitlines() if "::" in line]
-    assert len(cells) == 7 * 3 + 3 * 3 + 7 * 3 and cells == [line for line in via_report.stdout.splitlines() if "::" in line]
+    assert len(cells) == 7 * 3 + 3 * 3 + 7 * 3 and cells == [
+        line for line in via_report.stdout.splitlines() if "::" in line
+    ]
 
     other = configs / "other.json"
     cases = {
