@@ -48,6 +48,8 @@ PY = sys.executable
 # A verifier that passes on the untouched workspace: the nop agent then yields "pass" cells,
 # so the figures do not include pytest rendering hundreds of failure reports.
 PASSING_VERIFY = "grep -q Task README.md\n"
+# --sandbox: added to every bench run (empty: the plugin's default, bwrap where it works).
+SANDBOX: list[str] = []
 
 
 # ---------------------------------------------------------------- helpers
@@ -125,6 +127,7 @@ def bench_argv(work: Path, tag: str, *, agent: str, seeds: int, arms: str, extra
         str(work / f"report-{tag}"),
         "--bench-tmp",
         str(work / "cells"),
+        *SANDBOX,
         *extra,
     ]
 
@@ -564,12 +567,19 @@ def main() -> None:
     ap.add_argument("--co-tasks", type=int, default=500, help="tasks of section 3, x 2 arms x 10 seeds (default 500)")
     ap.add_argument("--sleep-tasks", type=int, default=8, help="tasks of section 4, x 2 arms x 3 seeds (default 8)")
     ap.add_argument("--workers", type=int, default=4, help="workers of section 4 (default 4)")
+    ap.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "none"),
+        help="--bench-sandbox of every bench run (default: the plugin's own); the floors run unsandboxed",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (printed) for inspection")
     args = smoke.parse(ap, cells=4, seeds=2, repeats=1, co_tasks=5, sleep_tasks=1, workers=2)
     sections = {s.strip() for s in args.sections.split(",")}
+    if args.sandbox:
+        SANDBOX[:] = ["--bench-sandbox", args.sandbox]
     print(
         f"pytest-akmbench cells benchmark; python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
-        f" load average at start {loadavg()}"
+        f" load average at start {loadavg()}, sandbox {args.sandbox or 'default'}"
     )
     tmp = Path(tempfile.mkdtemp(prefix="akmbench-cells-bench-"))
     t0 = time.perf_counter()

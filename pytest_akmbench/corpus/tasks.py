@@ -278,9 +278,10 @@ _TASK_PATHS = (
 )
 
 
-def inside_task(task: Task, rel: str, what: str) -> Path:
-    """``task_dir / rel`` resolved; a CorpusError naming ``what`` if it leads outside the task."""
-    root = task.task_dir.resolve()
+def inside_task(task: Task, rel: str, what: str, root: Path | None = None) -> Path:
+    """``task_dir / rel`` resolved; a CorpusError naming ``what`` if it leads outside the task.
+    ``root``: the task dir resolved, when the caller has it (resolving costs a stat per part)."""
+    root = task.task_dir.resolve() if root is None else root
     path = (task.task_dir / rel).resolve()
     if Path(rel).is_absolute() or not path.is_relative_to(root):
         raise CorpusError(
@@ -291,9 +292,10 @@ def inside_task(task: Task, rel: str, what: str) -> Path:
 
 def check_paths(task: Task) -> None:
     """The workspace, verifier and solution, where present, must stay inside the task."""
+    root = task.task_dir.resolve()
     for rel, what in _TASK_PATHS:
         if os.path.lexists(task.task_dir / rel):
-            inside_task(task, rel, f"{what} ({rel})")
+            inside_task(task, rel, f"{what} ({rel})", root)
 
 
 def load_task(path: Path) -> Task:

@@ -25,7 +25,7 @@ from ..errors import BenchError, ConfigError, CorpusError, StoreError
 from ..report import gates
 from ..store import preflight
 from ..store.scrub import Scrubber
-from ..system import lifecycle, procs, sandbox
+from ..system import lifecycle, procs, sandbox, sandbox_paths
 from ..system.interrupts import Interrupts
 from . import adaptive, attribute, caps, evolve, options, parallel, remote, shard, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
@@ -125,7 +125,7 @@ def _load(settings: Settings, explicit: bool) -> BenchState:
         slice=slice_label,
         selected={t.yaml_path: t for t in chosen},
         errors=errors,
-        task_dirs={p.parent for p in find_task_files(settings.tasks_root)},
+        task_dirs={t.task_dir for t in corpus.tasks} | {p.parent for p in errors},  # every task.yaml found
         explicit=explicit,
     )
 
@@ -318,7 +318,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return None
-    if collection_path == state.settings.stashes_root or state.settings.stashes_root in collection_path.parents:
+    if sandbox_paths.within(collection_path, [state.settings.stashes_root]):  # asked of every entry: as strings
         return True
     if collection_path.parent in state.task_dirs and collection_path.name != "task.yaml":
         return True  # workspaces, tests and solutions are the task's, never the session's items

@@ -86,6 +86,9 @@ class TaskFile(pytest.File):
             yield item
             return
         fixtureinfo = None
+        # Once per task, not per cell: the marker lookup checks the registered markers, and a
+        # task's slice may be a SHA-1 of its id (benchmarks/README.md, "Where a cell's time goes").
+        cell_mark, task_slice = pytest.mark.cell, task.slice
         for cell in state.cells(task):
             # Every cell of a task has the same function and parent, so the same fixture
             # closure: computing it once (as pytest does for parametrize) halves the
@@ -95,9 +98,7 @@ class TaskFile(pytest.File):
             item.stash[CELL_KEY] = cell
             masked = {} if cell.mask is None else {"mask": cell.mask}
             item.add_marker(
-                pytest.mark.cell(
-                    task=task.id, arm=cell.arm, seed=cell.seed, domain=task.domain, slice=task.slice, **masked
-                )
+                cell_mark(task=task.id, arm=cell.arm, seed=cell.seed, domain=task.domain, slice=task_slice, **masked)
             )
             item.extra_keyword_matches.update({task.id, task.domain, *masked.values()})
             for mark in marks:

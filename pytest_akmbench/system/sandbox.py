@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from .forwarder import Forwarder
 from .procs import reap_dead_orphans
 from .sandbox_launch import init_argv, init_source, lifeline
-from .sandbox_paths import python_paths, system_args, tool_paths
+from .sandbox_paths import python_paths, system_args, tool_paths, within
 
 MODES = ("auto", "bwrap", "none")
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap) or set AKMBENCH_BWRAP to its path"
@@ -224,8 +224,8 @@ class Sandbox:
             return True
         # Not /tmp: the cell gets a fresh one, the host's is not there.
         roots = [*system_args()[1], *self._writable(), *self.ro, *(dest for _, dest, _ in self.mounts)]
-        resolved = path.resolve()
-        return any(p.is_relative_to(r) or p.is_relative_to(r.resolve()) for r in roots for p in (path, resolved))
+        every = [*roots, *(r.resolve() for r in roots)]
+        return within(path, every) or within(path.resolve(), every)
 
     def wrap(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> list[str]:
         """``argv`` to run instead: bwrap around the command, or the command itself."""
@@ -279,20 +279,23 @@ class Sandbox:
         """The bind arguments: read-only paths, then read-write ones, parents before children."""
         binds: dict[Path, tuple[str, Path]] = {}
         for path in self.ro:
-            for p in (path, path.resolve()):
-                if p.exists() and not self._in_system(p):
-                    binds.setdefault(p, ("--ro-bind", p.resolve()))
+            real = path.resolve()
+            if not real.exists():
+                continue  # a path exists exactly when what it resolves to does
+            for p in (path, real):
+                if not self._in_system(p):
+                    binds.setdefault(p, ("--ro-bind", real))
         if self.relay is not None:
             binds[RELAY_DIR] = ("--ro-bind", self.relay.parent)
         for path in self._writable():
-            for p in (path, path.resolve()):
-                binds[p] = ("--bind", p.resolve())
+            real = path.resolve()
+            binds[path] = binds[real] = ("--bind", real)
         for source, dest, writable in self.mounts:
             binds[dest] = ("--bind" if writable else "--ro-bind", source.resolve())
         args: list[str] = []
         covered = [*system_args()[1], *binds]
         # Directories bwrap would make on its own are 0700: the unprivileged uid could not pass.
-        parents = {a for dest in binds for a in dest.parents if not any(a.is_relative_to(c) for c in covered)}
+        parents = {a for dest in binds for a in dest.parents if not within(a, covered)}
         for parent in sorted(parents, key=lambda q: (len(q.parts), str(q))):
             if parent != Path("/"):
                 args += ["--perms", "0755", "--dir", str(parent)]
@@ -319,7 +322,7 @@ class Sandbox:
 
     def _in_system(self, path: Path) -> bool:
         roots = system_args()[1]
-        return any(path.is_relative_to(r) for r in roots if r != Path("/etc"))
+        return within(path, [r for r in roots if r != Path("/etc")])
 
     def _path_with_python(self, path_env: str) -> str | None:
         """PATH with the harness's Python appended when no visible PATH entry has ``python3``."""

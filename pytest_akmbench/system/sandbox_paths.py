@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 _SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
@@ -59,6 +60,18 @@ def _etc_masks(etc: Path) -> list[str]:
             if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
                 args += ["--ro-bind", "/dev/null", full]
     return args
+
+
+def within(path: Path, roots: Iterable[Path]) -> bool:
+    """``any(path.is_relative_to(r) for r in roots)`` for absolute paths, compared as strings:
+    a cell's start asks it hundreds of times, and ``is_relative_to`` builds a path each time
+    (benchmarks/README.md, "Where a cell's time goes")."""
+    s = str(path)
+    for root in roots:
+        r = str(root)
+        if s == r or s.startswith(r if r.endswith("/") else r + "/"):
+            return True
+    return False
 
 
 def python_paths() -> list[Path]:

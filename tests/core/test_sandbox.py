@@ -471,3 +471,14 @@ def test_snoop_script_without_an_agent(tmp_path: Path, monkeypatch: pytest.Monke
         sha = hashlib.sha256(task.solution.read_bytes()).hexdigest()[:12]
         assert found["solution"] == found["proc"] == ("READ", "solve.sh", sha)
         assert found["other_cell"][1] == "out.txt" and found["home"][1] == "notes.txt"
+
+
+def test_within_agrees_with_is_relative_to() -> None:
+    """The string test the sandbox's binds use says what Path.is_relative_to says, on the edges
+    a prefix test gets wrong (a sibling sharing a prefix, the root, the path itself)."""
+    from pytest_akmbench.system.sandbox_paths import within
+
+    paths = [Path(p) for p in ("/", "/a", "/ab", "/a/b", "/a/b/c", "/ab/c", "/b", "/usr/lib/x")]
+    for path in paths:
+        for roots in ([], *([r] for r in paths), [Path("/ab"), Path("/a/b")], [Path("/usr"), Path("/b")]):
+            assert within(path, roots) == any(path.is_relative_to(r) for r in roots), (path, roots)
