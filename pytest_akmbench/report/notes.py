@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import significance
-from .significance import ALPHA
+from .significance import ALPHA, min_paired_tasks, smallest_p
 
 
 def trajectory_not_observed(counts: dict[str, Any]) -> str:
@@ -45,18 +44,6 @@ SIGN_FLIP_NULL = (
 )
 
 
-def smallest_p(tasks: int, family: int = 1) -> float:
-    """The smallest p the exact sign-flip test can give over ``tasks`` paired tasks (every delta
-    of one sign: 2^(1-n)), Holm-adjusted over ``family`` tests (times the family, for the first).
-    Read off the test itself, so it follows the test if the test changes."""
-    return min(1.0, family * (significance.sign_flip_test([1] * tasks)["p_value"] or 1.0))
-
-
-def fewest_tasks(family: int = 1) -> int:
-    """The fewest paired tasks whose smallest p is below 0.05 (6 alone, 7 over 2 or 3 tests)."""
-    return significance.min_paired_tasks(family)
-
-
 def _smallest_p_clause(n: int, family: int) -> str:
     holm = f" ({family} × {smallest_p(n):.3g}, Holm over {family} tests)" if family > 1 else ""
     return (
@@ -74,7 +61,7 @@ def too_few_paired_tasks(paired: dict[str, Any] | None) -> str:
         return ""
     return (
         f"{_smallest_p_clause(n, family)}, above 0.05, so no difference can be significant: that takes at least "
-        f"{fewest_tasks(family)} paired tasks"
+        f"{min_paired_tasks(family)} paired tasks"
     )
 
 
@@ -90,7 +77,7 @@ def few_paired_tasks(paired: dict[str, Any] | None) -> str:
     level = f"{100 * ((paired or {}).get('confidence') or 0.95):g}%"
     return (
         f" {clause[0].upper()}{clause[1:]}, above 0.05, so its {level} interval cannot exclude any difference: the "
-        f"diamond spans the whole range whatever the tasks show ({fewest_tasks(family)} paired tasks are the fewest "
+        f"diamond spans the whole range whatever the tasks show ({min_paired_tasks(family)} paired tasks are the fewest "
         "that can)."
     )
 
@@ -107,7 +94,7 @@ def few_paired_assets(comparisons: list[dict[str, Any]]) -> str:
         return ""
     return (
         f" (none could: {_smallest_p_clause(n, family)}, above 0.05, so these tasks cannot show an asset that "
-        f"matters; {fewest_tasks(family)} paired tasks are the fewest that can)"
+        f"matters; {min_paired_tasks(family)} paired tasks are the fewest that can)"
     )
 
 

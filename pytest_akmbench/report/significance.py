@@ -12,7 +12,8 @@ report is reproducible byte for byte. Why these tests (and not others) is in doc
   is its null law, from which compare also takes the change its interval must exceed.
 * :func:`fisher_exact`: one task, two sides (per-task regressions); :func:`fisher_lower` its
   one-sided form (negative transfer), and :func:`split_odds` the null distribution it sums.
-* :func:`min_paired_tasks`: the fewest paired tasks with which the sign-flip test can reject.
+* :func:`smallest_p`, :func:`min_paired_tasks`: the smallest p the sign-flip test can give over n
+  paired tasks, and the fewest paired tasks with which it can reject.
 * :func:`holm`: Holm's step-down adjustment over a family of p-values.
 """
 
@@ -35,6 +36,7 @@ __all__ = [
     "holm",
     "min_paired_tasks",
     "sign_flip_test",
+    "smallest_p",
     "stratified_null",
     "stratified_permutation_test",
 ]
@@ -304,12 +306,17 @@ def fisher_lower(c_a: int, n_a: int, c_b: int, n_b: int) -> float:
 
 
 @functools.lru_cache(maxsize=64)
+def smallest_p(tasks: int, family: int = 1) -> float:
+    """The smallest p the exact sign-flip test can give over ``tasks`` paired tasks (every delta
+    of one sign: 2^(1-n)), Holm-adjusted over ``family`` tests (times the family, for the first).
+    Read off the test itself, not a formula, so it follows the test if the test changes."""
+    return min(1.0, family * (sign_flip_test([1] * tasks)["p_value"] or 1.0))
+
+
 def min_paired_tasks(family: int = 1, alpha: float = ALPHA) -> int:
     """The fewest paired tasks with which the two-sided sign-flip test, Holm-adjusted over
-    ``family`` comparisons, can reject at all: its smallest p, on tasks whose deltas all share
-    one sign, times ``family`` (Holm's first step) must fall below ``alpha``. Read off the test
-    itself, not a formula, so it follows the test if the test changes."""
+    ``family`` comparisons, can reject at all (:func:`smallest_p` below ``alpha``)."""
     m = 1
-    while (sign_flip_test([1] * m, alpha=alpha)["p_value"] or 1.0) * family >= alpha:
+    while smallest_p(m, family) >= alpha:
         m += 1
     return m

@@ -13,7 +13,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from pytest_akmbench.cell import masks
-from pytest_akmbench.report import notes
+from pytest_akmbench.report import notes, significance
 from pytest_akmbench.tracks import attribute, attribute_report
 from tests.core.test_attribute import base_of, exact_sign_flip_p, row
 from tests.support import dom
@@ -72,7 +72,7 @@ def test_the_note_goes_exactly_where_the_test_can_first_reject(tmp_path: Path, a
     """At the fewest tasks the note names, the decisive asset is found to matter, and the note is
     gone; one task fewer, it is not found and the note says why."""
     refs = ASSETS[:assets]
-    fewest = notes.fewest_tasks(assets)
+    fewest = significance.min_paired_tasks(assets)
     enough = envelope(tmp_path, tasks=fewest, assets=refs)
     assert enough["verdict"].startswith(f"1 of {assets} masked asset") and "none could" not in enough["verdict"]
     few = envelope(tmp_path, tasks=fewest - 1, assets=refs)
@@ -87,8 +87,8 @@ def test_smallest_p_is_the_exact_test_s_holm_adjusted(tasks: int, family: int) -
     """Against an enumeration of every sign assignment and statsmodels' Holm."""
     one_sign = exact_sign_flip_p([Fraction(1)] * tasks)
     holm = multipletests([one_sign] + [1.0] * (family - 1), method="holm")[1][0]
-    assert notes.smallest_p(tasks, family) == pytest.approx(holm)
-    assert (notes.fewest_tasks(family) <= tasks) == (holm < 0.05)
+    assert significance.smallest_p(tasks, family) == pytest.approx(holm)
+    assert (significance.min_paired_tasks(family) <= tasks) == (holm < 0.05)
 
 
 def test_the_main_report_s_note_is_unchanged() -> None:
