@@ -54,7 +54,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     planned = merged.cells() if chosen else None
     arms, seeds = (merged.arms(), merged.seeds()) if planned is not None else (settings.arms, settings.seeds)
     cells = planned or [(t.id, arm, seed) for t in tasks for arm in settings.arms for seed in range(1, seeds + 1)]
-    ctx = _stored_run(args, settings, merged, cells, arms, stores[0])
+    flat = _flat(merged.records)  # read once: the run's facts and what the report leaves out
+    ctx = _stored_run(args, settings, merged, flat, cells, arms, stores[0])
     run = report_run.recall(stores, ctx, settings, tasks, corpus.tasks, merged.stored, fixed=not chosen)
     if run.cells is not None and run.tasks is not None:  # an adaptive run: the cells its plan needed
         tasks, arms, seeds, cells = run.tasks, run.arms, run.max_seeds, run.cells
@@ -78,7 +79,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     problems = merge.check(merged, tasks, cells, ctx)
     runs = {str(s.get("run_id")) for s in inp.samples} | {ctx.run_id} | merged.own_runs
     explicit = [name for name in ("tasks", "arms", "seeds") if getattr(args, name)]
-    ours = recorded.samples_of(_flat(merged.records), ctx.agent.name, {t.id for t in corpus.tasks})
+    ours = recorded.samples_of(flat, ctx.agent.name, {t.id for t in corpus.tasks})
     problems += recorded.left_out(ours, runs, set(cells), explicit, seeds=seeds)
     inp = merge.finish(inp, merged, problems)
     envelope = adaptive_run.stamp(report.build(inp), run.block)
@@ -173,18 +174,20 @@ def _stored_run(
     args: argparse.Namespace,
     settings: Settings,
     merged: merge.Merged,
+    flat: list[dict[str, Any]],
     cells: Sequence[tuple[str, str, int]],
     arms: Sequence[str],
     store_dir: Path,
 ) -> RunContext:
     """The run the offline report rebuilds: run ``--run-id``, else the stores' latest sample's,
-    with the fingerprint facts its cells' samples recorded (report/recorded.py)."""
+    with the fingerprint facts its cells' samples (of ``flat``, the stores' records) recorded
+    (report/recorded.py)."""
     latest = merged.latest(settings.agent)
     if latest is None:
-        names = sorted({str((r.get("agent") or {}).get("name")) for r in _flat(merged.records) if r.get("agent")})
+        names = sorted({str((r.get("agent") or {}).get("name")) for r in flat if r.get("agent")})
         fix = f"it holds samples of {', '.join(names)}: give --agent" if names else "run the bench first"
         raise ConfigError(f"{store_dir}: no sample of agent {settings.agent!r} in the store; {fix}", usage=True)
-    samples = recorded.samples_of(_flat(merged.records), settings.agent, {c[0] for c in cells})
+    samples = recorded.samples_of(flat, settings.agent, {c[0] for c in cells})
     given = {"agent_version": args.agent_version, "model": settings.model if args.model else None}
     facts = recorded.facts(
         samples,
