@@ -313,6 +313,7 @@ def smallest_p(tasks: int, family: int = 1) -> float:
     return min(1.0, family * (sign_flip_test([1] * tasks)["p_value"] or 1.0))
 
 
+@functools.lru_cache(maxsize=64)
 def min_paired_tasks(family: int = 1, alpha: float = ALPHA) -> int:
     """The fewest paired tasks with which the two-sided sign-flip test, Holm-adjusted over
     ``family`` comparisons, can reject at all (:func:`smallest_p` below ``alpha``)."""
