@@ -25,9 +25,9 @@ from ..system import lifecycle
 from .caps import PLUGIN as CAPS_PLUGIN
 from .nodes import CELL_KEY
 from .state import BenchState
+from .xdist.schedulers import RoundScheduler
 
 POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
-LOOKAHEAD = 2  # cells a worker holds under xdist: the one it runs and the next
 STALL_MARGIN_S = 120.0  # beyond a cell's wall budget and verify timeout, before the barrier gives up
 NOT_NEEDED_KEY = pytest.StashKey[str]()
 WAIT_KEY = pytest.StashKey[float]()
@@ -123,33 +123,6 @@ class Stall:
         if size != self.size:
             self.size, self.since = size, time.monotonic()
         return time.monotonic() - self.since > self.limit_s
-
-
-class RoundScheduler:
-    """The xdist scheduler of an adaptive run (registered on the controller when xdist is on)."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """Cells one at a time, in collection order, each worker holding only the cell after
-        the one it runs. xdist's load scheduling fills a worker's queue up to an eighth of what
-        is pending, and worksteal first splits everything in halves: either way one worker may
-        hold most of a round while another waits at the barrier with the next round's cell."""
-        from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
-
-        class RoundScheduling(LoadScheduling):  # type: ignore[misc]
-            def check_schedule(self, node: Any, duration: float = 0) -> None:
-                if node.shutting_down:
-                    return
-                if not self.pending:
-                    node.shutdown()
-                    return
-                # An xdist worker starts a test only once it knows the next: hold two.
-                missing = LOOKAHEAD - len(self.node2pending[node])
-                if missing > 0:
-                    self._send_tests(node, missing)
-
-        config.option.maxschedchunk = LOOKAHEAD  # the first hand-out: two cells per worker
-        return RoundScheduling(config, log)
 
 
 class AdaptiveHooks:

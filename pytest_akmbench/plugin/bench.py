@@ -27,7 +27,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox, sandbox_paths
 from ..system.interrupts import Interrupts
-from . import adaptive, attribute, caps, evolve, options, parallel, remote, shard, startup
+from . import adaptive, attribute, caps, evolve, options, remote, shard, startup
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -40,7 +40,7 @@ from .progress import Progress
 from .selection import deselect_by_keyword
 from .session import BenchSession
 from .state import STATE_KEY, BenchState
-from .xdist_hooks import XdistHooks
+from .xdist import parallel, workers
 
 
 def _setup(config: pytest.Config) -> BenchState | None:
@@ -217,7 +217,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(session, "akmbench-session")
         config.pluginmanager.register(Progress(config), "akmbench-progress")
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(XdistHooks(state), "akmbench-xdist")
+            config.pluginmanager.register(workers.XdistHooks(state), "akmbench-xdist")
 
 
 def _claim_run(config: pytest.Config, state: BenchState, controller: bool) -> None:

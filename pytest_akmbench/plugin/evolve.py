@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from ..system import lifecycle, procs
 from ..tracks import evolve as core
 from .evolve_session import EvolveSession
 from .state import STATE_KEY, BenchState
+from .xdist.schedulers import EvolveScheduler
 
 TRACKS = ("utility", "attribute", "evolve")
 
@@ -49,36 +49,7 @@ def install(config: pytest.Config, state: BenchState) -> None:
         "markers", "evolve(task, condition, seed, domain, episode): a cell or step of the evolve track"
     )
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_Scheduling(), "akmbench-evolve-xdist")
-
-
-class _Scheduling:
-    """Under xdist, a domain's train cells, its proposal step and its post cells are one work
-    unit: one worker runs them in collection order. (``xdist_group`` cannot do it with pytest 9,
-    whose node ids ignore the suffix xdist writes.)"""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
-
-        class EvolveScheduling(LoadScopeScheduling):  # type: ignore[misc]
-            def _split_scope(self, nodeid: str) -> str:
-                return scope(nodeid)
-
-        return EvolveScheduling(config, log)
-
-
-_CHAIN = re.compile(r"(train|post)(-e\d+)?-s\d+|proposals(-e\d+)?")
-
-
-def scope(nodeid: str) -> str:
-    """The work unit of an item: ``evolve-<domain>`` for the chain that depends on the proposal
-    steps (``<domain>/<task>/task.yaml::train-s1``, ``::proposals``, ``::post-s2``, and a later
-    episode's ``::train-e2-s1``, ``::proposals-e2``, ``::post-e2-s1``), else itself."""
-    path, _, name = nodeid.partition("::")
-    if _CHAIN.fullmatch(name):
-        return "evolve-" + Path(path).parent.parent.name
-    return nodeid
+        config.pluginmanager.register(EvolveScheduler(), "akmbench-evolve-xdist")
 
 
 class EvolveTrack:

@@ -27,7 +27,7 @@ class EvolveSession:
         self.paths: tuple[Path, Path] | None = None
 
     def add_node_ids(self, ids: list[str]) -> None:
-        """Under xdist (plugin/xdist_hooks.py): the report covers the plan, not the node ids."""
+        """Under xdist (plugin/xdist/workers.py): the report covers the plan, not the node ids."""
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.config.option.collectonly:

@@ -6,13 +6,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _pytest._code.code import ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ..cell.checks import behaviour_checks, gold_search
 from ..cell.context import Cell
 from ..report import soundness
 from ..report.metrics import sample_tokens
 from ..store import soundness as soundness_store
+from . import internals
 from .state import STATE_KEY, BenchState
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class TaskFile(pytest.File):
             # closure: computing it once (as pytest does for parametrize) halves the
             # collection time of a large corpus.
             item = CellItem.from_parent(self, name=cell.name, callobj=_check_cell, fixtureinfo=fixtureinfo)
-            fixtureinfo = item._fixtureinfo
+            fixtureinfo = internals.fixture_info(item)
             item.stash[CELL_KEY] = cell
             masked = {} if cell.mask is None else {"mask": cell.mask}
             item.add_marker(
@@ -117,7 +117,7 @@ class CellFailure(Exception):
 _HARNESS_PREFIX = "harness_error: "
 
 
-class CellItem(pytest.Function):
+class CellItem(internals.ReprFunction):
     """A benchmark cell; the sample is produced by the ``bench_sample`` fixture at setup."""
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -132,14 +132,7 @@ class CellItem(pytest.Function):
             if sample is not None and not self.user_properties:
                 self.user_properties.extend(cell_properties(sample))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        return self._cell_repr(excinfo) or super().repr_failure(excinfo)
-
-    def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        # The setup phase (a harness error fails the fixture) reports through this one.
-        return self._cell_repr(excinfo) or super()._repr_failure_py(excinfo, style)
-
-    def _cell_repr(self, excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionInfo | None:
+    def cell_repr(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
         """The failure at the task's task.yaml with its one reason (``--tb=line`` and the short
         summary show ``<task.yaml>:1: <reason>``), then the verifier's tail without that reason."""
         err = excinfo.value
@@ -149,11 +142,9 @@ class CellItem(pytest.Function):
             return None
         message = failure_message(err.outcome, err.reason)
         lines = [line for line in err.detail.splitlines() if line.strip() and line.strip() != err.reason.strip()]
-        where = ReprFileLocation(self.nodeid.split("::")[0], 1, message)
-        entry = ReprEntry(lines=lines, reprfuncargs=None, reprlocals=None, reprfileloc=where, style="value")
         # --tb=line prints the crash line itself after the body: the body is then empty.
-        entries = [] if self.config.getoption("tbstyle", "auto") == "line" else [entry]
-        return ReprExceptionInfo(reprtraceback=ReprTraceback(entries, None, "value"), reprcrash=where)
+        body = self.config.getoption("tbstyle", "auto") != "line"
+        return internals.failure_repr(self.nodeid.split("::")[0], message, lines, body)
 
 
 DETAIL_LINES = 15  # of the verifier's output shown under a failed cell

@@ -17,13 +17,13 @@ controller an interrupt (``kill`` and Ctrl-C reach remote cells through it).
 from __future__ import annotations
 
 import base64
-import importlib
 import os
 import queue
 import shutil
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from ..report.resume import StoredSamples
 from ..store.claims import Claim
 from ..store.samples import SampleStore
 from ..system import lifecycle, procs
+from . import internals
 from .caps import PLUGIN as CAPS_PLUGIN
 from .caps import SpendCaps
 
@@ -109,7 +110,7 @@ class RemoteHub:
         self.error: str | None = None
         self._initial: Any = None
         self.session: pytest.Session | None = None
-        self._original: Any = None
+        self._restore: Callable[[], None] | None = None
         self.caps: SpendCaps | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -130,12 +131,10 @@ class RemoteHub:
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
         if not any(is_remote(s) for s in specs):
             return
-        workermanage = importlib.import_module("xdist.workermanage")
         # xdist rewrites a path argument for a remote worker against an rsync root (a copy it
         # would make itself), and refuses one outside every root. A bench's project is copied to
         # each host beforehand, so a relative path means the same there: pass the args as given.
-        self._original = getattr(workermanage, "make_reltoroot")  # noqa: B009 - xdist ships no types
-        setattr(workermanage, "make_reltoroot", _args_as_given)  # noqa: B010
+        self._restore = internals.keep_remote_args()
 
     def pytest_configure_node(self, node: Any) -> None:
         spec = node.gateway.spec
@@ -259,14 +258,9 @@ class RemoteHub:
                 pass
 
     def pytest_sessionfinish(self) -> None:
-        if self._original is not None:
-            workermanage = importlib.import_module("xdist.workermanage")
-            setattr(workermanage, "make_reltoroot", self._original)  # noqa: B010
-            self._original = None
-
-
-def _args_as_given(roots: Any, args: list[str]) -> list[str]:
-    return list(args)
+        if self._restore is not None:
+            self._restore()
+            self._restore = None
 
 
 class RemoteWorker:

@@ -15,8 +15,6 @@ the ini file's ``addopts``, ``pythonpath`` and ``confcutdir`` of the right file.
 
 from __future__ import annotations
 
-import copy
-import inspect
 import itertools
 import os
 import shlex
@@ -27,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from . import internals
 from .options import VALUE_FLAGS
 
 
@@ -60,20 +59,8 @@ def repair(config: pytest.Config, args: list[str]) -> None:
     taken = taken_for_paths(given)
     if not taken:
         return
-    from _pytest.config.findpaths import determine_setup
-
-    ns, unknown = config._parser.parse_known_and_unknown_args(given, namespace=copy.copy(config.option))
-    params = inspect.signature(determine_setup).parameters
-    setup: dict[str, Any] = {
-        "inifile": ns.inifilename,
-        "rootdir_cmd_arg": ns.rootdir or None,
-        "invocation_dir": config.invocation_params.dir,
-        # pytest 9 decides on the test paths alone, pytest 8 on them and the unknown flags.
-        "args": ns.file_or_dir if "override_ini" in params else [*ns.file_or_dir, *unknown],
-    }
-    if "override_ini" in params:
-        setup["override_ini"] = ns.override_ini
-    rootpath, inipath, inicfg, *ignored = determine_setup(**setup)
+    ns, unknown = internals.parse_known_and_unknown(config, given)
+    rootpath, inipath, inicfg, ignored = internals.decide_setup(config, ns, unknown)
     if rootpath == config.rootpath and inipath == config.inipath:
         return
     try:
@@ -100,17 +87,7 @@ def _apply(
     if args[len(prefix) :] != given or prefix != list(config.getini("addopts") if prefix else []):
         raise ValueError("pytest's arguments are not the command line after its ini addopts")
     old_paths = [str(p) for p in config.getini("pythonpath")]
-    config._rootpath = rootpath
-    config._inipath = inipath
-    if hasattr(config, "_inicfg"):
-        config._inicfg = inicfg  # pytest 9
-    else:
-        vars(config)["inicfg"] = inicfg  # pytest 8: an attribute, read-only property in 9
-    if hasattr(config, "_ignored_config_files") and ignored:
-        config._ignored_config_files = ignored[0]
-    config._parser.extra_info["rootdir"] = str(rootpath)
-    config._parser.extra_info["inifile"] = str(inipath)
-    config._inicache.clear()
+    internals.replace_setup(config, rootpath, inipath, inicfg, ignored)
     if prefix or config.getini("addopts"):
         args[:] = [*config.getini("addopts"), *given]
     for path in old_paths:
@@ -118,7 +95,7 @@ def _apply(
             sys.path.remove(path)
     for path in reversed(config.getini("pythonpath")):
         sys.path.insert(0, str(path))
-    known = config._parser.parse_known_args(args, namespace=copy.copy(config.option))
+    known = internals.parse_known(config, args)
     if known.confcutdir is None:
         known.confcutdir = str(inipath.parent if inipath is not None else rootpath)
     config.known_args_namespace = known

@@ -18,13 +18,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-# pytest's own matchers and expression parser, so -k and -m mean here what pytest's own passes
-# make of them (docs/architecture.md, step 4, Collection). pytest has no public API for them; they
-# live in _pytest.mark, unchanged since pytest 8.3 added -m keyword arguments.
-from _pytest.mark import KeywordMatcher, MarkMatcher
-from _pytest.mark.expression import Expression
-
 from ..records import ARMS
+from . import internals
 from .nodes import CELL_KEY
 
 
@@ -59,13 +54,13 @@ def deselect_by_keyword(config: pytest.Config, items: list[pytest.Item]) -> None
     if not text or not any(CELL_KEY in item.stash for item in items):
         return
     try:
-        expression = Expression.compile(text)
+        expression = internals.compile_expression(text)
     except SyntaxError as err:
         raise pytest.UsageError(f"Wrong expression passed to '-k': {text}: at column {err.offset}: {err.msg}") from None
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        matcher = CellMatcher(item) if CELL_KEY in item.stash else KeywordMatcher.from_item(item)
+        matcher = CellMatcher(item) if CELL_KEY in item.stash else internals.keyword_matcher(item)
         (keep if expression.evaluate(matcher) else dropped).append(item)
     config.option.keyword = ""
     if dropped:
@@ -119,7 +114,7 @@ def arm_ruled_out(text: str, arm: str) -> bool:
     true when no truth value of the expression's other words selects it. ``-k noakm`` then
     needs no akm."""
     try:
-        expression = Expression.compile(text)
+        expression = internals.compile_expression(text)
     except SyntaxError:
         return False
 
@@ -140,7 +135,7 @@ class _MarkAssignment:
     the cell's own marker; any other marker (another plugin or a conftest may add it) takes the
     truth value assigned to its name and arguments."""
 
-    def __init__(self, own: MarkMatcher, truth: dict[str, bool], unseen: list[str]) -> None:
+    def __init__(self, own: internals.Matcher, truth: dict[str, bool], unseen: list[str]) -> None:
         self.own = own
         self.truth = truth
         self.unseen = unseen
@@ -161,10 +156,10 @@ def marks_rule_out(text: str, arm: str, cells: Sequence[dict[str, object]]) -> b
     cell of ``arm`` matches whatever other markers it may carry. ``-m "cell(arm='noakm')"`` then
     needs no akm."""
     try:
-        expression = Expression.compile(text)
+        expression = internals.compile_expression(text)
     except SyntaxError:
         return False  # pytest's own -m pass says what is wrong with it
-    own = [MarkMatcher.from_markers([pytest.mark.cell(**kw).mark]) for kw in cells if kw.get("arm") == arm]
+    own = [internals.mark_matcher([pytest.mark.cell(**kw).mark]) for kw in cells if kw.get("arm") == arm]
 
     def selects(truth: dict[str, bool], unseen: list[str]) -> bool:
         return any(expression.evaluate(_MarkAssignment(matcher, truth, unseen)) for matcher in own)

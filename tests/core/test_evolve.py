@@ -276,7 +276,7 @@ class TestCollection:
 
 
 def test_xdist_work_units_chain_train_step_and_post_per_domain() -> None:
-    from pytest_akmbench.plugin.evolve import scope
+    from pytest_akmbench.plugin.xdist.schedulers import scope
 
     chained = ["train-s1", "train-s12", "proposals", "post-s3"]
     for name in chained:

@@ -6,8 +6,8 @@ import importlib.util
 
 import pytest
 
-from ..corpus.values import clamp_parallel
-from .state import BenchState
+from ...corpus.values import clamp_parallel
+from ..state import BenchState
 
 
 def refuse_conflicts(config: pytest.Config, state: BenchState) -> None:

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..system import procs
-from .remote import is_remote
-from .startup import PROBES, probes
+from ...system import procs
+from .. import internals
+from ..remote import is_remote
+from ..startup import PROBES, probes
 
 if TYPE_CHECKING:
-    from .state import BenchState
+    from ..state import BenchState
 
 DRAIN_S = 15.0  # how long an interrupted controller waits for its workers' last reports
 PROBE_S = 30.0  # how long the controller waits for a worker's Python to say what it can import
@@ -63,19 +64,8 @@ class XdistHooks:
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
         """xdist says its workers' status when it starts them and again once they have collected;
         off a terminal under -q both are "bringing up nodes...", printed twice. Say a line once."""
-        reporter = config.pluginmanager.get_plugin("terminaldistreporter")
-        show, status = getattr(reporter, "ensure_show_status", None), getattr(reporter, "getstatus", None)
-        if show is None or status is None or config.get_verbosity() >= 0:
-            return
-        said: set[str] = set()
-
-        def once() -> None:
-            line = status()
-            if line not in said:
-                said.add(line)
-                show()
-
-        reporter.ensure_show_status = once  # type: ignore[union-attr]
+        if config.get_verbosity() < 0:
+            internals.status_once(config)
 
     def pytest_configure_node(self, node: Any) -> None:
         spec = node.gateway.spec
@@ -135,8 +125,8 @@ class XdistHooks:
         the store's."""
         if exitstatus != pytest.ExitCode.INTERRUPTED:
             return
-        events = getattr(session.config.pluginmanager.get_plugin("dsession"), "queue", None)
-        if not isinstance(events, queue.Queue):
+        events = internals.controller_events(session.config)
+        if events is None:
             return
         waiting = set(self.nodes)
         deadline = time.monotonic() + DRAIN_S
