@@ -4,6 +4,9 @@ private names across modules (docs/architecture.md)."""
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +236,70 @@ def test_no_import_cycle() -> None:
     for module in sorted(graph):
         visit(module, [])
     assert cycles == []
+
+
+# pytest's and xdist's private internals are reached only through plugin/internals.py, which
+# tests/core/test_internals.py checks against every release (docs/architecture.md).
+INTERNALS = "pytest_akmbench.plugin.internals"
+PRIVATE_PACKAGES = ("_pytest", "xdist")
+XDIST_NAMES = {
+    "dsession",
+    "terminaldistreporter",
+    "make_reltoroot",
+    "node2pending",
+    "maxschedchunk",
+    "shutting_down",
+    "ensure_show_status",
+    "getstatus",
+}
+
+
+def _private_uses(module: str) -> list[str]:
+    tree = ast.parse(MODULES[module].read_text())
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # importlib.import_module("xdist.x"), get_plugin("dsession")
+            if (node.value.split(".")[0] in PRIVATE_PACKAGES and "." in node.value) or node.value in XDIST_NAMES:
+                found.append(repr(node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and ".plugin." in module:
+            # getattr(config, "_x"), hasattr(...), setattr(...)
+            texts = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if node.func.id in ("getattr", "hasattr", "setattr", "delattr") and texts:
+                found += [repr(t) for t in texts if re.fullmatch(r"_[a-z]\w*", t)]
+        elif isinstance(node, ast.Attribute):
+            private = node.attr.startswith("_") and not node.attr.startswith("__")
+            own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            if node.attr in XDIST_NAMES or (private and not own and ".plugin." in module):
+                found.append(ast.unparse(node))
+        found += [name for name in names if name.split(".")[0] in PRIVATE_PACKAGES]
+    return found
+
+
+def _overrides(module: str) -> list[str]:
+    """Private methods of a pytest or xdist class that a class of ``module`` replaces."""
+    mod = importlib.import_module(module)
+    found = []
+    for cls in vars(mod).values():
+        if not isinstance(cls, type) or cls.__module__ != module:
+            continue
+        theirs = [b for b in cls.__mro__[1:] if not b.__module__.startswith("pytest_akmbench") and b is not object]
+        for name, value in vars(cls).items():
+            private = name.startswith("_") and not name.startswith("__") and inspect.isfunction(value)
+            if private and any(hasattr(b, name) for b in theirs):
+                found.append(f"{cls.__name__}.{name}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != INTERNALS))
+def test_only_the_internals_module_touches_pytest_or_xdist_privates(module: str) -> None:
+    """No ``_pytest`` or ``xdist`` import, no private attribute of another object in plugin/,
+    no xdist internal by name, no private pytest method overridden, outside plugin/internals.py."""
+    assert _private_uses(module) == []
+    if ".plugin" in module:
+        assert _overrides(module) == []
