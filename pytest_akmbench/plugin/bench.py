@@ -45,8 +45,7 @@ from .xdist_hooks import XdistHooks
 
 def _setup(config: pytest.Config) -> BenchState | None:
     raw = {n: options.raw(config, n) for n in options.SETTINGS}
-    gate_cli, gate_ini = options.raw(config, "gate")
-    explicit = any(cli is not None for cli, _ in raw.values()) or gate_cli is not None
+    explicit = any(cli is not None for cli, _ in raw.values())
     named = options.named_corpus(config) if raw["corpus"] == (None, None) else None
     if named is not None and not find_task_files(named / "tasks"):
         named = None  # a directory called corpus, but no corpus of tasks
@@ -77,13 +76,12 @@ def _setup(config: pytest.Config) -> BenchState | None:
         tasks_root=tasks_root,
         stashes_root=stashes_root.resolve(),
     )
-    gate_list = tuple(gate_cli or gate_ini or ())
-    for gate in gate_list:
+    for gate in settings.gates:
         try:
             gates.parse(gate)
         except ValueError as err:
             raise ConfigError(str(err), usage=True) from None
-    state = _load(dataclasses.replace(settings, gates=gate_list), explicit)
+    state = _load(settings, explicit)
     if settings.track == "attribute":
         attribute.setup(state)
     if settings.baseline is not None:

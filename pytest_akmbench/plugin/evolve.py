@@ -36,7 +36,7 @@ TRACKS = ("utility", "attribute", "evolve")
 
 def install(config: pytest.Config, state: BenchState) -> None:
     """Make this run an evolve run: the track object, its marker, its xdist scheduler."""
-    llm_value = config.getoption("bench_evolve_llm", None) or config.getini("bench_evolve_llm") or None
+    llm_value = state.settings.evolve_llm
     try:
         plans = core.plan(state.tasks)
         llm = "" if config.option.collectonly else core.llm_spec(llm_value, state.settings.model)
