@@ -104,7 +104,7 @@ class EvolveTrack:
         plan = self.plans[task.domain]
         for cond, episode in self.conditions():
             if (cond == "train") == (task.slice == "train"):
-                for seed in range(1, self.state.settings.seeds + 1):
+                for seed in range(1, self.state.seeds + 1):
                     yield EvolveItem.build(parent, task, cond, seed, episode)
         if task is plan.train[0]:
             for episode in range(1, self.episodes + 1):
@@ -163,7 +163,7 @@ class EvolveTrack:
         ran in ``ctx`` when given), and how many were wanted."""
         self.state.stored().refresh()
         ctx, ready = (ctx, True) if ctx is not None else self.context("train", plan.domain, episode)
-        wanted = [(t, s) for t in plan.train for s in range(1, self.state.settings.seeds + 1)]
+        wanted = [(t, s) for t in plan.train for s in range(1, self.state.seeds + 1)]
         found = [self.stored(t, "train", s, ctx, episode) for t, s in wanted] if ready else []
         return [f for f in found if f is not None], len(wanted)
 
