@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,16 @@ def test_the_agents_settings_are_marked() -> None:
     owned = {row.name for row in table.ROWS if row.owner == "opencode"}
     assert {"providers", "opencode_config", "opencode"} <= owned
     assert {row.owner for row in table.ROWS} == {"bench", "opencode"}
+
+
+def test_the_inert_plugin_stays_cheap() -> None:
+    """The entry point loads the table and its parsers, nothing heavier (docs/architecture.md,
+    "Cheap when inert")."""
+    code = (
+        "import sys, pytest_akmbench.plugin; "
+        "print(sorted(m for m in sys.modules if m.startswith('pytest_akmbench')), 'yaml' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    names = [f"pytest_akmbench{m}" for m in ("", ".corpus", ".corpus.settings_table", ".corpus.values", ".errors")]
+    names += [f"pytest_akmbench.plugin{m}" for m in ("", ".hooks", ".options")] + ["pytest_akmbench.records"]
+    assert out.strip() == f"{sorted(names)} False"
