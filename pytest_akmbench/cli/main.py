@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cell.context import RunContext
-from ..corpus.config import DEFAULT_FLOOR, Settings, corpus_near, in_file, load_run_config, resolve, run_caps
+from ..corpus.config import Settings, corpus_near, in_file, load_run_config, resolve, run_caps
+from ..corpus.settings_table import REPORT
 from ..corpus.tasks import Task, load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import adaptive_run, gates, github, merge, recorded
@@ -136,20 +137,7 @@ def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
         cwd=cwd,
         config=config,
         ini={},
-        cli={
-            "tasks": args.tasks,
-            "arms": args.arms,
-            "seeds": args.seeds,
-            "agent": args.agent,
-            "model": args.model,
-            "floor": args.floor,
-            "budget_tokens": args.budget_tokens,
-            "budget_wall_ms": args.budget_wall_ms,
-            "until": args.until,
-            "max_seeds": args.max_seeds,
-            "budget_usd": args.budget_usd,
-            "budget_run_tokens": args.budget_run_tokens,
-        },
+        cli={row.name: getattr(args, row.name) for row in REPORT if row.parse is not None and not row.many},
         tasks_root=inputs.tasks_root(args.corpus),
         stashes_root=Path(args.stashes).resolve(),
     )
@@ -266,27 +254,18 @@ def _report_parser(sub: Any) -> None:
     rep.add_argument("--config", help="the run config the bench ran with")
     rep.add_argument("--corpus", default="corpus/tasks", help="tasks root (default: corpus/tasks)")
     rep.add_argument("--stashes", default="corpus/stashes", help="stash fixtures (default: corpus/stashes)")
-    rep.add_argument("--tasks", help="task selector, as --bench-tasks")
-    rep.add_argument("--arms", help="arms, as --bench-arms")
-    rep.add_argument("--seeds", help="seeds per cell, as --bench-seeds")
-    rep.add_argument("--agent", help="agent name (default: from the config, else opencode)")
     rep.add_argument("--agent-version", help="agent version (default: the latest sample's)")
-    rep.add_argument("--model", help="model (default: the latest sample's)")
     rep.add_argument(
         "--akm-version",
         help="the akm whose samples the akm arm counts, when the store holds several (default: the one)",
     )
     rep.add_argument("--run-id", help="which run counts as this report's own (default: the latest)")
-    rep.add_argument("--floor", help=f"reporting floor (default: the run config's floor, else {DEFAULT_FLOOR})")
-    rep.add_argument("--budget-tokens", help="as --bench-budget-tokens")
-    rep.add_argument("--budget-wall-ms", help="as --bench-budget-wall-ms")
-    rep.add_argument("--until", help="as --bench-until, for a run that left no record in the store")
-    rep.add_argument("--max-seeds", help="as --bench-max-seeds, with --until")
-    rep.add_argument("--budget-usd", help="as --bench-budget-usd, for a run that left no record in the store")
-    rep.add_argument("--budget-run-tokens", help="as --bench-budget-run-tokens, likewise")
-    rep.add_argument(
-        "--gate", action="append", metavar="EXPR", help="a gate deciding the exit status, as --bench-gate (repeatable)"
-    )
+    for row in REPORT:  # the settings it shares with a bench run, from the settings table
+        flag = "--" + row.name.replace("_", "-")
+        if row.many:
+            rep.add_argument(flag, action="append", metavar=row.metavar, help=row.report)
+        else:
+            rep.add_argument(flag, help=row.report)
     rep.set_defaults(func=cmd_report)
 
 

@@ -10,40 +10,26 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..system.sandbox import parse_mode, parse_network
 from .config_fields import PHASE2_FIELDS as PHASE2_FIELDS
 from .config_fields import PROVIDER_FIELDS as PROVIDER_FIELDS
 from .config_fields import TRACKS as TRACKS
 from .config_fields import run_config_problems as run_config_problems
+from .settings_table import DEFAULT_FLOOR as DEFAULT_FLOOR
+from .settings_table import RESOLVED, default
+from .settings_table import parse_track as parse_track
 from .strict import DuplicateKey, loads_json
-from .values import (
-    budget_tokens,
-    budget_turns,
-    budget_wall_ms,
-    parallel_count,
-    parse_arms,
-    parse_bool,
-    parse_tasks,
-    positive_int,
-    seed_count,
-    seeds_most,
-    token_cap,
-    until_choice,
-    usd_cap,
-    verify_timeout,
-)
+from .values import parse_tasks
 
-DEFAULT_SEEDS = 3
-DEFAULT_FLOOR = 3
-DEFAULT_BUDGET_TOKENS = 30000
-DEFAULT_BUDGET_WALL_MS = 120000
-DEFAULT_VERIFY_TIMEOUT_S = 120.0
+DEFAULT_SEEDS: int = default("seeds")
+DEFAULT_BUDGET_TOKENS: int = default("budget_tokens")
+DEFAULT_BUDGET_WALL_MS: int = default("budget_wall_ms")
+DEFAULT_VERIFY_TIMEOUT_S: float = default("verify_timeout")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +149,9 @@ def config_options(cfg: RunConfig | None) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything a bench run needs, resolved once (CLI > config file > ini > default)."""
+    """Everything a bench run needs, resolved once (CLI > config file > ini > default) and never
+    changed after. Each attribute is a row of the settings table (``corpus/settings_table.py``),
+    which gives its default, option, ini key and run-config field; here it only gets its type."""
 
     rootdir: Path
     tasks_root: Path
@@ -171,91 +159,47 @@ class Settings:
     config: RunConfig | None = None
     tasks: str | list[str] | None = None
     tasks_override: str | list[str] | None = None
-    arms: tuple[str, ...] = ("noakm", "akm")
-    seeds: int = DEFAULT_SEEDS
-    agent: str = "opencode"
+    arms: tuple[str, ...] = default("arms")
+    seeds: int = default("seeds")
+    agent: str = default("agent")
     model: str | None = None
     providers: Path | None = None
     opencode_config: Path | None = None
-    budget_tokens: int = DEFAULT_BUDGET_TOKENS
-    budget_wall_ms: int = DEFAULT_BUDGET_WALL_MS
+    budget_tokens: int = default("budget_tokens")
+    budget_wall_ms: int = default("budget_wall_ms")
     budget_turns: int | None = None
-    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT_S
+    verify_timeout: float = default("verify_timeout")
     parallel: int | None = None
-    force_parallel: bool = False
+    force_parallel: bool = default("force_parallel")
     store: Path | None = None
     report: Path | None = None
     tmp: Path | None = None
     akm: Path | None = None
     opencode: Path | None = None
-    keep_runs: bool = False
-    fresh: bool = False
-    soundness: bool = False
+    keep_runs: bool = default("keep_runs")
+    fresh: bool = default("fresh")
+    soundness: bool = default("soundness")
     baseline: Path | None = None
-    gates: tuple[str, ...] = ()
-    floor: int = DEFAULT_FLOOR
-    sandbox: str = "auto"  # auto | bwrap | none; after plugin setup, the mode actually used
-    sandbox_ro: tuple[Path, ...] = ()
-    network: str = "isolated"  # isolated | host: a sandboxed agent's network
-    track: str = "utility"  # utility | attribute | evolve (docs/tracks.md)
-    base: Path | None = None  # the attribute track's base report
-    top: int = 5  # the attribute track's number of assets masked
-    evolve_episodes: int = 1  # the evolve track's episodes (docs/tracks.md, "Episodes")
-    until: str | None = None  # "decisive": adaptive seeds (docs/adaptive.md)
-    max_seeds: int | None = None  # the most seeds of an adaptive run
-    budget_usd: float | None = None  # the run's spend caps (README, "Spend caps")
+    gates: tuple[str, ...] = default("gates")
+    floor: int = default("floor")
+    sandbox: str = default("sandbox")  # auto | bwrap | none: asked for; the mode used is the run's state
+    sandbox_ro: tuple[Path, ...] = default("sandbox_ro")
+    network: str = default("network")
+    track: str = default("track")
+    base: Path | None = None
+    top: int = default("top")
+    evolve_episodes: int = default("evolve_episodes")
+    evolve_llm: str | None = None
+    shard: str | None = None  # K/N as given; store/shards.py parses it
+    until: str | None = None
+    max_seeds: int | None = None
+    budget_usd: float | None = None
     budget_run_tokens: int | None = None
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return self.config.name if self.config else "adhoc"
-
-
-def parse_track(raw: Any) -> str:
-    if raw not in TRACKS:
-        raise ValueError(f"must be one of {', '.join(TRACKS)}, got {raw!r}")
-    return str(raw)
-
-
-# Setting name -> (run-config field or None, parser).
-_SPEC: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
-    "tasks": (None, parse_tasks),
-    "arms": ("arms", parse_arms),
-    "seeds": ("seeds", seed_count),
-    "agent": ("agent", str),
-    "model": (None, str),
-    "providers": (None, str),
-    "opencode_config": (None, str),
-    "budget_tokens": ("budgetTokens", budget_tokens),
-    "budget_wall_ms": ("budgetWallMs", budget_wall_ms),
-    "budget_turns": ("budgetTurns", budget_turns),
-    "verify_timeout": (None, verify_timeout),
-    "parallel": ("parallel", parallel_count),
-    "force_parallel": ("forceParallel", parse_bool),
-    "akm": ("akm", str),
-    "opencode": (None, str),
-    "store": (None, str),
-    "report": (None, str),
-    "tmp": (None, str),
-    "keep_runs": (None, parse_bool),
-    "fresh": (None, parse_bool),
-    "soundness": (None, parse_bool),
-    "baseline": ("baseline", str),
-    "floor": ("floor", positive_int),
-    "sandbox": (None, parse_mode),
-    "sandbox_ro": (None, lambda v: tuple(v) if isinstance(v, (list, tuple)) else (str(v),)),
-    "network": (None, parse_network),
-    "track": ("track", parse_track),
-    "base": ("base", str),
-    "top": (None, positive_int),
-    "evolve_episodes": ("evolveEpisodes", positive_int),
-    "until": ("until", until_choice),
-    "max_seeds": ("maxSeeds", seeds_most),
-    "budget_usd": ("budgetUsd", usd_cap),
-    "budget_run_tokens": ("budgetRunTokens", token_cap),
-}
-_PATHS = ("providers", "opencode_config", "akm", "opencode", "store", "report", "tmp", "baseline", "base")
 
 
 def resolve(
@@ -275,26 +219,24 @@ def resolve(
     """
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    for name, (cfg_key, parse) in _SPEC.items():
-        layers: list[tuple[str, Any, Path]] = [
-            (f"--bench-{name.replace('_', '-')}" if name != "parallel" else "--parallel", cli.get(name), cwd)
-        ]
-        if config is not None and cfg_key is not None:
-            layers.append((f"{config.path}: {cfg_key}", config.get(cfg_key), config.path.parent))
-        layers.append((f"ini bench_{name}", ini.get(name), rootdir))
+    for row in RESOLVED:
+        layers: list[tuple[str, Any, Path]] = [(row.option_flag, cli.get(row.name), cwd)]
+        if config is not None and row.key is not None and row.layered:
+            layers.append((f"{config.path}: {row.key}", config.get(row.key), config.path.parent))
+        layers.append((f"ini {row.dest}", ini.get(row.name), rootdir))
         for origin, raw, base in layers:
             if raw is None or raw == "":
                 continue
             try:
-                value = parse(raw)
+                value = row.parse(raw)  # type: ignore[misc]  # RESOLVED rows have one
             except ValueError as err:
                 raise ConfigError(f"{origin}: {err}") from None
-            if name in _PATHS:
-                value = expand_path(value, base)
-            elif name == "sandbox_ro":
+            if row.path and row.many:
                 value = tuple(_existing(expand_path(v, base), origin) for v in value)
-            values[name] = value
-            origins[name] = origin
+            elif row.path:
+                value = expand_path(value, base)
+            values[row.field] = value
+            origins[row.field] = origin
             break
     if config is not None and config.get("tasks") is not None:
         values["tasks_override"] = values.pop("tasks", None)

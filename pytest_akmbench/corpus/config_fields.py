@@ -2,94 +2,75 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import settings_table as table
+from .settings_table import PHASE2_FIELDS as PHASE2_FIELDS
+from .settings_table import PROVIDER_FIELDS as PROVIDER_FIELDS
+from .settings_table import TRACKS as TRACKS
 from .strict import literal_keys
-from .values import (
-    MAX_SEEDS,
-    budget_tokens,
-    budget_turns,
-    budget_wall_ms,
-    parse_arms,
-    positive_int,
-    seeds_most,
-    token_cap,
-    until_choice,
-    usd_cap,
-)
 
-# Adaptive seeds and spend caps (docs/adaptive.md; README, "Spend and spend caps"): each field's
-# JSON types and the parser its option shares, so a file and the command line refuse alike.
-LIMIT_FIELDS: dict[str, tuple[tuple[type, ...], Callable[[Any], Any]]] = {
-    "until": ((str,), until_choice),
-    "floor": ((int,), positive_int),
-    "maxSeeds": ((int,), seeds_most),
-    "budgetUsd": ((int, float), usd_cap),
-    "budgetRunTokens": ((int,), token_cap),
-}
-# The per-cell budgets, refused past their upper bounds as their options are (corpus/values.py).
-BUDGET_FIELDS: dict[str, Callable[[Any], Any]] = {
-    "budgetTokens": budget_tokens,
-    "budgetWallMs": budget_wall_ms,
-    "budgetTurns": budget_turns,
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
 }
 
-# Run-config fields: the reference's schema v1, the standalone akm-bench's additions (track,
-# model, opencodeConfig/Ref, phase2*), and this project's agent, akm and budgetTurns.
-FIELDS: dict[str, tuple[type, ...]] = {
-    "$schema": (str,),
-    "schemaVersion": (int,),
-    "track": (str,),
-    "base": (str,),
-    "name": (str,),
-    "description": (str,),
-    "providers": (dict,),
-    "providersRef": (str,),
-    "opencodeConfig": (dict,),
-    "opencodeConfigRef": (str,),
-    "defaultModel": (str,),
-    "model": (str,),
-    "tasks": (str, list),
-    "arms": (list,),
-    "seeds": (int,),
-    "budgetTokens": (int,),
-    "budgetWallMs": (int,),
-    "budgetTurns": (int,),
-    "parallel": (int,),
-    "forceParallel": (bool,),
-    "baseline": (str,),
-    "agent": (str,),
-    "akm": (str,),
-    "evolveEpisodes": (int,),
-    **{key: types for key, (types, _) in LIMIT_FIELDS.items()},
-    "phase2Enabled": (bool,),
-    "phase2ReflectTimeoutMs": (int,),
-    "phase2ReflectRetryTimeoutMs": (int,),
-    "phase2SkipReflectOnAllNegative": (bool,),
+
+def json_types(schema: Mapping[str, Any]) -> tuple[type, ...]:
+    """The Python types of the JSON values a field's schema allows."""
+    if "oneOf" in schema:
+        return tuple(t for part in schema["oneOf"] for t in json_types(part))
+    if "const" in schema:
+        return (type(schema["const"]),)
+    if "enum" in schema:
+        return tuple(dict.fromkeys(type(x) for x in schema["enum"]))
+    return _JSON_TYPES[schema["type"]]
+
+
+# Run-config fields and their JSON types, from the settings table: the reference's schema v1, the
+# standalone akm-bench's additions (track, model, opencodeConfig/Ref, phase2*), and this
+# project's agent, akm, budgetTurns, adaptive seeds and spend caps.
+FIELDS: dict[str, tuple[type, ...]] = {str(row.key): json_types(row.schema or {}) for row in table.FIELDS}
+# The fields' checks; the fields named here first, in the order their problems were always listed.
+_ORDER: tuple[str, ...] = ("track", "seeds", "evolveEpisodes", "budgetTokens", "budgetWallMs", "budgetTurns")
+_ORDER += ("parallel", "tasks", "until", "floor", "maxSeeds", "budgetUsd", "budgetRunTokens", "arms")
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    str(row.key): row.check
+    for row in sorted(table.FIELDS, key=lambda r: _ORDER.index(r.key) if r.key in _ORDER else len(_ORDER))
+    if row.check
 }
-# One source of provider entries per run config.
-PROVIDER_FIELDS = ("providers", "providersRef", "opencodeConfig", "opencodeConfigRef")
-# Settings of the evolve track: accepted so a standalone akm-bench config loads, unused here.
-PHASE2_FIELDS = (
-    "phase2Enabled",
-    "phase2ReflectTimeoutMs",
-    "phase2ReflectRetryTimeoutMs",
-    "phase2SkipReflectOnAllNegative",
-)
-TRACKS = ("utility", "attribute", "evolve")
-_POSITIVE = (
-    "seeds",
-    "evolveEpisodes",
-    "budgetTokens",
-    "budgetWallMs",
-    "budgetTurns",
-    "parallel",
-    "phase2ReflectTimeoutMs",
-    "phase2ReflectRetryTimeoutMs",
-)
+
+
+def schema() -> dict[str, Any]:
+    """The run-config JSON Schema, as shipped in schemas/run-config.schema.json."""
+    pairs = itertools.combinations(PROVIDER_FIELDS, 2)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "run-config.schema.json",
+        "title": "pytest-akmbench run config (schema v1)",
+        "description": 'A run config for --bench-config (README, "Run configs"). Paths are relative to the config '
+        "file; ~, $VAR and ${VAR} expand.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["schemaVersion"],
+        "properties": {str(row.key): dict(row.schema or {}) for row in table.FIELDS},
+        "not": {
+            "description": "at most one source of providers",
+            "anyOf": [{"required": list(pair)} for pair in pairs],
+        },
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
@@ -119,29 +100,15 @@ def run_config_problems(data: Mapping[str, Any], path: Path) -> list[str]:
         problems.append(f"{path}: {' and '.join(sources)}: give one source of providers, not {len(sources)}")
     if "model" in typed and "defaultModel" in typed and typed["model"] != typed["defaultModel"]:
         problems.append(f"{path}: model and defaultModel: both name the run's model; keep one")
-    if "track" in typed and typed["track"] not in TRACKS:
-        problems.append(f"{path}: track: must be one of {', '.join(TRACKS)}, got {json.dumps(typed['track'])}")
-    for key in _POSITIVE:
-        if key in typed and typed[key] < 1:
-            problems.append(f"{path}: {key}: must be a positive integer, got {typed[key]}")
-    if typed.get("seeds", 0) > MAX_SEEDS:
-        problems.append(f"{path}: seeds: {typed['seeds']} seeds is too many: at most {MAX_SEEDS} trials per cell")
-    tasks = typed.get("tasks")
-    if isinstance(tasks, list) and not all(isinstance(t, str) and t for t in tasks):
-        problems.append(f"{path}: tasks: every entry must be a task id string")
-    for key in [k for k in LIMIT_FIELDS if k in typed]:
+    for key in [k for k in _CHECKS if k in typed]:
         try:
-            LIMIT_FIELDS[key][1](typed[key])
+            _CHECKS[key](typed[key])
         except ValueError as err:
             problems.append(f"{path}: {key}: {err}")
-    for key in [k for k in BUDGET_FIELDS if k in typed and typed[k] >= 1]:  # below 1: _POSITIVE said so
-        try:
-            BUDGET_FIELDS[key](typed[key])
-        except ValueError as err:
-            problems.append(f"{path}: {key}: {err}")
-    if "arms" in typed:
-        try:
-            parse_arms(typed["arms"])
-        except ValueError as err:
-            problems.append(f"{path}: arms: {err}")
     return problems
+
+
+if (
+    __name__ == "__main__"
+):  # python -m pytest_akmbench.corpus.config_fields > pytest_akmbench/schemas/run-config.schema.json
+    print(schema_text(), end="")

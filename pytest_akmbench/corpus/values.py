@@ -10,7 +10,6 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..records import ARMS
-from .strict import DuplicateKey, loads_json
 
 PARALLEL_MAX = 8
 PARALLEL_WARN = 4
@@ -171,6 +170,10 @@ def parse_bool(value: str | bool) -> bool:
 
 def load_baseline(path: Path) -> dict[str, float]:
     """A flat {task_id: pass_rate} map (docs/corpus.md, "Run configs"); rates are numbers in [0, 1]."""
+    # Here, not at the top: the settings table imports this module while pytest loads the inert
+    # plugin, and the strict reader brings yaml (docs/architecture.md, "Cheap when inert").
+    from .strict import DuplicateKey, loads_json
+
     try:
         data = loads_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

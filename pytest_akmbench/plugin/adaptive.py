@@ -10,7 +10,6 @@ the ``adaptive`` block.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Generator, Iterable
 from typing import Any
@@ -54,7 +53,7 @@ def activate(config: pytest.Config, state: BenchState) -> None:
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
     if "floor" not in state.settings.origins:
-        state.settings = dataclasses.replace(state.settings, floor=sequential.DEFAULT_FLOOR)
+        state.floor = sequential.DEFAULT_FLOOR
     settings = state.settings
     problem = _refusal(config, state, max_seeds)
     if problem:
@@ -62,12 +61,12 @@ def activate(config: pytest.Config, state: BenchState) -> None:
     if "seeds" in settings.origins and not hasattr(config, "workerinput"):
         line = (
             f"{settings.origins['seeds']} is not used by an adaptive run: every task runs "
-            f"{settings.floor} first (--bench-floor) and at most {max_seeds} (--bench-max-seeds)"
+            f"{state.floor} first (--bench-floor) and at most {max_seeds} (--bench-max-seeds)"
         )
         state.warnings.append(line)
         config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
-    state.settings = dataclasses.replace(settings, seeds=max_seeds)
-    config.pluginmanager.register(AdaptiveHooks(state, settings.floor, max_seeds), "akmbench-adaptive")
+    state.seeds = max_seeds
+    config.pluginmanager.register(AdaptiveHooks(state, state.floor, max_seeds), "akmbench-adaptive")
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(RoundScheduler(), "akmbench-adaptive-xdist")
 
@@ -86,11 +85,11 @@ def _refusal(config: pytest.Config, state: BenchState, max_seeds: int) -> str | 
     s = state.settings
     if s.track != "utility" or state.attribute is not None or s.soundness:
         return "adaptive seeds are for utility runs; drop it for this track or --bench-soundness"
-    if not {"akm", "noakm"} <= set(s.arms):
+    if not {"akm", "noakm"} <= set(state.arms):
         return "the test pairs akm with noakm: run both arms (--bench-arms noakm,akm)"
-    if max_seeds < s.floor:
-        return f"--bench-max-seeds {max_seeds} is below the floor of {s.floor} seeds (--bench-floor)"
-    if config.getoption("bench_shard", None) or config.getini("bench_shard"):
+    if max_seeds < state.floor:
+        return f"--bench-max-seeds {max_seeds} is below the floor of {state.floor} seeds (--bench-floor)"
+    if state.settings.shard:
         return "a shard runs part of each round; run the adaptive run whole, without --bench-shard"
     txs = getattr(config.option, "tx", None) or []  # -n N is N popen specs; remote ones go elsewhere
     if any("chdir=" in t or not t.split("*", 1)[-1].startswith("popen") for t in txs):
@@ -138,7 +137,7 @@ class AdaptiveHooks:
 
     @pytest.hookimpl(trylast=True)  # after -k/-m: the rounds are those of the selected cells
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        arms = self.state.settings.arms
+        arms = self.state.arms
         cells = [item.stash[CELL_KEY] for item in items if CELL_KEY in item.stash]
         selected: dict[str, set[tuple[str, int]]] = {}
         for cell in cells:
@@ -166,7 +165,7 @@ class AdaptiveHooks:
         by_task = {t.id: t for t in self.state.tasks}
         return adaptive_run.plan_from_store(
             [by_task[t] for t in self.tasks],
-            self.state.settings.arms,
+            self.state.arms,
             index,
             self.state.fingerprint_hash,
             self.state.run_id,
@@ -251,7 +250,7 @@ class AdaptiveHooks:
             self.tasks = [t for t in self.tasks if t in ran]
         needed, part = adaptive_run.part(
             self.plan(stored),
-            self.state.settings.arms,
+            self.state.arms,
             floor=self.floor,
             max_seeds=self.max_seeds,
             waited_s=self.waited_s,

@@ -61,7 +61,7 @@ def setup(state: BenchState) -> None:
             masks.setdefault(task_id, []).append(target.ref)
     tasks = [present[t] for t in sorted(masks)]
     seeds = s.seeds if "seeds" in s.origins else base.seeds
-    state.settings = dataclasses.replace(s, arms=("akm",), seeds=seeds)
+    state.arms, state.seeds = ("akm",), seeds
     state.tasks = tasks
     state.selected = {t.yaml_path: t for t in tasks}
     state.slice = "base"
@@ -143,7 +143,7 @@ def _differs(path: Path, field: str, mine: Any, theirs: Any, task: str | None = 
 
 def seeds(state: BenchState) -> range:
     """The seeds of each masked asset's cells."""
-    return range(1, state.settings.seeds + 1)
+    return range(1, state.seeds + 1)
 
 
 class AttributeSession:

@@ -6,7 +6,6 @@ pytest run that does not use it never imports this module or anything below it.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import secrets
 import time
@@ -45,8 +44,7 @@ from .xdist import parallel, workers
 
 def _setup(config: pytest.Config) -> BenchState | None:
     raw = {n: options.raw(config, n) for n in options.SETTINGS}
-    gate_cli, gate_ini = options.raw(config, "gate")
-    explicit = any(cli is not None for cli, _ in raw.values()) or gate_cli is not None
+    explicit = any(cli is not None for cli, _ in raw.values())
     named = options.named_corpus(config) if raw["corpus"] == (None, None) else None
     if named is not None and not find_task_files(named / "tasks"):
         named = None  # a directory called corpus, but no corpus of tasks
@@ -77,13 +75,12 @@ def _setup(config: pytest.Config) -> BenchState | None:
         tasks_root=tasks_root,
         stashes_root=stashes_root.resolve(),
     )
-    gate_list = tuple(gate_cli or gate_ini or ())
-    for gate in gate_list:
+    for gate in settings.gates:
         try:
             gates.parse(gate)
         except ValueError as err:
             raise ConfigError(str(err), usage=True) from None
-    state = _load(dataclasses.replace(settings, gates=gate_list), explicit)
+    state = _load(settings, explicit)
     if settings.track == "attribute":
         attribute.setup(state)
     if settings.baseline is not None:
@@ -237,7 +234,7 @@ def _claim_run(config: pytest.Config, state: BenchState, controller: bool) -> No
 def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
     """The sandbox, the agent and akm, each slow step said with its time; the run's warnings."""
     mode, fallback = sandbox.choose(state.settings.sandbox)
-    state.settings = dataclasses.replace(state.settings, sandbox=mode)
+    state.sandbox = mode  # the settings keep the mode asked for
     if fallback and controller:
         state.warnings.append(fallback)
         config.issue_config_time_warning(pytest.PytestConfigWarning(fallback), stacklevel=2)
@@ -251,7 +248,7 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
         state.warnings.append(state.akm.warning)
     if controller:
         cfg = state.settings.config
-        corpus = checks.run_warnings(state.corpus, state.tasks, () if state.settings.soundness else state.settings.arms)
+        corpus = checks.run_warnings(state.corpus, state.tasks, () if state.settings.soundness else state.arms)
         for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", []), *corpus]:
             state.warnings.append(line)
             config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
@@ -306,9 +303,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     s = state.settings
     return [
         f"akmbench: corpus {s.tasks_root} ({len(state.tasks)} tasks selected, slice {state.slice})",
-        f"akmbench: arms {','.join(s.arms)} x seeds 1..{s.seeds}, agent {state.agent.name}"
+        f"akmbench: arms {','.join(state.arms)} x seeds 1..{state.seeds}, agent {state.agent.name}"
         + (f", model {state.model}" if state.model else "")
-        + (f", sandbox {s.sandbox}, run {state.run_id}" if state.run_id else " (listing only: nothing is started)"),
+        + (f", sandbox {state.sandbox}, run {state.run_id}" if state.run_id else " (listing only: nothing is started)"),
         *([f"akmbench: akm {state.akm.version} at {state.akm.path} (keyword search)"] if state.akm else []),
         *guard_notes(config),
     ]
@@ -391,7 +388,7 @@ def _agent_options(state: BenchState) -> dict[str, Any]:
         "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
         # The preflight starts the agent inside a cell's sandbox too (agents/opencode/boundary.py).
-        "sandbox": s.sandbox,
+        "sandbox": state.sandbox,
         "network": s.network,
         "sandbox_ro": [str(p) for p in s.sandbox_ro],
         "work_root": str(state.run_dir),

@@ -36,7 +36,7 @@ TRACKS = ("utility", "attribute", "evolve")
 
 def install(config: pytest.Config, state: BenchState) -> None:
     """Make this run an evolve run: the track object, its marker, its xdist scheduler."""
-    llm_value = config.getoption("bench_evolve_llm", None) or config.getini("bench_evolve_llm") or None
+    llm_value = state.settings.evolve_llm
     try:
         plans = core.plan(state.tasks)
         llm = "" if config.option.collectonly else core.llm_spec(llm_value, state.settings.model)
@@ -75,7 +75,7 @@ class EvolveTrack:
         plan = self.plans[task.domain]
         for cond, episode in self.conditions():
             if (cond == "train") == (task.slice == "train"):
-                for seed in range(1, self.state.settings.seeds + 1):
+                for seed in range(1, self.state.seeds + 1):
                     yield EvolveItem.build(parent, task, cond, seed, episode)
         if task is plan.train[0]:
             for episode in range(1, self.episodes + 1):
@@ -134,7 +134,7 @@ class EvolveTrack:
         ran in ``ctx`` when given), and how many were wanted."""
         self.state.stored().refresh()
         ctx, ready = (ctx, True) if ctx is not None else self.context("train", plan.domain, episode)
-        wanted = [(t, s) for t in plan.train for s in range(1, self.state.settings.seeds + 1)]
+        wanted = [(t, s) for t in plan.train for s in range(1, self.state.seeds + 1)]
         found = [self.stored(t, "train", s, ctx, episode) for t, s in wanted] if ready else []
         return [f for f in found if f is not None], len(wanted)
 

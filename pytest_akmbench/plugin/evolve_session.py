@@ -58,7 +58,7 @@ class EvolveSession:
                 if not ready:
                     continue  # the proposal step it depends on has not run: nothing can be stored
                 for task in plan.train if cond == "train" else plan.eval:
-                    for seed in range(1, state.settings.seeds + 1):
+                    for seed in range(1, state.seeds + 1):
                         found = track.stored(task, cond, seed, ctx, episode)
                         if found is not None:
                             samples.append(found)
@@ -69,7 +69,7 @@ class EvolveSession:
             eval_tasks=[t.id for p in plans for t in p.eval],
             train_tasks=[t.id for p in plans for t in p.train],
             domains=list(track.plans),
-            seeds=state.settings.seeds,
+            seeds=state.seeds,
             agent={"harness": state.agent.name, "model": state.model},
             akm_info=state.akm.as_dict() if state.akm else None,
             llm=track.llm,

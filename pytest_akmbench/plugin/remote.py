@@ -73,7 +73,7 @@ def _settings(state: BenchState) -> str:
         f"model {state.model}",
         f"budgets {s.budget_tokens} tokens/{s.budget_wall_ms} ms/{s.budget_turns} turns",
         f"verify timeout {s.verify_timeout:g} s",
-        f"sandbox {s.sandbox}",
+        f"sandbox {state.sandbox}",
     ]
     return ", ".join(parts)
 

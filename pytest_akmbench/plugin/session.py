@@ -146,13 +146,13 @@ class BenchSession:
             # resumed run reports every sample it has, not only this session's.
             inp = resume.report_input(
                 tasks=state.tasks,
-                arms=state.settings.arms,
-                seeds=state.settings.seeds,
+                arms=state.arms,
+                seeds=state.seeds,
                 cells=cells,
                 slice_label=state.slice,
                 ctx=state.context(),
                 store_dir=state.store_dir,
-                floor=state.settings.floor,
+                floor=state.floor,
                 extra_samples=self.samples.values(),
                 warnings=[*state.warnings, *self._claim_warnings()],
                 cwd=state.settings.rootdir,
@@ -198,7 +198,7 @@ class BenchSession:
     def _found_versions(self) -> dict[str, Any]:
         """The akm this run found, for a report whose samples never got as far as setting it up."""
         akm = self.state.akm
-        found = {"akm_version": akm.version} if akm is not None and "akm" in self.state.settings.arms else {}
+        found = {"akm_version": akm.version} if akm is not None and "akm" in self.state.arms else {}
         # What the attribute track checks its masked reruns against (plugin/attribute.py).
         return {**found, "providers": providers_setup(self.state)}
 
@@ -217,8 +217,8 @@ class BenchSession:
         ctx = state.context()
         inp = report.ReportInput(
             tasks=state.tasks,
-            arms=state.settings.arms,
-            seeds=state.settings.seeds,
+            arms=state.arms,
+            seeds=state.seeds,
             slice=state.slice,
             stashes_root=ctx.stashes_root,
             samples=[],
@@ -227,7 +227,7 @@ class BenchSession:
             agent_version=ctx.agent.version,
             warnings=list(state.warnings),
             cwd=state.settings.rootdir,
-            floor=state.settings.floor,
+            floor=state.floor,
             store_dir=state.store_dir,
         )
         try:

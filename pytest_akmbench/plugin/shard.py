@@ -18,7 +18,6 @@ import pytest
 from ..errors import BenchError
 from ..store import shards
 from ..store.samples import SampleStore
-from . import options
 from .nodes import CELL_KEY
 
 if TYPE_CHECKING:
@@ -33,11 +32,11 @@ PLAN = "akmbench_shard_plan"
 
 def activate(config: pytest.Config, state: BenchState) -> None:
     """Parse ``--bench-shard`` (or its ini twin) and register the hooks of a shard run."""
-    cli, ini = options.raw(config, "shard")
-    if cli is None and ini is None:
+    given = state.settings.shard
+    if given is None:
         return
     try:
-        shard = shards.parse(cli if cli is not None else ini, "--bench-shard" if cli is not None else "ini bench_shard")
+        shard = shards.parse(given, state.settings.origins["shard"])
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     if state.settings.track != "utility":

@@ -55,15 +55,15 @@ def arms_needed(config: pytest.Config, state: BenchState) -> tuple[str, ...]:
         [
             {"task": t.id, "arm": arm, "seed": seed, "domain": t.domain, "slice": t.slice}
             for t in state.tasks
-            for arm in state.settings.arms
-            for seed in range(1, state.settings.seeds + 1)
+            for arm in state.arms
+            for seed in range(1, state.seeds + 1)
         ]
         if markexpr
         else []
     )
     return tuple(
         a
-        for a in state.settings.arms
+        for a in state.arms
         if not (keyword and arm_ruled_out(keyword, a)) and not (markexpr and marks_rule_out(markexpr, a, cells))
     )
 
@@ -88,7 +88,7 @@ def start_agent(config: pytest.Config, state: BenchState, options: dict[str, obj
     known = _probed(config)
     if known and known.get("agent_version"):
         options = {**options, "version": known["agent_version"]}
-    info = SessionInfo(model=state.model, arms=state.settings.arms, tasks=tuple(state.tasks), options=options)
+    info = SessionInfo(model=state.model, arms=state.arms, tasks=tuple(state.tasks), options=options)
     timed(
         config,
         lambda: state.agent.start(info),
@@ -140,7 +140,7 @@ def preflight(config: pytest.Config, state: BenchState) -> None:
                 state.settings.stashes_root,
                 state.run_dir,
                 f"{state.run_id}/preflight",
-                sandbox=state.settings.sandbox,
+                sandbox=state.sandbox,
                 extra=state.settings.sandbox_ro,
             ),
             lambda line: f"preflight: {line}",

@@ -51,18 +51,31 @@ class BenchState:
     track: Any = None  # a track beyond utility (plugin/evolve.py), or None
     remote: RemoteWorker | None = None  # on a remote worker: the channel to the controller, which owns the store
     attribute: Any = None  # plugin/attribute.py's Plan on an attribute run
+    # What the run does of its settings, which stay as resolved: the settings' values until a track
+    # or mode derives its own (attribute: the akm arm and the base's seeds; adaptive: its floor and
+    # most seeds; the sandbox: the mode in use once chosen).
+    arms: tuple[str, ...] = ()
+    seeds: int = 0
+    floor: int = 0
+    sandbox: str = ""
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
+
+    def __post_init__(self) -> None:
+        self.arms = self.arms or self.settings.arms
+        self.seeds = self.seeds or self.settings.seeds
+        self.floor = self.floor or self.settings.floor
+        self.sandbox = self.sandbox or self.settings.sandbox
 
     def cells(self, task: Task) -> list[Cell]:
         """The cells of a task: (arm, seed) of a utility run; of an attribute run, its unmasked
         reference cells (at seeds after the base's) and then (masked asset, seed)."""
-        seeds = range(1, self.settings.seeds + 1)
+        seeds = range(1, self.seeds + 1)
         if self.attribute is not None:
             refs = self.attribute.masks.get(task.id, ())
             reference = [Cell(task, "akm", seed) for seed in self.attribute.reference_seeds] if refs else []
             return reference + [Cell(task, "akm", seed, mask=ref) for ref in refs for seed in seeds]
-        return [Cell(task, arm, seed) for arm in self.settings.arms for seed in seeds]
+        return [Cell(task, arm, seed) for arm in self.arms for seed in seeds]
 
     @property
     def report_dir(self) -> Path:
@@ -122,7 +135,7 @@ class BenchState:
                 akm=self.akm,
                 # A remote worker stages its transcripts for the controller, never in a store here.
                 transcripts_dir=self.remote.staging if self.remote is not None else self.store_dir,
-                sandbox=s.sandbox,
+                sandbox=self.sandbox,
                 sandbox_ro=s.sandbox_ro,
                 network=s.network,
                 providers=self._providers(),
