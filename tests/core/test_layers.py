@@ -111,7 +111,7 @@ RANKS = {
     "store": 2,
     "agents": 3,
     "cell": 4,
-    "agents.opencode": 5,
+    "agents.*": 5,  # each agent's own package (agents/opencode/, ...): it may read a cell's files
     "report": 5,
     "tracks": 6,
     "plugin": 7,
@@ -134,6 +134,9 @@ MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 def _unit(module: str) -> str:
     """The package (or top-level module) a module belongs to, for its rank."""
     rest = module.removeprefix("pytest_akmbench").lstrip(".")
+    parts = rest.split(".")
+    if len(parts) > 1 and parts[0] == "agents" and (PACKAGE / "agents" / parts[1]).is_dir():
+        return "agents.*"  # a folder under agents/ is an agent, whatever its name
     best = ""
     for unit in RANKS:
         if (rest == unit or rest.startswith(unit + ".")) and len(unit) > len(best):
