@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from pathlib import Path
 
 from .base import Agent, NopAgent, OracleAgent, as_agent
 
@@ -19,9 +18,9 @@ ADAPTER = "adapter"  # the module of an agent's package that offers its agents
 
 
 def agent_packages() -> list[str]:
-    """The names of the agent packages under ``agents/``, sorted."""
-    here = [str(Path(__file__).parent)]
-    return sorted(m.name for m in pkgutil.iter_modules(here) if m.ispkg)
+    """The names of the agent packages under ``agents/`` (every folder of its path), sorted."""
+    where = importlib.import_module(PACKAGE).__path__
+    return sorted({m.name for m in pkgutil.iter_modules(where) if m.ispkg})
 
 
 def builtin_agents() -> list[Agent]:
