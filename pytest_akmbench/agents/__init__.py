@@ -1,5 +1,5 @@
 """Agents: the adapter interface (``base``), the neutral transcript events (``transcript``), the
-model-free ``oracle`` and ``nop``, and one package per agent (``opencode/``) found by ``registry``.
+model-free ``oracle`` and ``nop``, and one package per agent, each found by ``registry``.
 
 The interface's names are importable from here (``pytest_akmbench.agents.AgentResult``), as the
 README documents for plugins that register their own agent.

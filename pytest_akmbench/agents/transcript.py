@@ -1,8 +1,8 @@
 """What an agent's transcript says, in terms no agent owns: its tool calls as :class:`ToolEvent`
 and the other times it records as :class:`Moment`.
 
-Each agent reads its own transcript format (``Agent.read_transcript``; opencode's is in
-``agents/opencode/transcript.py``); the trajectory, the workflow trace, akm's evidence and the
+Each agent reads its own transcript format (``Agent.read_transcript``, in the agent's own
+package); the trajectory, the workflow trace, akm's evidence and the
 shell reader (``cell/``) see only these events, so a new agent gets them by writing a reader
 (docs/architecture.md, "Where to add"). The JSON-lines helpers here serve any reader of a
 JSON-lines transcript: streamed line by line with a per-line cap, never read whole.

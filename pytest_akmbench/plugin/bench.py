@@ -203,7 +203,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _preflight(config, state, outputs=True)
     # What no stored or reported text may hold: the values behind the providers file's {env:VAR}.
     state.scrub = Scrubber(state.agent.secrets)
-    # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
+    # An adapter that resolves the model itself (from its own config or providers file)
     # says which; the same value is stamped into every sample and fingerprint.
     state.model = state.agent.model or state.settings.model
     remote.setup(config, state, controller)
