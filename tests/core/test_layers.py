@@ -15,6 +15,11 @@ import pytest_akmbench
 CORE = [
     "agents",
     "agents.base",
+    "agents.registry",
+    "agents.transcript",
+    "agents.opencode.config",
+    "agents.opencode.doctor",
+    "agents.opencode.transcript",
     "agents.opencode.adapter",
     "agents.opencode.binaries",
     "agents.opencode.discovery",

@@ -62,7 +62,7 @@ from .scripted import ScriptedModel
 from .transcript import read_transcript
 from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
 
-# Names other modules and the docs reach through the adapter (the CLI's doctor among them).
+# Names the tests and the docs reach through the adapter (doctor asks OpencodeAgent, agents/opencode/doctor.py).
 __all__ = ["OpencodeAgent", "agents", "choose_model", "locate_opencode", "locate_rg", "read_version"]
 
 # ---------------------------------------------------------------- the adapter
