@@ -195,3 +195,43 @@ def test_a_toy_cell_on_the_akm_arm(toy: Agent, tmp_path: Path, version: str) -> 
     assert (traj["search_count"], traj["show_count"], traj["unconfirmed_events"]) == (1, 1, 0), traj
     assert traj["assets_loaded"] == [ref] and traj["workspace_writes"] == 1 and traj["akm_calls"] == 2
     assert [a["kind"] for a in traj["actions"]] == ["search", "show", "write"]
+
+
+def test_a_hook_agent_that_does_not_derive_from_agent_declares_what_it_has() -> None:
+    """A conftest's duck-typed agent is wrapped once: what it sets is read (after start too),
+    what it lacks is the base's default."""
+    from pytest_akmbench.agents.base import AgentResult, SessionInfo, as_agent
+
+    class Bare:
+        name, version = "bare", "1"
+
+        def start(self, session: object) -> None:
+            self.version, self.model, self.warnings = "2", "local/m", ["slow disk"]
+
+        def run(self, request: object) -> AgentResult:
+            return AgentResult(final_text="done")
+
+        def stop(self) -> None: ...
+
+    class Declaring(Bare):
+        uses_akm, secrets = False, ["sk-not-a-real-key-123"]
+
+        def preflight(self) -> str:
+            return "answers"
+
+        def read_transcript(self, path: Path) -> Iterator[ToolEvent]:
+            yield ToolEvent("read", "peek", path="README.md", finished=True)
+
+    bare, declaring = as_agent(Bare()), as_agent(Declaring())
+    assert (bare.uses_akm, bare.model, bare.secrets, bare.preflight()) == (True, None, (), None)
+    assert list(bare.read_transcript(Path("t"))) == []
+    bare.start(SessionInfo(model=None, arms=("akm",), tasks=()))
+    assert (bare.version, bare.model, list(bare.warnings)) == ("2", "local/m", ["slow disk"])
+    assert bare.run(None).final_text == "done"  # type: ignore[arg-type]
+    assert (declaring.uses_akm, list(declaring.secrets), declaring.preflight()) == (
+        False,
+        ["sk-not-a-real-key-123"],
+        "answers",
+    )
+    assert [e.path for e in declaring.read_transcript(Path("t"))] == ["README.md"]
+    assert as_agent(declaring) is declaring and as_agent(Bare()).name == "bare"
