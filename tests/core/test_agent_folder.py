@@ -123,6 +123,8 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Agent]:
     finally:
         for name in [m for m in sys.modules if m.startswith("pytest_akmbench.agents.toy")]:
             del sys.modules[name]
+        if hasattr(agents_package, "toy"):
+            delattr(agents_package, "toy")  # the import bound it on the package
 
 
 def test_the_registry_finds_an_agent_by_its_folder(toy: Agent) -> None:
