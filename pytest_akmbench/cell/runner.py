@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
-from ..agents.base import AgentRequest, AgentResult
+from ..agents.base import AgentRequest, AgentResult, as_agent
 from ..records import Outcome, Sample
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
@@ -127,7 +127,8 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
                 run.trajectory = _trajectory(cell, ctx, procs, run, request, env, agent_started_ms)
         run.outcome, run.reason = _judge(cell, ctx, procs, run, request, env)
         code = None if run.verdict is None else -1 if run.verdict.exit_code is None else run.verdict.exit_code
-        run.workflow = check_cell(cell.task, cell.arm, run.outcome, request.transcript, code, ctx.agent.read_transcript)
+        reader = as_agent(ctx.agent).read_transcript  # the agent's own format, read as neutral events
+        run.workflow = check_cell(cell.task, cell.arm, run.outcome, request.transcript, code, reader)
     except TreatmentDown as err:
         run.outcome, run.reason = "harness_error", str(err)
     except Exception as err:
@@ -214,7 +215,7 @@ def _trajectory(
         request.transcript,
         events,
         run.result.akm,
-        reader=ctx.agent.read_transcript,  # the agent's own format, read as neutral events
+        reader=as_agent(ctx.agent).read_transcript,  # the agent's own format, read as neutral events
         agent_started_ms=agent_started_ms,
     )
     if why:

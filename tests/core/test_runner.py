@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents import Agent, AgentRequest, AgentResult, NopAgent, OracleAgent
+from pytest_akmbench.agents import AgentRequest, AgentResult, NopAgent, OracleAgent
 from pytest_akmbench.agents.opencode.transcript import read_transcript
 from pytest_akmbench.cell import akm
 from pytest_akmbench.cell.context import Cell, RunContext
@@ -32,7 +32,7 @@ def alive_with(marker: str) -> list[str]:
     return [line for line in out.splitlines() if marker in line and not line.lstrip().startswith("Z")]
 
 
-class EnvSpy(Agent):
+class EnvSpy:
     """An agent that records what it was given and writes nothing."""
 
     name = "spy"
