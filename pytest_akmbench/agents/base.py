@@ -87,7 +87,7 @@ class AgentResult:
 
 class Agent:
     """An agent adapter and what it declares to the harness; an adapter derives from it and sets
-    what differs from these defaults (README, "Your own agent"). ``start`` raises
+    what differs from these defaults (README, "Extending"). ``start`` raises
     ``ConfigError`` when the agent cannot run at all. An object a hook gives that does not derive
     from it is taken through :func:`as_agent`.
     """
