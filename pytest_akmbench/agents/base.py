@@ -8,14 +8,17 @@ the plugin's ``pytest_akmbench_agents`` hook; the built-in ones use the same hoo
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..corpus.tasks import Task
 from ..system.procs import ProcessTracker
+from .transcript import TranscriptItem, no_transcript
 
 if TYPE_CHECKING:
     from ..system.sandbox import Sandbox
@@ -82,24 +85,107 @@ class AgentResult:
     warnings: list[str] = field(default_factory=list)
 
 
-class Agent(Protocol):
-    """An agent adapter. ``start`` raises ``ConfigError`` when the agent cannot run at all.
-
-    An adapter may set ``uses_akm = False`` when it never calls akm; otherwise a run with the akm
-    arm refuses to start without a working akm.
+class Agent:
+    """An agent adapter and what it declares to the harness; an adapter derives from it and sets
+    what differs from these defaults (README, "Extending"). ``start`` raises
+    ``ConfigError`` when the agent cannot run at all. An object a hook gives that does not derive
+    from it is taken through :func:`as_agent`.
     """
 
-    name: str
-    version: str
+    name: str = ""
+    version: str = "unknown"
+    uses_akm: bool = True  # False: it never calls akm, so a run with the akm arm needs none
+    model: str | None = None  # the model it resolved itself at start; None: the run's --bench-model
+    secrets: Sequence[str] = ()  # values the harness scrubs from everything it stores
+    warnings: Sequence[str] = ()  # for the run's terminal and report, once started
 
-    def start(self, session: SessionInfo) -> None: ...
+    def start(self, session: SessionInfo) -> None:
+        pass
 
-    def run(self, request: AgentRequest) -> AgentResult: ...
+    def run(self, request: AgentRequest) -> AgentResult:
+        raise NotImplementedError(f"agent {self.name!r} has no run()")
 
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        pass
+
+    def preflight(self) -> str | None:
+        """Before the first cell, on the controller: one line saying what works (raise
+        ``ConfigError`` saying what does not), or None when there is nothing to check."""
+        return None
+
+    def provider_setup(self, model: str | None) -> dict[str, Any]:
+        """What the agent is given to reach its model, as the digest every sample records."""
+        return setup_digest(model, None, None, None)
+
+    def read_transcript(self, path: Path) -> Iterable[TranscriptItem]:
+        """The neutral events of the transcript the agent wrote to ``request.transcript``."""
+        return no_transcript(path)
+
+    def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
+        """``doctor``'s checks of what the agent needs installed: (name, a function giving the
+        line, or raising ``BenchError`` when it is missing)."""
+        return []
+
+    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        """``doctor``'s check that the model answers: (PASS/WARN/FAIL, the line), or None."""
+        return None
 
 
-class NopAgent:
+class Adapted(Agent):
+    """An agent a hook gave that does not derive from :class:`Agent`: what it declares is read
+    from the attributes the README names, where it has them, when made and once started."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.name = agent.name
+        self._declared()
+
+    def _declared(self) -> None:
+        self.version = self.agent.version
+        self.uses_akm = getattr(self.agent, "uses_akm", True)
+        self.model = getattr(self.agent, "model", None)
+        self.secrets = getattr(self.agent, "secrets", None) or ()
+        self.warnings = getattr(self.agent, "warnings", None) or ()
+
+    def start(self, session: SessionInfo) -> None:
+        self.agent.start(session)
+        self._declared()
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        result: AgentResult = self.agent.run(request)
+        return result
+
+    def stop(self) -> None:
+        self.agent.stop()
+
+    def preflight(self) -> str | None:
+        check = getattr(self.agent, "preflight", None)
+        return check() if callable(check) else None
+
+    def read_transcript(self, path: Path) -> Iterable[TranscriptItem]:
+        read = getattr(self.agent, "read_transcript", None)
+        return read(path) if callable(read) else no_transcript(path)
+
+
+def as_agent(agent: Any) -> Agent:
+    """``agent`` as the harness uses it: itself when it derives from :class:`Agent`."""
+    return agent if isinstance(agent, Agent) else Adapted(agent)
+
+
+def setup_digest(model: str | None, provider: str | None, entry: Any, source: str | None) -> dict[str, Any]:
+    """What the agent is given to reach its model, as a digest: the model, the provider's name
+    and its entry as written (credentials are ``{env:VAR}`` names there, never values, so the
+    digest holds no secret). Two runs with one digest give the agent the same configuration."""
+    given = json.dumps({"model": model, "provider": provider, "entry": entry}, sort_keys=True, default=str)
+    return {
+        "digest": hashlib.sha256(given.encode("utf-8")).hexdigest()[:16],
+        "model": model,
+        "provider": provider,
+        "source": source,
+    }
+
+
+class NopAgent(Agent):
     """Does nothing: proves that an untouched workspace fails every verifier."""
 
     name = "nop"
@@ -116,7 +202,7 @@ class NopAgent:
         pass
 
 
-class OracleAgent:
+class OracleAgent(Agent):
     """Runs the task's ``solution/solve.sh`` in the workspace; its stdout is the final text."""
 
     name = "oracle"
@@ -148,8 +234,3 @@ class OracleAgent:
 
     def stop(self) -> None:
         pass
-
-
-def builtin_agents() -> list[Agent]:
-    """The adapters shipped with the plugin (the opencode adapter registers itself too)."""
-    return [NopAgent(), OracleAgent()]

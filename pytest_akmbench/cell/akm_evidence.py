@@ -16,7 +16,7 @@ from typing import Any
 from . import akm
 
 # How far outside its tool call's start and end an event may be stamped and still be the call's:
-# akm's and opencode's clocks are the machine's, so this only absorbs rounding and akm's exit.
+# akm's and the agent's clocks are the machine's, so this only absorbs rounding and akm's exit.
 CALL_SLACK_MS = 2000
 MAX_NAMED_EVENTS = 5  # unconfirmed events a warning names
 _UNKNOWN = ("$", "`", "*", "?", "[")  # a word the shell expands: its value is not in the transcript

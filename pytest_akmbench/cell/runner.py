@@ -1,7 +1,7 @@
 """Execute one cell: prepare an isolated run dir, run the agent, run the verifier, make a sample.
 
 Isolation: every cell gets a fresh run dir under the bench tmp root with a copy of the
-workspace and private HOME/XDG dirs, so nothing of the user's own opencode or akm
+workspace and private HOME/XDG dirs, so nothing of the user's own agent or akm
 configuration is read or written. Only the akm arm gets a private copy of the stash fixture
 (plus ``stash_overlay``), akm's variables and the akm executable on PATH; every other arm finds
 an ``akm`` on PATH that behaves like a missing command, so an akm installed system-wide cannot
@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
-from ..agents.base import AgentRequest, AgentResult
+from ..agents.base import AgentRequest, AgentResult, as_agent
 from ..records import Outcome, Sample
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
@@ -62,7 +62,7 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
     run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
     copy_workspace(cell.task, run_dir / "workspace")
     home = run_dir / "home"
-    home.mkdir()  # XDG dirs are left to whoever needs them (opencode creates its own)
+    home.mkdir()  # XDG dirs are left to whoever needs them (an agent may create its own)
     (run_dir / "tmp").mkdir()
     bin_dir = run_dir / "bin"
     bin_dir.mkdir()
@@ -127,7 +127,8 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
                 run.trajectory = _trajectory(cell, ctx, procs, run, request, env, agent_started_ms)
         run.outcome, run.reason = _judge(cell, ctx, procs, run, request, env)
         code = None if run.verdict is None else -1 if run.verdict.exit_code is None else run.verdict.exit_code
-        run.workflow = check_cell(cell.task, cell.arm, run.outcome, request.transcript, code)
+        reader = as_agent(ctx.agent).read_transcript  # the agent's own format, read as neutral events
+        run.workflow = check_cell(cell.task, cell.arm, run.outcome, request.transcript, code, reader)
     except TreatmentDown as err:
         run.outcome, run.reason = "harness_error", str(err)
     except Exception as err:
@@ -209,7 +210,14 @@ def _trajectory(
     events, why = (
         (None, None) if ctx.akm is None else akm_events(ctx.akm, env, request.run_dir, procs, agent_started_ms)
     )
-    trajectory = analyse_cell(cell.task, request.transcript, events, run.result.akm, agent_started_ms=agent_started_ms)
+    trajectory = analyse_cell(
+        cell.task,
+        request.transcript,
+        events,
+        run.result.akm,
+        reader=as_agent(ctx.agent).read_transcript,  # the agent's own format, read as neutral events
+        agent_started_ms=agent_started_ms,
+    )
     if why:
         trajectory["warnings"].append(why)
     return trajectory

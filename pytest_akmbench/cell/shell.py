@@ -1,4 +1,4 @@
-"""What a bash tool command actually runs: a small shell lexer for reading agent transcripts.
+"""What a shell tool command actually runs: a small shell lexer for reading agent transcripts.
 
 An agent's bash command is a shell script. Counting ``akm search`` by looking for the words
 in the text miscounts both ways: ``bash -c '...akm search...'`` hides a search, while a

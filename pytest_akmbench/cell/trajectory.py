@@ -6,9 +6,10 @@ empty or artefacts. Here two sources are combined:
 1. **akm's own event log** (see :func:`akm.read_events`) is the ground truth of what akm
    *served*: every search with its query and ranked results, every show, every feedback with
    its signal. A call akm refused (an unknown ref, a usage error) leaves no event.
-2. **The agent transcript** (``opencode run --format json`` events, docs/opencode.md) gives the
-   order of things, the workspace writes, and every akm call the agent *attempted*, found by
-   reading each bash command as a shell would (:mod:`shell`), with the tool's exit status.
+2. **The agent transcript**, read by the agent's own reader into neutral tool events
+   (``agents/transcript.py``), gives the order of things, the workspace writes, and every akm
+   call the agent *attempted*, found by reading each shell command as a shell would
+   (:mod:`shell`), with the tool's exit status.
    Without akm's log (an akm that keeps none) it is the only source of akm operations: a call
    counts only when its command did not fail.
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..agents.transcript import TranscriptReader
 from ..corpus.tasks import Task
 from . import akm
 from .akm_evidence import cross_check, describe
@@ -159,19 +161,20 @@ def analyse_cell(
     akm_events: list[dict[str, Any]] | None,
     agent_akm: dict[str, Any] | None,
     *,
+    reader: TranscriptReader,
     agent_started_ms: int | None = None,
 ) -> dict[str, Any]:
     """The akm trajectory of one cell as plain data (see the module docstring for sources).
 
-    ``akm_events`` are akm's own normalised events (``None`` when akm keeps no readable log).
+    ``reader`` reads ``transcript`` (the agent's own, ``Agent.read_transcript``). ``akm_events`` are akm's own normalised events (``None`` when akm keeps no readable log).
     ``agent_started_ms`` (epoch ms) anchors the ``time_to_*`` figures; without it they are
     measured from the earliest time in the transcript. Never raises: a fault in the analysis
     gives an unobserved trajectory (``source`` None) with a warning, so a sample is never lost.
     """
     try:
-        return _analyse(task, transcript, akm_events, agent_akm, agent_started_ms)
+        return _analyse(task, transcript, reader, akm_events, agent_akm, agent_started_ms)
     except Exception as err:
-        empty = _analyse(task, None, None, None, None)
+        empty = _analyse(task, None, reader, None, None, None)
         empty["warnings"].append(f"trajectory analysis failed: {type(err).__name__}: {err}")
         return empty
 
@@ -179,17 +182,17 @@ def analyse_cell(
 def _analyse(
     task: Task,
     transcript: Path | None,
+    reader: TranscriptReader,
     events: list[dict[str, Any]] | None,
     agent_akm: dict[str, Any] | None,
     agent_started_ms: int | None,
 ) -> dict[str, Any]:
-    gold = task.gold_ref
     warnings: list[str] = []
     seen = Transcript()
     source: str | None = None
     if transcript is not None and transcript.is_file():
         try:
-            seen.read(transcript)
+            seen.read(transcript, reader)
             source = "transcript"
         except OSError as err:
             warnings.append(f"transcript unreadable: {err}")
@@ -200,7 +203,7 @@ def _analyse(
         else:
             calls, where = seen.calls, "the transcript"
         matched, unconfirmed = cross_check(events, calls)
-        ops, events = _from_events(matched, gold), [e for e, _ in matched]
+        ops, events = _from_events(matched, task.gold_ref), [e for e, _ in matched]
         if unconfirmed and source is None:
             warnings.append(
                 f"no transcript: the {len(unconfirmed)} akm event(s) in akm's log cannot be checked against the "
@@ -216,7 +219,7 @@ def _analyse(
         if missing:
             warnings.append(f"{missing} akm call(s) the transcript shows succeeding are not in akm's log")
     elif source == "transcript":
-        ops = _from_calls(seen.calls, gold)
+        ops = _from_calls(seen.calls, task.gold_ref)
     elif agent_akm:
         ops, source = _from_agent(agent_akm), "agent"
     else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..agents.transcript import TranscriptReader
 from ..corpus.tasks import Task
 from ..corpus.workflows import Step, WorkflowSpec
 from .akm import same_asset
@@ -240,14 +241,15 @@ def has_tests(task: Task) -> bool:
 
 
 def check_cell(
-    task: Task, arm: str, outcome: str, transcript: Path | None, verifier_exit: int | None
+    task: Task, arm: str, outcome: str, transcript: Path | None, verifier_exit: int | None, reader: TranscriptReader
 ) -> dict[str, Any] | None:
     """The sample's ``workflow`` field: every spec that can apply to the task checked on the
-    cell's trace (None when none can). Never raises: a fault gives no checks and a warning."""
+    cell's trace (None when none can), the transcript read by the agent's ``reader``. Never
+    raises: a fault gives no checks and a warning."""
     if not task.workflows:
         return None
     try:
-        trace = build_trace(transcript, verifier_exit)
+        trace = build_trace(transcript, verifier_exit, reader)
         run = RunFacts(arm, task.domain, outcome, task.gold_ref, has_tests(task))
         checks = [evaluate(spec, trace, run) for spec in task.workflows]
     except Exception as err:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..agents.transcript import TranscriptReader
 from .shell import commands
 from .transcript import Transcript
 
 MAX_EVENTS = 4096
-READ_TOOLS = frozenset(("read", "grep", "glob", "list"))
 _AKM_EVENTS = {
     "search": "akm_search",
     "show": "akm_show",
@@ -46,7 +46,7 @@ def akm_event(call: dict[str, Any]) -> str | None:
 
 
 def runs_tests(command: str) -> bool:
-    """Whether a bash command runs a test suite (pytest, ``python -m pytest``, ``make test``,
+    """Whether a shell command runs a test suite (pytest, ``python -m pytest``, ``make test``,
     ``npm test``, ``go test``, ``cargo test``, ``bash verify.sh``)."""
     for c in commands(command):
         words, name = c.words, c.name
@@ -61,15 +61,16 @@ def runs_tests(command: str) -> bool:
     return False
 
 
-def build_trace(transcript: Path | None, verifier_exit: int | None) -> dict[str, Any]:
+def build_trace(transcript: Path | None, verifier_exit: int | None, reader: TranscriptReader) -> dict[str, Any]:
     """``{"events": [...], "truncated": bool, "source": "transcript" | None}``; each event is
-    ``{"event", "t_ms", "ref"?, "results"?, "polarity"?, "exit"?}`` in run order. Without a
-    readable transcript the agent's part is empty (``source`` None)."""
+    ``{"event", "t_ms", "ref"?, "results"?, "polarity"?, "exit"?}`` in run order. ``reader`` is
+    the agent's own (``Agent.read_transcript``). Without a readable transcript the agent's part
+    is empty (``source`` None)."""
     seen = Transcript()
     source = None
     if transcript is not None and transcript.is_file():
         try:
-            seen.read(transcript)
+            seen.read(transcript, reader)
             source = "transcript"
         except OSError:
             seen = Transcript()
@@ -86,10 +87,10 @@ def build_trace(transcript: Path | None, verifier_exit: int | None) -> dict[str,
     for write in seen.writes:
         agent.append({"event": "workspace_write", "t_ms": write["t_ms"], "path": write["path"]})
     for tool in seen.tools:
-        if tool["tool"] in READ_TOOLS and tool["ok"]:
-            agent.append({"event": "workspace_read", "t_ms": tool["t_ms"]})
-        elif tool["tool"] == "bash" and tool["command"] and runs_tests(tool["command"]):
-            agent.append({"event": "test_run", "t_ms": tool["t_ms"], "ok": tool["ok"]})
+        if tool.kind == "read" and tool.ok:
+            agent.append({"event": "workspace_read", "t_ms": tool.start_ms})
+        elif tool.kind == "run-shell" and tool.command and runs_tests(tool.command):
+            agent.append({"event": "test_run", "t_ms": tool.start_ms, "ok": tool.ok})
     # Stable: events of one tool call keep the order they were found in.
     agent.sort(key=lambda e: (e["t_ms"] is None, e["t_ms"] or 0))
     first_write = next((i for i, e in enumerate(agent) if e["event"] == "workspace_write"), None)

@@ -8,15 +8,12 @@ import platform
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from ..agents.base import builtin_agents
-from ..agents.opencode.adapter import choose_model, locate_opencode, locate_rg, read_version
-from ..agents.opencode.preflight import check_provider
-from ..agents.opencode.providers import ModelChoice
+from ..agents.base import Agent
+from ..agents.registry import builtin_agents
 from ..cell import akm
 from ..cell.akm_check import check_index
 from ..corpus.config import RunConfig, config_options, corpus_near, load_run_config
@@ -37,15 +34,6 @@ def _line(status: str, name: str, detail: str) -> None:
     print(f"  [{status}] {name}: {detail}")
 
 
-def _model_check(choice: ModelChoice) -> tuple[str, str]:
-    """The run's preflight: one minimal request through the provider entry the cells get (the
-    line names the URL as written, so no value of a variable is printed)."""
-    try:
-        return "PASS", check_provider(choice, os.environ)
-    except BenchError as err:
-        return "FAIL", str(err)
-
-
 DEFAULT_ARMS = ("noakm", "akm")  # a run's arms when neither its config nor an option names them
 
 
@@ -58,7 +46,7 @@ def _needs_akm(cfg: RunConfig | None) -> bool:
         arms = parse_arms(cfg.get("arms")) if cfg.get("arms") else DEFAULT_ARMS
     except ValueError:
         return False  # validate names a bad arms field; the run refuses it before akm matters
-    calls_akm = {a.name: getattr(a, "uses_akm", True) for a in builtin_agents()}.get(cfg.get("agent") or "", True)
+    calls_akm = {a.name: a.uses_akm for a in builtin_agents()}.get(cfg.get("agent") or "", True)
     return "akm" in arms and calls_akm
 
 
@@ -90,19 +78,16 @@ def _akm_check(options: dict[str, Any], cfg: RunConfig | None) -> tuple[str, str
     return ("WARN" if info.warning else "PASS"), f"{line}; {indexed}"
 
 
-def _tools(options: dict[str, Any]) -> bool:
-    """Python packages, opencode, rg, bash and the sandbox; True when something needed is missing."""
+def _tools(options: dict[str, Any], agents: list[Agent]) -> bool:
+    """Python packages, what each built-in agent needs, bash and the sandbox; True when something
+    needed is missing."""
     failed = False
     _line("PASS", "python", f"{platform.python_version()} at {sys.executable}")
     for pkg in ("pytest-akmbench", "pytest", "pytest-xdist", "pluggy", "PyYAML", "tabulate"):
         found = _pkg(pkg)
         failed |= found is None
         _line("PASS" if found else "FAIL", pkg, found or "not installed; pip install -e .")
-    checks: list[tuple[str, Callable[[], str]]] = [
-        ("opencode", lambda: f"{read_version(locate_opencode(options))} at {locate_opencode(options)}"),
-        ("rg", lambda: str(locate_rg())),
-    ]
-    for name, find in checks:
+    for name, find in [check for agent in agents for check in agent.doctor_tools(options)]:
         try:
             _line("PASS", name, find())
         except BenchError as err:
@@ -119,35 +104,25 @@ def doctor(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when something a run needs is missing or the run's
     preflight would stop it (the model does not answer, akm cannot index)."""
     cfg = load_run_config(Path(args.config)) if args.config else None
+    # The command's own flags (an agent's binary, its providers) are the agents' options.
+    flags = {k: v for k, v in vars(args).items() if k not in ("func", "command", "config", "model")}
     options: dict[str, Any] = {
+        **flags,
         "rootdir": str(near.parent if cfg and (near := corpus_near(cfg.path)) else Path.cwd()),
-        "opencode": args.opencode,
         "akm": args.akm or (cfg.resolve_path("akm") if cfg and cfg.get("akm") else None),
-        "providers": args.providers,
-        "opencode_config": getattr(args, "opencode_config", None),
         **config_options(cfg),
     }
+    agents = builtin_agents()
     print("## pytest-akmbench doctor")
-    failed = _tools(options)
+    failed = _tools(options, agents)
     status, detail = _akm_check(options, cfg)
     failed |= status == "FAIL"
     _line(status, "akm", detail)
-    try:
-        choice = choose_model(args.model, options)
-        status, detail = _model_check(choice)
-    except BenchError as err:
-        # A model someone asked for must work; with none chosen anywhere it is only a warning.
-        asked = bool(
-            args.model
-            or os.environ.get("BENCH_OPENCODE_MODEL")
-            or options["config_default_model"]
-            or args.providers
-            or options["opencode_config"]
-            or os.environ.get("BENCH_OPENCODE_CONFIG")
-        )
-        status, detail = ("FAIL" if asked else "WARN"), str(err)
-    failed |= status == "FAIL"
-    _line(status, "model", detail)
+    for found in [agent.doctor_model(args.model, options) for agent in agents]:
+        if found is not None:
+            status, detail = found
+            failed |= status == "FAIL"
+            _line(status, "model", detail)
     print("One or more checks FAILED." if failed else "All needed checks passed.")
     sys.stdout.flush()
     return 1 if failed else 0

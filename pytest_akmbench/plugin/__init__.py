@@ -30,14 +30,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_akmbench_agents() -> list[Agent]:
     # Registered here, with the entry point, so that a conftest's agent of the same name
     # (registered later) replaces the built-in one.
-    from ..agents.base import builtin_agents
+    from ..agents.registry import builtin_agents
 
-    agents: list[Agent] = builtin_agents()
-    try:
-        from ..agents.opencode import adapter as opencode
-    except ImportError:
-        return agents
-    return [*opencode.agents(), *agents]
+    return builtin_agents()
 
 
 @pytest.hookimpl(tryfirst=True)

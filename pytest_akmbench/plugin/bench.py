@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..agents.base import Agent, OracleAgent
+from ..agents.base import Agent, OracleAgent, as_agent
 from ..cell import checks
 from ..corpus.config import Settings, config_options, corpus_near, in_file, load_run_config, resolve
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
@@ -199,10 +199,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if controller:
         _preflight(config, state, outputs=True)
     # What no stored or reported text may hold: the values behind the providers file's {env:VAR}.
-    state.scrub = Scrubber(getattr(state.agent, "secrets", None) or ())
-    # An adapter that resolves the model itself (opencode: CLI, env, config, providers file)
+    state.scrub = Scrubber(state.agent.secrets)
+    # An adapter that resolves the model itself (from its own config or providers file)
     # says which; the same value is stamped into every sample and fingerprint.
-    state.model = getattr(state.agent, "model", None) or state.settings.model
+    state.model = state.agent.model or state.settings.model
     remote.setup(config, state, controller)
     if controller:
         if state.track is not None:
@@ -242,14 +242,14 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
         startup.start_agent(config, state, _agent_options(state))
         state.started = True
     # An agent that says it never calls akm (oracle, nop) still gets one when it is there.
-    needed = not state.settings.soundness and getattr(state.agent, "uses_akm", True)
+    needed = not state.settings.soundness and state.agent.uses_akm
     state.akm = startup.find_akm(config, state, needed)
     if state.akm is not None and state.akm.warning and controller:
         state.warnings.append(state.akm.warning)
     if controller:
         cfg = state.settings.config
         corpus = checks.run_warnings(state.corpus, state.tasks, () if state.settings.soundness else state.arms)
-        for line in [*(cfg.warnings() if cfg else []), *getattr(state.agent, "warnings", []), *corpus]:
+        for line in [*(cfg.warnings() if cfg else []), *state.agent.warnings, *corpus]:
             state.warnings.append(line)
             config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
 
@@ -261,7 +261,7 @@ def _find_agent(config: pytest.Config, name: str) -> Agent:
             found[agent.name] = agent
     if name not in found:
         raise pytest.UsageError(f"--bench-agent: unknown agent {name!r}; available: {', '.join(sorted(found))}")
-    return found[name]
+    return as_agent(found[name])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

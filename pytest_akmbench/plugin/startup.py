@@ -1,6 +1,6 @@
 """The slow start of a bench run, said as it happens, and the preflight before the first cell.
 
-On the controller each slow step (the agent's start with opencode's version check, akm's probe,
+On the controller each slow step (the agent's start with its version check, akm's probe,
 the preflight request, akm's index of one stash) prints one ``akmbench:`` line with its time,
 so 20-40 s of start-up are not silence. The preflight runs once per session on the controller,
 also under xdist (whose workers start after it): a model that cannot be reached or refuses the
@@ -70,11 +70,12 @@ def arms_needed(config: pytest.Config, state: BenchState) -> tuple[str, ...]:
 
 def probes(state: BenchState) -> dict[str, Any]:
     """What the controller probed, for its local workers: they run the same binaries on the same
-    machine, so each need not run ``opencode --version`` and akm's probe again (about 2 CPU-seconds
-    per worker). A remote worker probes its own, and its hello compares them (remote.py)."""
+    machine, so each need not run the agent's version check and akm's probe again (about 2
+    CPU-seconds per worker). A remote worker probes its own, and its hello compares them
+    (remote.py)."""
     found = state.akm
     return {
-        "agent_version": getattr(state.agent, "version", None) if state.started else None,
+        "agent_version": state.agent.version if state.started else None,
         "akm": None if found is None else {**dataclasses.asdict(found), "path": str(found.path)},
     }
 
@@ -94,7 +95,7 @@ def start_agent(config: pytest.Config, state: BenchState, options: dict[str, obj
         lambda: state.agent.start(info),
         lambda _: (
             f"agent {state.agent.name} {state.agent.version} started"
-            + (f", model {getattr(state.agent, 'model', None)}" if getattr(state.agent, "model", None) else "")
+            + (f", model {state.agent.model}" if state.agent.model else "")
         ),
     )
 
@@ -127,11 +128,9 @@ def tools_project(state: BenchState) -> Path:
 
 def preflight(config: pytest.Config, state: BenchState) -> None:
     """The model answers and akm indexes, or a ConfigError (raised to the caller) says why not."""
-    check = getattr(state.agent, "preflight", None)
-    if callable(check):
-        timed(config, check, lambda line: f"preflight: {line}")
+    timed(config, state.agent.preflight, lambda line: f"preflight: {line}" if line else None)
     akm_tasks = [t for t in state.tasks if t.stash]
-    if state.akm is not None and akm_tasks and getattr(state.agent, "uses_akm", True):
+    if state.akm is not None and akm_tasks and state.agent.uses_akm:
         timed(
             config,
             lambda: check_index(

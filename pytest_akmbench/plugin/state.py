@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..agents.base import Agent
-from ..agents.opencode.model import choice_digest, setup_digest
-from ..agents.opencode.providers import ModelChoice
 from ..cell.akm import AkmInfo
 from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.config import Settings, run_caps
@@ -113,10 +111,7 @@ class BenchState:
     def _providers(self) -> dict[str, Any]:
         """The digest of the provider/model configuration this run's agent is given; an agent
         without providers has its model only."""
-        choice = getattr(self.agent, "choice", None)
-        if isinstance(choice, ModelChoice):
-            return choice_digest(choice)
-        return setup_digest(self.model, None, None, None)
+        return self.agent.provider_setup(self.model)
 
     def context(self) -> RunContext:
         if self._context is None:

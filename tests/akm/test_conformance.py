@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_akmbench.agents.opencode.transcript import read_transcript
 from pytest_akmbench.cell import akm, akm_calls
 from pytest_akmbench.cell.akm_evidence import cross_check
 from pytest_akmbench.cell.transcript import Transcript
@@ -220,7 +221,7 @@ class TestEachCallItsEvents:
         transcript = tool.cwd / "transcript.jsonl"
         transcript.write_text("\n".join(lines) + "\n")
         seen = Transcript()
-        seen.read(transcript)
+        seen.read(transcript, read_transcript)
         matched, unconfirmed = cross_check(tool.events(), seen.calls)
         assert unconfirmed == [] and len(matched) == sum(map(len, per_command))
         assert [c["kind"] for _, c in matched[:3]] == ["search", "show", "feedback"]

@@ -18,6 +18,11 @@ import pytest_akmbench
 CORE = [
     "agents",
     "agents.base",
+    "agents.registry",
+    "agents.transcript",
+    "agents.opencode.config",
+    "agents.opencode.doctor",
+    "agents.opencode.transcript",
     "agents.opencode.adapter",
     "agents.opencode.binaries",
     "agents.opencode.discovery",
@@ -114,7 +119,7 @@ RANKS = {
     "store": 2,
     "agents": 3,
     "cell": 4,
-    "agents.opencode": 5,
+    "agents.*": 5,  # each agent's own package (agents/opencode/, ...): it may read a cell's files
     "report": 5,
     "tracks": 6,
     "plugin": 7,
@@ -137,6 +142,9 @@ MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 def _unit(module: str) -> str:
     """The package (or top-level module) a module belongs to, for its rank."""
     rest = module.removeprefix("pytest_akmbench").lstrip(".")
+    parts = rest.split(".")
+    if len(parts) > 1 and parts[0] == "agents" and (PACKAGE / "agents" / parts[1]).is_dir():
+        return "agents.*"  # a folder under agents/ is an agent, whatever its name
     best = ""
     for unit in RANKS:
         if (rest == unit or rest.startswith(unit + ".")) and len(unit) > len(best):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, AgentResult, NopAgent, OracleAgent
+from pytest_akmbench.agents.opencode.transcript import read_transcript
 from pytest_akmbench.cell import akm
 from pytest_akmbench.cell.context import Cell, RunContext
 from pytest_akmbench.cell.runner import run_cell
@@ -353,6 +354,8 @@ class TestRealAkm:
         task = load_corpus(tmp_path / "corpus" / "tasks", stashes).tasks[0]
 
         class Breaker(OracleAgent):
+            read_transcript = staticmethod(read_transcript)  # it writes opencode's events
+
             def run(self, request: AgentRequest) -> AgentResult:
                 assert request.stash_dir is not None
                 shutil.rmtree(request.stash_dir)

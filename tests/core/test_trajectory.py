@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.cell import akm
-from pytest_akmbench.cell.trajectory import analyse_cell, failure_mode, liveness, ref_matches
+from pytest_akmbench.agents.opencode.transcript import read_transcript
+from pytest_akmbench.cell import akm, trajectory
+from pytest_akmbench.cell.trajectory import failure_mode, liveness, ref_matches
 from tests.core.test_metrics import make_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
@@ -24,6 +25,11 @@ GOLD = "skill:hello-file"
 TASK = make_task("demo/hello-file", gold_ref=GOLD)
 SID = "ses_test"
 RECORDED = ("0.7.0", "0.9.0")
+
+
+def analyse_cell(task: Any, transcript: Path | None, events: Any, summary: Any, **kw: Any) -> dict[str, Any]:
+    """The trajectory of an opencode transcript (these tests' streams are opencode's events)."""
+    return trajectory.analyse_cell(task, transcript, events, summary, reader=read_transcript, **kw)
 
 
 def tool(

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_akmbench.cell.transcript import LINE_CAP, Transcript, iter_json_lines
+from pytest_akmbench.agents.opencode.transcript import read_transcript
+from pytest_akmbench.agents.transcript import LINE_CAP, iter_json_lines
+from pytest_akmbench.cell.transcript import Transcript
 
 CAP = 40  # the cap under test, small so its edges are cheap to build; LINE_CAP is 4 MiB
 
@@ -82,7 +84,7 @@ def read(tmp_path: Path, *events: object) -> Transcript:
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     transcript = Transcript()
-    transcript.read(path)
+    transcript.read(path, read_transcript)
     return transcript
 
 
@@ -109,7 +111,7 @@ class TestOddEvents:
                 "bytes": 3,
             }
         ]
-        assert [tool["ok"] for tool in t.tools] == [False, False, True]
+        assert [tool.ok for tool in t.tools] == [False, False, True]
 
     def test_times_and_exit_codes_that_are_not_numbers_are_unknown(self, tmp_path: Path) -> None:
         """A timestamp given as a string, an exit status given as ``true``, no start time: each
@@ -199,7 +201,7 @@ class TestCalls:
         )
         assert [(c["kind"], c["t_ms"]) for c in t.calls] == [("show", 70)]
         assert [(w["tool"], w["t_ms"]) for w in t.writes] == [("bash", 80)]
-        assert [tool["t_ms"] for tool in t.tools] == [70, 80]
+        assert [tool.start_ms for tool in t.tools] == [70, 80]
 
     def test_a_written_path_that_is_not_text_is_unknown(self, tmp_path: Path) -> None:
         """An edit tool's ``filePath`` of the wrong type reads as missing (None), as every odd

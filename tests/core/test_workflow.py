@@ -12,6 +12,7 @@ import pytest
 import yaml
 from scipy.stats import beta
 
+from pytest_akmbench.agents.opencode.transcript import read_transcript
 from pytest_akmbench.cell.context import Cell, cell_fingerprint
 from pytest_akmbench.cell.workflow import RunFacts, check_cell, evaluate
 from pytest_akmbench.cell.workflow_trace import build_trace, runs_tests
@@ -251,7 +252,7 @@ class TestTrace:
     @pytest.mark.parametrize("version", ["0.7.0", "0.9.0"])
     def test_recorded_oracle_transcript(self, version: str) -> None:
         """A real opencode transcript of the oracle: search, show, the write, positive feedback."""
-        t = build_trace(DATA / f"oracle-akm-{version}.jsonl", 0)
+        t = build_trace(DATA / f"oracle-akm-{version}.jsonl", 0, read_transcript)
         names = [e["event"] for e in t["events"]]
         assert names == [
             "agent_started",
@@ -266,7 +267,7 @@ class TestTrace:
         assert t["events"][5]["polarity"] == "positive" and t["source"] == "transcript"
 
     def test_recorded_idle_transcript_and_no_verifier(self) -> None:
-        t = build_trace(DATA / "idle-akm-0.7.0.jsonl", None)
+        t = build_trace(DATA / "idle-akm-0.7.0.jsonl", None, read_transcript)
         assert [e["event"] for e in t["events"]] == ["agent_started", "agent_finished"]
 
     def test_refused_calls_reads_and_test_runs(self, tmp_path: Path) -> None:
@@ -280,7 +281,7 @@ class TestTrace:
                 tool("write", {"filePath": "out.txt", "content": "x"}, ts=5000),
             ],
         )
-        names = [e["event"] for e in build_trace(path, 0)["events"]]
+        names = [e["event"] for e in build_trace(path, 0, read_transcript)["events"]]
         assert names == [
             "agent_started",
             "workspace_read",
@@ -309,9 +310,9 @@ class TestTrace:
     def test_check_cell_on_a_recorded_transcript(self, tmp_path: Path) -> None:
         s = spec(tmp_path, LOOKUP)
         task = make_task("demo/hello-file", gold_ref=GOLD, workflows=(s,))
-        got = check_cell(task, "akm", "pass", DATA / "oracle-akm-0.9.0.jsonl", 0)
+        got = check_cell(task, "akm", "pass", DATA / "oracle-akm-0.9.0.jsonl", 0, read_transcript)
         assert got is not None and got["checks"][0]["status"] == "pass" and got["trace_events"] == 8
-        assert check_cell(make_task("demo/x"), "akm", "pass", None, 0) is None
+        assert check_cell(make_task("demo/x"), "akm", "pass", None, 0, read_transcript) is None
 
 
 def wf_sample(task: str, seed: int, outcome: str, *statuses: tuple[str, str, float, list[str]]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ import socket
 import time
 import urllib.parse
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,43 +48,27 @@ from ...cell.rundir import hide_akm
 from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
-from ..base import AgentRequest, AgentResult, SessionInfo
-from . import agentlog
+from ..base import Agent, AgentRequest, AgentResult, SessionInfo
+from ..transcript import TranscriptItem
+from . import agentlog, doctor
 from .binaries import OFFLINE_ENV, locate_opencode, locate_rg, read_version
 from .boundary import check_inside
+from .config import cell_config
 from .events import EventStream
-from .model import choose_model
+from .model import choice_digest, choose_model
 from .preflight import DEFAULT_BASE_URLS, check_provider
 from .providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from .scripted import ScriptedModel
+from .transcript import read_transcript
 from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
 
-# Names other modules and the docs reach through the adapter (the CLI's doctor among them).
+# Names the tests and the docs reach through the adapter (doctor asks OpencodeAgent, agents/opencode/doctor.py).
 __all__ = ["OpencodeAgent", "agents", "choose_model", "locate_opencode", "locate_rg", "read_version"]
-
-SCHEMA_URL = "https://opencode.ai/config.json"
-PERMISSION = {
-    "bash": "allow",
-    "edit": "allow",
-    "write": "allow",
-    "read": "allow",
-    "glob": "allow",
-    "grep": "allow",
-    "list": "allow",
-    "todowrite": "allow",
-    "webfetch": "allow",
-    "task": "allow",
-    "skill": "allow",
-}
-
-
-# ---------------------------------------------------------------- locating tools
-
 
 # ---------------------------------------------------------------- the adapter
 
 
-class OpencodeAgent:
+class OpencodeAgent(Agent):
     """The ``opencode`` adapter. Session options it reads:
 
     ``opencode`` (binary path), ``akm`` (akm executable), ``rootdir`` (for ``.tools/``),
@@ -152,6 +136,18 @@ class OpencodeAgent:
         if self.scripted is not None:
             self.scripted.stop()
             self.scripted = None
+
+    def provider_setup(self, model: str | None) -> dict[str, Any]:
+        return super().provider_setup(model) if self.choice is None else choice_digest(self.choice)
+
+    def read_transcript(self, path: Path) -> Iterator[TranscriptItem]:
+        return read_transcript(path)
+
+    def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
+        return doctor.tools(options)
+
+    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str]:
+        return doctor.model_check(model, options)
 
     # ------------------------------------------------------------ one cell
 
@@ -263,45 +259,7 @@ class OpencodeAgent:
 
     def _config(self, model: str, base_url: str, wall_s: float) -> dict[str, Any]:
         assert self.choice is not None
-        config: dict[str, Any] = {
-            "$schema": SCHEMA_URL,
-            "model": model,
-            "small_model": model,
-            "plugin": [],
-            "snapshot": False,
-            "share": "disabled",
-            "autoupdate": False,
-            "permission": dict(PERMISSION),
-        }
-        if self.choice.scripted:
-            timeout_ms = int(min(60000, max(1000, wall_s * 1000)))
-            policy = self.choice.policy or "idle"
-            config["provider"] = {
-                "scripted": {
-                    "npm": "@ai-sdk/openai-compatible",
-                    "name": "Scripted",
-                    "options": {
-                        "baseURL": base_url,
-                        "apiKey": "scripted",
-                        "headerTimeout": timeout_ms,
-                        "chunkTimeout": timeout_ms,
-                    },
-                    "models": {
-                        policy: {
-                            "name": f"Scripted {policy}",
-                            "tool_call": True,
-                            "limit": {"context": 100000, "output": 4096},
-                        }
-                    },
-                }
-            }
-        else:
-            # The entry as written, its {env:VAR} values replaced by placeholders and its base URL
-            # by the forwarder's: no key, and no other value of the user's environment, in the cell.
-            entry = resolve_env_refs(self.choice.provider_entry or {}, self._placeholders)
-            entry["options"] = {**(entry.get("options") or {}), "baseURL": base_url}
-            config["provider"] = {self.choice.provider_key: entry}
-        return config
+        return cell_config(self.choice, self._placeholders, model, base_url, wall_s)
 
     def _env(self, request: AgentRequest, cfg_dir: Path, config_path: Path, warnings: list[str]) -> dict[str, str]:
         assert self.rg is not None and self.choice is not None
@@ -388,6 +346,6 @@ def _link(link: Path, target: Path) -> None:
     link.symlink_to(target)
 
 
-def agents() -> list[Any]:
-    """The adapters this module contributes (hooked up by the plugin)."""
+def agents() -> list[Agent]:
+    """The adapters this package offers (agents/registry.py finds them)."""
     return [OpencodeAgent()]

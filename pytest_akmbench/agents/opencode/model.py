@@ -3,13 +3,12 @@ providers")."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ConfigError
+from ..base import setup_digest
 from .discovery import discover_providers
 from .providers import (
     CLOUD_PREFIXES,
@@ -133,19 +132,6 @@ def describe(choice: ModelChoice) -> dict[str, Any]:
         "providers_source": choice.providers.source if choice.providers else None,
         "providers_kind": choice.providers.kind if choice.providers else None,
         "env_vars": sorted(choice.env_vars),
-    }
-
-
-def setup_digest(model: str | None, provider: str | None, entry: Any, source: str | None) -> dict[str, Any]:
-    """What the agent is given to reach its model, as a digest: the model, the provider's name
-    and its entry as written (credentials are ``{env:VAR}`` names there, never values, so the
-    digest holds no secret). Two runs with one digest give the agent the same configuration."""
-    given = json.dumps({"model": model, "provider": provider, "entry": entry}, sort_keys=True, default=str)
-    return {
-        "digest": hashlib.sha256(given.encode("utf-8")).hexdigest()[:16],
-        "model": model,
-        "provider": provider,
-        "source": source,
     }
 
 
