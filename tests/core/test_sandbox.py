@@ -482,3 +482,19 @@ def test_within_agrees_with_is_relative_to() -> None:
     for path in paths:
         for roots in ([], *([r] for r in paths), [Path("/ab"), Path("/a/b")], [Path("/usr"), Path("/b")]):
             assert within(path, roots) == any(path.is_relative_to(r) for r in roots), (path, roots)
+
+
+def test_a_run_dir_inside_a_read_only_path_stays_writable(cell: Path) -> None:
+    """A cell's run dir nested in a path exposed read-only (a --bench-tmp under an exposed
+    project, a bench_sandbox_ro entry above the cells): the read-only bind goes first, so it
+    cannot cover the run dir's read-write one; the rest of that path stays read-only."""
+    require_bwrap()
+    cells = cell.parent
+    box = sandbox.for_cell("bwrap", cell, extra=[cells])
+    out = run_in(box, "echo hi > out.txt && cat out.txt")
+    assert (out.returncode, out.stdout) == (0, "hi\n"), out.stderr
+    assert (cell / "workspace" / "out.txt").read_text() == "hi\n"
+    assert readable(box, cells / "cell-other" / "workspace" / "notes.txt")  # exposed, so visible
+    denied = run_in(box, f"echo x > '{cells / 'cell-other' / 'workspace' / 'notes.txt'}'")
+    assert denied.returncode != 0
+    assert (cells / "cell-other" / "workspace" / "notes.txt").read_text() == "another cell\n"
