@@ -70,8 +70,9 @@ RESUMABLE = agent(
     """,
 )
 
-# Its outcome is the project's "policy" file's: akm-wins solves only on the akm arm, even only even
-# seeds (both arms), all everything; it waits the "delay" file's seconds and logs each run.
+# Its outcome is the project's "policy" file's: akm-wins solves only on the akm arm, noakm-loses on
+# every arm but noakm, even only even seeds (every arm), all everything; it waits the "delay" file's
+# seconds and logs each run.
 POLICY = agent(
     "policy",
     """
@@ -79,7 +80,8 @@ POLICY = agent(
         log.write(f"{request.task.id} {request.arm} {request.seed}\\n")
     time.sleep(float((HERE / "delay").read_text()))
     policy = (HERE / "policy").read_text().strip()
-    solve = {"akm-wins": request.arm == "akm", "even": request.seed % 2 == 0, "all": True}[policy]
+    solve = {"akm-wins": request.arm == "akm", "noakm-loses": request.arm != "noakm", "even": request.seed % 2 == 0,
+             "all": True}[policy]
     if solve:
         (request.workspace / "out.txt").write_text("hello\\n")
         return AgentResult(final_text="the answer is 42", token_measurement="measured", tokens=TOKENS)
