@@ -51,6 +51,22 @@ class TestStopping:
         assert "## Adaptive seeds" in summary and "| 3 | 3 | 9 | 9 | 0 | 8 |" in summary
         assert problems(report, "report") == []
 
+    def test_cells_over_budget_are_failures_of_the_plan(self, bench: pytest.Pytester) -> None:
+        """noakm runs out of tokens in every cell instead of failing: budget_exceeded is a valid
+        failure, so the run stops where test_decisive_stops_early's does, with the same plan."""
+        (bench.path / "over-budget").write_text("")
+        result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "5", "--bench-report", "out", "-v")
+        result.assert_outcomes(passed=9, failed=9)
+        assert unneeded(result) == 12
+        report = read_report(bench.path)
+        assert {r["outcome"] for r in report["runs"] if r["arm"] == "noakm"} == {"budget_exceeded"}
+        assert report["aggregate"]["noakm"]["budget_exceeded_count"] == 9
+        block = report["adaptive"]
+        assert (block["stopping_reason"], block["looks"], block["direction"]) == ("decisive", 2, "akm")
+        assert (block["cells_used"], block["akm_only"], block["noakm_only"]) == (18, 9, 0)
+        assert [look["lead_needed"] for look in block["history"]] == [7, 8]
+        assert report["complete"] is True and problems(report, "report") == []
+
     def test_futile_when_every_pair_ties(self, bench: pytest.Pytester) -> None:
         """Both arms solve the even seeds only: every pair ties, so more seeds at that rate can never
         be decisive: the run stops after the floor (the default, 2) as futile, and says why."""

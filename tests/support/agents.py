@@ -72,7 +72,7 @@ RESUMABLE = agent(
 
 # Its outcome is the project's "policy" file's: akm-wins solves only on the akm arm, noakm-loses on
 # every arm but noakm, even only even seeds (every arm), all everything; it waits the "delay" file's
-# seconds and logs each run.
+# seconds and logs each run. With an "over-budget" file, a cell it does not solve ran out of tokens.
 POLICY = agent(
     "policy",
     """
@@ -85,6 +85,9 @@ POLICY = agent(
     if solve:
         (request.workspace / "out.txt").write_text("hello\\n")
         return AgentResult(final_text="the answer is 42", token_measurement="measured", tokens=TOKENS)
+    if (HERE / "over-budget").exists():  # it fails by running out of tokens
+        return AgentResult(final_text="", token_measurement="measured", tokens=TOKENS, budget="tokens",
+                           budget_tag="limit")
     return AgentResult(final_text="no idea", token_measurement="measured", tokens=TOKENS)
     """,
 )
