@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreape
 from tests.support import real_akm
 from tests.support.bwrap import require_bwrap
 from tests.support.corpus import write_stash, write_task
+from tests.support.waiting import settle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -293,11 +293,7 @@ def zombie_children(comms: tuple[str, ...] = ("bwrap", "bash", "sleep", "true"))
 
 
 def wait_for(check, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
+    settle(check, within=timeout_s)
     return bool(check())
 
 
