@@ -86,7 +86,7 @@ class TestBudgets:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert [line for line in result.errlines if line.startswith("ERROR:")] == [f"ERROR: {message}"]
         no_traceback(result)
-        assert samples(bench.path / "store") == []
+        assert store_lines(bench.path / "store") == []
 
     def test_a_run_config_budget_out_of_bounds_is_one_line(self, bench: pytest.Pytester) -> None:
         config = bench.path / "run.json"
@@ -107,7 +107,7 @@ class TestDuplicatesVerifiersAndKeys:
         assert [line for line in result.errlines if line.startswith("ERROR:")] == [
             f"ERROR: {config}: key 'seeds' is given twice in one object (JSON would keep only the last); keep one"
         ]
-        assert samples(bench.path / "store") == []
+        assert store_lines(bench.path / "store") == []
 
     def test_a_task_yaml_with_a_key_twice_is_its_collection_error(self, bench: pytest.Pytester) -> None:
         path = task_yaml(bench)
@@ -145,7 +145,7 @@ class TestDuplicatesVerifiersAndKeys:
             "holds no keys: reference it as {env:NAME} in a providers entry and export NAME"
         ]
         assert SECRET not in result.stdout.str() + result.stderr.str()
-        assert samples(bench.path / "store") == []
+        assert store_lines(bench.path / "store") == []
 
 
 def test_a_large_workspace_is_said_once_per_task(bench: pytest.Pytester) -> None:
