@@ -46,3 +46,19 @@ def _reports_match_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Ite
         if found:
             bad.append(f"{path}: {found[0]}" + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
     assert not bad, "reports that break pytest_akmbench/schemas/report.schema.json:\n" + "\n".join(bad)
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> pytest.Pytester:
+    """A bench project (tests/support/bench.py): the standard three-task corpus and an ini naming
+    it, plus what the test's module sets: ``BENCH_INI`` (more ini lines), ``BENCH_AGENT`` (a
+    conftest of tests/support/agents.py) and ``BENCH_FILES`` (name to text at the project's root)."""
+    from tests.support.bench import project
+
+    module = request.module
+    return project(
+        pytester,
+        ini=getattr(module, "BENCH_INI", ""),
+        agent=getattr(module, "BENCH_AGENT", None),
+        **getattr(module, "BENCH_FILES", {}),
+    )

@@ -19,6 +19,7 @@ from pytest_akmbench.cell import akm
 from pytest_akmbench.corpus.tasks import load_corpus
 from tests.support import opencode as oc
 from tests.support import real_akm
+from tests.support.bench import samples
 from tests.support.corpus import write_stash, write_task
 
 ROOT = real_akm.ROOT
@@ -37,10 +38,6 @@ def bench(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedPr
         text=True,
         timeout=timeout,
     )
-
-
-def samples(store: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (store / "samples.jsonl").read_text().splitlines()]
 
 
 def _one_task_per_domain(offset: int) -> list[str]:
@@ -100,7 +97,7 @@ class TestShippedCorpus:
         proc = bench(ROOT, *args, timeout=900)
         assert proc.returncode == 0, proc.stdout[-3000:]
         tasks = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes").by_id()
-        got = samples(tmp_path / "store")
+        got = samples(tmp_path / "store", missing_ok=False)
         assert sorted(s["task_id"] for s in got) == sorted(p.split("/", 2)[2].rsplit("/", 1)[0] for p in picked)
         for s in got:
             t, gold = s["trajectory"], tasks[s["task_id"]].gold_ref
@@ -122,7 +119,9 @@ class TestShippedCorpus:
         again = bench(ROOT, *args, timeout=300)  # resumed: every cell from the store
         assert again.returncode == 0, again.stdout[-3000:]
         rerun = json.loads((tmp_path / "report" / "report.json").read_text())
-        assert len(samples(tmp_path / "store")) == len(got) and all(r["from_store"] for r in rerun["runs"])
+        assert len(samples(tmp_path / "store", missing_ok=False)) == len(got) and all(
+            r["from_store"] for r in rerun["runs"]
+        )
         assert rerun["workflow"] == report["workflow"]
 
 
@@ -181,7 +180,7 @@ class TestTreatmentLive:
             str(tmp_path / "report"),
         )
         assert proc.returncode == 1, proc.stdout
-        (s,) = samples(tmp_path / "store")
+        (s,) = samples(tmp_path / "store", missing_ok=False)
         assert s["outcome"] == "harness_error" and "found no asset" in s["reason"]
         assert s["timing_ms"]["agent"] == 0
 

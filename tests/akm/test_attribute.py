@@ -20,6 +20,7 @@ from typing import Any
 from pytest_akmbench.cell import akm
 from tests.support import opencode as oc
 from tests.support import real_akm
+from tests.support.bench import samples
 from tests.support.corpus import write_task
 
 TASKS = [f"greet/t{i}" for i in range(1, 8)]  # 7: Holm over 2 assets needs p < 0.025
@@ -78,7 +79,7 @@ def bench_args(tmp: Path, info: akm.AkmInfo, *extra: str) -> list[str]:
 
 
 def stored(tmp: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (tmp / "store" / "samples.jsonl").read_text().splitlines()]
+    return samples(tmp / "store", missing_ok=False)
 
 
 def masked_cells(tmp: Path) -> list[tuple[str, str, int]]:

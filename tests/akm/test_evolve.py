@@ -27,6 +27,7 @@ import pytest
 from pytest_akmbench.cell import akm
 from tests.support import opencode as oc
 from tests.support import real_akm
+from tests.support.bench import samples as store_samples
 
 ROOT = real_akm.ROOT
 # Two train tasks on skill:shipyard-manifest (two negatives cross the threshold) and one eval
@@ -72,8 +73,7 @@ def interrupted(out: Path, info: akm.AkmInfo, after: int) -> int:
 
 
 def samples(out: Path) -> list[dict[str, Any]]:
-    path = out / "store" / "samples.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    return store_samples(out / "store")
 
 
 def report(out: Path) -> dict[str, Any]:

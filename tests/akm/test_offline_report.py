@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.plugin.test_plugin import strip_times
 from tests.support import opencode as oc
 from tests.support import real_akm
+from tests.support.bench import strip_times
 
 ROOT = real_akm.ROOT
 TASKS = ["workflow-compliance/rollback-rev"]  # with workflow specs, and a budget of its own

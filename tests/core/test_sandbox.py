@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreape
 from tests.support import real_akm
 from tests.support.bwrap import require_bwrap
 from tests.support.corpus import write_stash, write_task
+from tests.support.waiting import settle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -293,11 +293,7 @@ def zombie_children(comms: tuple[str, ...] = ("bwrap", "bash", "sleep", "true"))
 
 
 def wait_for(check, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
+    settle(check, within=timeout_s)
     return bool(check())
 
 
@@ -482,3 +478,19 @@ def test_within_agrees_with_is_relative_to() -> None:
     for path in paths:
         for roots in ([], *([r] for r in paths), [Path("/ab"), Path("/a/b")], [Path("/usr"), Path("/b")]):
             assert within(path, roots) == any(path.is_relative_to(r) for r in roots), (path, roots)
+
+
+def test_a_run_dir_inside_a_read_only_path_stays_writable(cell: Path) -> None:
+    """A cell's run dir nested in a path exposed read-only (a --bench-tmp under an exposed
+    project, a bench_sandbox_ro entry above the cells): the read-only bind goes first, so it
+    cannot cover the run dir's read-write one; the rest of that path stays read-only."""
+    require_bwrap()
+    cells = cell.parent
+    box = sandbox.for_cell("bwrap", cell, extra=[cells])
+    out = run_in(box, "echo hi > out.txt && cat out.txt")
+    assert (out.returncode, out.stdout) == (0, "hi\n"), out.stderr
+    assert (cell / "workspace" / "out.txt").read_text() == "hi\n"
+    assert readable(box, cells / "cell-other" / "workspace" / "notes.txt")  # exposed, so visible
+    denied = run_in(box, f"echo x > '{cells / 'cell-other' / 'workspace' / 'notes.txt'}'")
+    assert denied.returncode != 0
+    assert (cells / "cell-other" / "workspace" / "notes.txt").read_text() == "another cell\n"

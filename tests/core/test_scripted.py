@@ -13,6 +13,7 @@ import pytest
 
 from pytest_akmbench.agents.opencode.scripted import ERROR_MESSAGE, IDLE_TEXT, TITLE_TEXT, ScriptedModel, usage_for_turn
 from pytest_akmbench.corpus.tasks import Task
+from tests.support.waiting import settle
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
 
@@ -185,9 +186,7 @@ def test_hang_releases_on_stop(tmp_path):
     thread.start()
     # Wait for the request to arrive rather than sleeping a fixed time: on a loaded machine the
     # client thread may not have sent it yet.
-    deadline = time.monotonic() + 15
-    while model.totals("tok6")["requests"] < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    settle(lambda: model.totals("tok6")["requests"] >= 1, within=15)
     assert thread.is_alive() and model.totals("tok6")["requests"] == 1
     started = time.monotonic()
     model.stop()

@@ -24,6 +24,7 @@ from pytest_akmbench.cell.prompts import build_prompt
 from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
 from tests.support import opencode, real_akm
+from tests.support.waiting import settle, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -297,18 +298,19 @@ def test_no_process_of_the_cell_survives_kill_all(tmp_path, procs, agent_for):
     results: list[object] = []
     runner = threading.Thread(target=lambda: results.append(agent_for("oracle").run(request)), daemon=True)
     runner.start()
-    deadline = time.monotonic() + 180
-    while not any(f"sleep 600.{tag}6" in p for p in alive_with(f"600.{tag}")):
-        assert runner.is_alive(), f"the agent ended before its last command ran: {results}"
-        assert time.monotonic() < deadline, "the tool commands never started"
-        time.sleep(0.2)
+
+    def last_command_runs() -> bool:
+        assert runner.is_alive() or any(f"sleep 600.{tag}6" in p for p in alive_with(f"600.{tag}")), (
+            f"the agent ended before its last command ran: {results}"
+        )
+        return any(f"sleep 600.{tag}6" in p for p in alive_with(f"600.{tag}"))
+
+    wait_until(last_command_runs, "the tool commands started", timeout=180, every=0.2)
     before = alive_with(f"600.{tag}")
     procs.kill_all()
     runner.join(timeout=60)
     assert not runner.is_alive(), "the agent did not return once its processes were killed"
-    deadline = time.monotonic() + 3
-    while alive_with(f"600.{tag}") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    settle(lambda: not alive_with(f"600.{tag}"), within=3)
     assert alive_with(f"600.{tag}") == [], f"survivors (were {before})"
     assert alive_with(request.run_dir.name + "/opencode") == []
     assert alive_with("-", zombies=True) == [], "kill_all must reap the orphans it killed"

@@ -17,6 +17,7 @@ import pytest
 
 from tests.support import opencode, real_akm
 from tests.support.procs import processes_under
+from tests.support.waiting import settle, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,12 +47,12 @@ def bench(project: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def wait_for_agents(root: Path, count: int, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if sum("opencode" in p and " run " in p for p in processes_under(root)) >= count:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{count} opencode processes never ran under {root}")
+    wait_until(
+        lambda: sum("opencode" in p and " run " in p for p in processes_under(root)) >= count,
+        f"{count} opencode processes run under {root}",
+        timeout=timeout_s,
+        every=0.2,
+    )
 
 
 class TestInterrupts:
@@ -104,9 +105,7 @@ class TestInterrupts:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
         assert time.monotonic() - started < 15, out
-        deadline = time.monotonic() + 10  # the workers finish dying on their own
-        while processes_under(project / "cells") and time.monotonic() < deadline:
-            time.sleep(0.2)
+        settle(lambda: not processes_under(project / "cells"), within=10)  # the workers finish dying on their own
         assert processes_under(project / "cells") == [], out
 
     def test_kill_command(self, project: Path) -> None:

@@ -30,6 +30,7 @@ from pytest_akmbench.system import sandbox
 from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
 from tests.support import opencode, real_akm
 from tests.support.bwrap import require_bwrap
+from tests.support.waiting import settle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,9 +165,7 @@ def test_process_tree_kill(tmp_path: Path, agent_for) -> None:  # type: ignore[n
 
     agent = threading.Thread(target=run)
     agent.start()
-    deadline = time.monotonic() + 120  # opencode's start-up is slow on a loaded machine
-    while len(sleeping(tag)) < 4 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    settle(lambda: len(sleeping(tag)) >= 4, within=120)  # opencode's start-up is slow on a loaded machine
     assert len(sleeping(tag)) == 4, sleeping(tag)
     cell_pids = marked(procs.marker_value)
     assert len(cell_pids) >= 5, "bwrap, opencode and the tool commands carry the cell's marker"
@@ -174,9 +173,7 @@ def test_process_tree_kill(tmp_path: Path, agent_for) -> None:  # type: ignore[n
     agent.join(timeout=30)
     assert not agent.is_alive() and results and results[0].budget is None
     assert (request.workspace / "out.txt").read_text() == "hi\n", "the tool command ran in the workspace"
-    deadline = time.monotonic() + 3
-    while sleeping(tag) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    settle(lambda: not sleeping(tag), within=3)
     assert sleeping(tag) == []
     # Earlier tests in this process may leave zombies of their own; none of this cell's may stay.
     zombies = subprocess.run(

@@ -26,54 +26,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.agents import FAULT
+from tests.support.bench import samples
 from tests.support.corpus import standard_corpus
 from tests.support.procs import processes_under
+from tests.support.waiting import settle, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-
-# A real agent: every cell starts a child process (which must die with the cell), logs when
-# it starts and ends, and takes the time the test gives its task (or "task/arm") in delays.json.
-FAULT_AGENT = """
-import json, os, time
-from pathlib import Path
-from pytest_akmbench.agents import AgentResult
-
-HERE = Path(__file__).parent
-
-def log(event, request):
-    with open(HERE / "agent.log", "a") as fh:
-        fh.write(f"{time.time():.3f} {event} {request.task.id} {request.arm} {request.seed} {os.getpid()}\\n")
-
-class Fault:
-    name, version, uses_akm = "fault", "1", False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        log("start", request)
-        child = request.procs.spawn(["sleep", "300"], cwd=request.workspace, env=request.env)
-        cell = f"{request.task.id.replace('/', '_')}-{request.arm}-{request.seed}"
-        (HERE / "pids").mkdir(exist_ok=True)
-        (HERE / "pids" / cell).write_text(f"{os.getpid()} {child.pid}")
-        delays = json.loads((HERE / "delays.json").read_text())
-        default = delays.get(request.task.id, delays.get("*", 0))
-        time.sleep(delays.get(f"{request.task.id}/{request.arm}", default))
-        fill = HERE / "fill-with"
-        if fill.exists():  # something else fills the disk the store is on
-            target = Path(fill.read_text())
-            try:
-                with open(target, "wb") as fh:
-                    while True:
-                        fh.write(b"x" * 65536)
-            except OSError:
-                pass
-            fill.unlink()
-        (request.workspace / "out.txt").write_text("hello\\n")
-        log("end", request)
-        return AgentResult(final_text="the answer is 42")
-
-def pytest_akmbench_agents():
-    return [Fault()]
-"""
 
 CELLS = {(t, a, 1) for t in ("alpha/pytest-task", "alpha/script-task", "beta/regex-task") for a in ("noakm", "akm")}
 
@@ -84,7 +43,7 @@ class Project:
     def __init__(self, base: Path) -> None:
         self.base = base
         standard_corpus(base)
-        (base / "conftest.py").write_text(FAULT_AGENT)
+        (base / "conftest.py").write_text(FAULT)
         (base / "pytest.ini").write_text(
             "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
             f"bench_tmp = {base / 'cells'}\nbench_store = {base / 'store'}\n"
@@ -130,16 +89,7 @@ class Project:
         return proc.returncode, out
 
     def records(self, store: str = "store") -> list[dict[str, Any]]:
-        path = self.base / store / "samples.jsonl"
-        if not path.exists():
-            return []
-        out = []
-        for line in path.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass  # a torn line: the store skips it too
-        return out
+        return samples(self.base / store, torn_ok=True)
 
     def stored_cells(self) -> list[tuple[str, str, int]]:
         return [(r["task_id"], r["arm"], r["seed"]) for r in self.records() if r["outcome"] == "pass"]
@@ -150,20 +100,14 @@ class Project:
         return [(p[2], p[3], int(p[4])) for p in (line.split() for line in lines) if p[1] == event]
 
     def wait_for(self, what: Any, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while not what():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            time.sleep(0.05)
+        wait_until(what, f"{what}", timeout=timeout)
 
     def leftovers(self) -> list[str]:
         """Live processes started for this project's cells (their HOME lies under its tmp root)."""
         return processes_under(self.base / "cells")
 
     def no_leftovers(self, within: float = 10) -> None:
-        deadline = time.monotonic() + within
-        while self.leftovers() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        settle(lambda: not self.leftovers(), within=within)
         assert self.leftovers() == []
 
     def check_store(self) -> None:

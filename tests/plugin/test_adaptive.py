@@ -2,73 +2,26 @@
 
 from __future__ import annotations
 
-import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.plugin.test_plugin import INI, read_report
-from tests.support.corpus import standard_corpus
+from tests.support.agents import POLICY
+from tests.support.bench import STORE, cells, read_report, samples
 from tests.support.schemas import problems
+from tests.support.waiting import interrupt_when
 
-# An agent whose outcome the project's "policy" file decides: akm-wins solves only on the akm
-# arm, even solves only even seeds (both arms), all solves everything. Each run is logged.
-POLICY_AGENT = """
-import time
-from pathlib import Path
-from pytest_akmbench.agents import AgentResult
-
-HERE = Path(__file__).parent
-
-class Policy:
-    name = "policy"
-    version = "1"
-    uses_akm = False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        with open(HERE / "agent-runs.log", "a") as log:
-            log.write(f"{request.task.id} {request.arm} {request.seed}\\n")
-        time.sleep(float((HERE / "delay").read_text()))
-        policy = (HERE / "policy").read_text().strip()
-        solve = {"akm-wins": request.arm == "akm", "even": request.seed % 2 == 0, "all": True}[policy]
-        tokens = {"input": 100, "output": 10, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total": 110}
-        if solve:
-            (request.workspace / "out.txt").write_text("hello\\n")
-            return AgentResult(final_text="the answer is 42", token_measurement="measured", tokens=tokens)
-        return AgentResult(final_text="no idea", token_measurement="measured", tokens=tokens)
-
-def pytest_akmbench_agents():
-    return [Policy()]
-"""
-
+BENCH_AGENT = POLICY
+BENCH_FILES = {"delay": "0", "policy": "akm-wins"}
 ARGS = ["corpus", "--bench-agent", "policy", "--bench-until", "decisive", "-p", "no:cacheprovider"]
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    standard_corpus(pytester.path)  # three tasks
-    pytester.makeini(INI)
-    pytester.makeconftest(POLICY_AGENT)
-    (pytester.path / "delay").write_text("0")
-    (pytester.path / "policy").write_text("akm-wins")
-    return pytester
 
 
 def runs_logged(base: Path) -> list[tuple[str, str, int]]:
     log = base / "agent-runs.log"
     lines = log.read_text().splitlines() if log.exists() else []
     return [(t, a, int(s)) for t, a, s in (line.split() for line in lines)]
-
-
-def stored_cells(base: Path) -> list[tuple[str, str, int]]:
-    path = base / ".akmbench" / "store" / "samples.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    return [(r["task_id"], r["arm"], r["seed"]) for r in records]
 
 
 def unneeded(result: pytest.RunResult) -> int:
@@ -97,6 +50,22 @@ class TestStopping:
         summary = (bench.path / "out" / "summary.md").read_text()
         assert "## Adaptive seeds" in summary and "| 3 | 3 | 9 | 9 | 0 | 8 |" in summary
         assert problems(report, "report") == []
+
+    def test_cells_over_budget_are_failures_of_the_plan(self, bench: pytest.Pytester) -> None:
+        """noakm runs out of tokens in every cell instead of failing: budget_exceeded is a valid
+        failure, so the run stops where test_decisive_stops_early's does, with the same plan."""
+        (bench.path / "over-budget").write_text("")
+        result = bench.runpytest(*ARGS, "--bench-floor", "2", "--bench-max-seeds", "5", "--bench-report", "out", "-v")
+        result.assert_outcomes(passed=9, failed=9)
+        assert unneeded(result) == 12
+        report = read_report(bench.path)
+        assert {r["outcome"] for r in report["runs"] if r["arm"] == "noakm"} == {"budget_exceeded"}
+        assert report["aggregate"]["noakm"]["budget_exceeded_count"] == 9
+        block = report["adaptive"]
+        assert (block["stopping_reason"], block["looks"], block["direction"]) == ("decisive", 2, "akm")
+        assert (block["cells_used"], block["akm_only"], block["noakm_only"]) == (18, 9, 0)
+        assert [look["lead_needed"] for look in block["history"]] == [7, 8]
+        assert report["complete"] is True and problems(report, "report") == []
 
     def test_futile_when_every_pair_ties(self, bench: pytest.Pytester) -> None:
         """Both arms solve the even seeds only: every pair ties, so more seeds at that rate can never
@@ -170,21 +139,17 @@ class TestResume:
         options = ["--bench-floor", "2", "--bench-max-seeds", "5"]
         cmd = [sys.executable, "-m", "pytest", *ARGS, *options, "--bench-report", "out", "-n", "2"]
         proc = subprocess.Popen(cmd, cwd=bench.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(stored_cells(bench.path)) < 4:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-        first = stored_cells(bench.path)
-        assert 4 <= len(first) < 18, out.decode()
+        out = interrupt_when(proc, lambda: len(samples(bench.path / STORE)) >= 4, "4 cells are stored")
+        first = cells(samples(bench.path / STORE))
+        assert 4 <= len(first) < 18, out
         interrupted = read_report(bench.path)
         assert interrupted["complete"] is False and interrupted["adaptive"]["stopping_reason"] is None
 
         (bench.path / "delay").write_text("0")
         result = bench.runpytest_subprocess(*ARGS, *options, "--bench-report", "resumed", "-n", "2")
         result.assert_outcomes(passed=9, failed=9)
-        cells = stored_cells(bench.path)
-        assert len(cells) == len(set(cells)) == 18  # nothing ran twice
+        stored = cells(samples(bench.path / STORE))
+        assert len(stored) == len(set(stored)) == 18  # nothing ran twice
         resumed = read_report(bench.path, "resumed")
         assert resumed["complete"] is True
         bench.runpytest_subprocess(*ARGS, *options, "--bench-report", "whole", "--bench-store", "other")
@@ -239,11 +204,14 @@ class TestStall:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A lost worker's cell never reports: a cell waiting for its round gives up once the store
-        has not grown for longer than any cell may take; a store that grows keeps it waiting."""
+        has not grown for longer than any cell may take; a store that grows keeps it waiting. The
+        clock is the test's, so no sleep races the 0.4 s limit on a loaded machine."""
         from types import SimpleNamespace
 
         from pytest_akmbench.plugin import adaptive
 
+        now = [1000.0]
+        monkeypatch.setattr(adaptive, "time", SimpleNamespace(monotonic=lambda: now[0]))
         monkeypatch.setattr(adaptive, "STALL_MARGIN_S", 0.0)
         task = SimpleNamespace(budget=SimpleNamespace(wall_ms=300))
         settings = SimpleNamespace(budget_wall_ms=100, verify_timeout=0.1)
@@ -251,10 +219,12 @@ class TestStall:
         stall = adaptive.Stall(state)  # type: ignore[arg-type]
         assert stall.limit_s == pytest.approx(0.4)  # the largest wall budget + the verify timeout
         samples = tmp_path / "samples.jsonl"
-        for _ in range(6):  # 0.6 s in all, the store growing every 0.1 s
-            time.sleep(0.1)
+        for _ in range(6):  # 1.8 s in all, the store growing every 0.3 s: never 0.4 s without growth
+            now[0] += 0.3
             with samples.open("a") as f:
                 f.write("{}\n")
             assert not stall.over()
-        time.sleep(0.5)
+        now[0] += 0.39
+        assert not stall.over()  # still within the limit since the last growth
+        now[0] += 0.02
         assert stall.over()

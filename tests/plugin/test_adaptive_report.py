@@ -11,25 +11,15 @@ from typing import Any
 
 import pytest
 
-from tests.plugin.test_adaptive import ARGS, POLICY_AGENT, runs_logged
-from tests.plugin.test_plugin import INI, read_report
-from tests.support.corpus import standard_corpus
+from tests.plugin.test_adaptive import ARGS, BENCH_AGENT, BENCH_FILES, runs_logged
+from tests.support.bench import read_report
 from tests.support.dom import parse
 from tests.support.remote import SLEEP_AGENT, agent_log, bench_argv, copy_project, make_project, records
 
 ADAPTIVE = ["--bench-floor", "2", "--bench-max-seeds", "5"]
+# The bench fixture reads these from this module: tests/plugin/test_adaptive.py's project.
+BENCH_AGENT, BENCH_FILES = BENCH_AGENT, BENCH_FILES
 SAME = ("adaptive", "complete", "spend", "verdict")
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    """tests/plugin/test_adaptive.py's project: three tasks, the policy agent (akm-wins)."""
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
-    pytester.makeconftest(POLICY_AGENT)
-    (pytester.path / "delay").write_text("0")
-    (pytester.path / "policy").write_text("akm-wins")
-    return pytester
 
 
 def offline(base: Path, *extra: str) -> tuple[int, str, dict[str, Any]]:

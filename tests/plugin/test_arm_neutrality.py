@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin.test_plugin import INI, read_report
-from tests.support.corpus import standard_corpus, write_task
+from tests.support.bench import read_report
+from tests.support.corpus import write_task
 
 ARGS = ("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "-p", "no:cacheprovider")
 
 
+BENCH_INI = "bench_store = store\nbench_report = out\n"
+
+
 @pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    tasks, _ = standard_corpus(pytester.path)
+def bench(bench: pytest.Pytester) -> pytest.Pytester:
+    """The bench project and a task whose workspace mentions akm."""
+    tasks = bench.path / "corpus" / "tasks"
     write_task(tasks, "alpha/leaky", workspace={"README.md": "Task.\n", "AGENTS.md": "Run `akm search` first.\n"})
-    pytester.makeini(INI + "bench_store = store\nbench_report = out\n")
-    return pytester
+    return bench
 
 
 def test_the_run_warns_and_the_report_says_it(bench: pytest.Pytester) -> None:

@@ -9,27 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin.test_plugin import INI, read_report
-from tests.support.corpus import standard_corpus
+from tests.support.bench import read_report, samples, store_lines
 
 ARGS = ("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "-p", "no:cacheprovider")
 SECRET = "sk-" + "proj4Qq7Rr2Ss9Tt"
 
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    standard_corpus(pytester.path)
-    pytester.makeini(INI + "bench_store = store\nbench_report = out\n")
-    return pytester
+BENCH_INI = "bench_store = store\nbench_report = out\n"
 
 
 def task_yaml(bench: pytest.Pytester, task: str = "alpha/script-task") -> Path:
     return bench.path / "corpus" / "tasks" / task / "task.yaml"
-
-
-def stored(bench: pytest.Pytester) -> list[str]:
-    path = bench.path / "store" / "samples.jsonl"
-    return path.read_text().splitlines() if path.exists() else []
 
 
 def no_traceback(result: pytest.RunResult) -> None:
@@ -66,13 +55,13 @@ class TestBudgets:
         self, bench: pytest.Pytester, value: str, message: str
     ) -> None:
         bench.runpytest_subprocess(*ARGS).assert_outcomes(passed=6)
-        before = stored(bench)
+        before = store_lines(bench.path / "store")
         path = task_yaml(bench)
         path.write_text(path.read_text().replace("budget:\n  tokens: 1000\n  wallMs: 20000\n", f"budget: {value}\n"))
         result = bench.runpytest_subprocess(*ARGS)
         no_traceback(result)
         assert collection_error(result, path) == f"{path}: {message}"
-        assert stored(bench)[: len(before)] == before  # nothing recorded is lost
+        assert store_lines(bench.path / "store")[: len(before)] == before  # nothing recorded is lost
 
     @pytest.mark.parametrize(
         ("option", "value", "message"),
@@ -97,7 +86,7 @@ class TestBudgets:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert [line for line in result.errlines if line.startswith("ERROR:")] == [f"ERROR: {message}"]
         no_traceback(result)
-        assert stored(bench) == []
+        assert store_lines(bench.path / "store") == []
 
     def test_a_run_config_budget_out_of_bounds_is_one_line(self, bench: pytest.Pytester) -> None:
         config = bench.path / "run.json"
@@ -118,7 +107,7 @@ class TestDuplicatesVerifiersAndKeys:
         assert [line for line in result.errlines if line.startswith("ERROR:")] == [
             f"ERROR: {config}: key 'seeds' is given twice in one object (JSON would keep only the last); keep one"
         ]
-        assert stored(bench) == []
+        assert store_lines(bench.path / "store") == []
 
     def test_a_task_yaml_with_a_key_twice_is_its_collection_error(self, bench: pytest.Pytester) -> None:
         path = task_yaml(bench)
@@ -140,7 +129,7 @@ class TestDuplicatesVerifiersAndKeys:
             f"{odd}: is a directory; replace it with the task's YAML file of fields (docs/corpus.md)"
         )
         assert "harness error" not in result.stdout.str()
-        assert not any(json.loads(line)["outcome"] == "harness_error" for line in stored(bench))
+        assert not any(r["outcome"] == "harness_error" for r in samples(bench.path / "store"))
 
     @pytest.mark.parametrize("agent", ["oracle", "nop"])
     def test_a_literal_key_in_a_run_config_is_refused_whatever_the_agent(
@@ -156,7 +145,7 @@ class TestDuplicatesVerifiersAndKeys:
             "holds no keys: reference it as {env:NAME} in a providers entry and export NAME"
         ]
         assert SECRET not in result.stdout.str() + result.stderr.str()
-        assert stored(bench) == []
+        assert store_lines(bench.path / "store") == []
 
 
 def test_a_large_workspace_is_said_once_per_task(bench: pytest.Pytester) -> None:

@@ -11,31 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.corpus import standard_corpus
-
-PRICED = """
-from pytest_akmbench.agents import AgentResult
-
-class Priced:
-    name, version, uses_akm = "priced", "1", False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        (request.workspace / "out.txt").write_text("hello\\n")
-        return AgentResult(final_text="the answer is 42", tokens={"input": 900, "output": 100, "total": 1000},
-                           token_measurement="measured", cost_usd=0.0125)
-
-def pytest_akmbench_agents():
-    return [Priced()]
-"""
+from tests.support.agents import PRICED
+from tests.support.bench import project as project_of
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """Three tasks × two arms, the priced agent, no opencode or akm needed."""
-    standard_corpus(pytester.path)
-    pytester.makeini("[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n")
-    pytester.makeconftest(PRICED)
+    project_of(pytester, agent=PRICED)
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     return pytester

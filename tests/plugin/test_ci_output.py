@@ -8,17 +8,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from pytest_akmbench.report import github
-from tests.support.corpus import standard_corpus, write_task
+from tests.support.corpus import write_task
 
-INI = "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
 RUN = ("corpus", "--bench-agent", "nop", "--bench-arms", "noakm", "--bench-seeds", "1", "-p", "no:cacheprovider")
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
-    return pytester
 
 
 def test_a_failure_points_at_the_task_with_one_reason(bench: pytest.Pytester) -> None:

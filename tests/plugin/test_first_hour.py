@@ -13,33 +13,17 @@ from pathlib import Path
 import pytest
 
 from tests.support import real_akm
+from tests.support.agents import CALLS_AKM
+from tests.support.bench import project
 from tests.support.corpus import standard_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
-INI = "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
-# An agent that calls akm (uses_akm is not False), so the akm arm would need a real akm.
-CALLS_AKM = """
-from pytest_akmbench.agents import AgentResult
-
-class Echo:
-    name, version = "echo", "1"
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        (request.workspace / "out.txt").write_text("hello\\n")
-        return AgentResult(final_text="the answer is 42", tokens={"total": 120}, token_measurement="measured",
-                           cost_usd=0.0125)
-
-def pytest_akmbench_agents():
-    return [Echo()]
-"""
 
 
 @pytest.fixture
 def bare(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A project with the standard corpus, run where neither opencode nor akm can be found."""
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
+    project(pytester)
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
     for name in ("AKMBENCH_OPENCODE", "BENCH_OPENCODE_MODEL", "BENCH_OPENCODE_CONFIG", "PYTEST_ADDOPTS"):
         monkeypatch.delenv(name, raising=False)

@@ -6,28 +6,20 @@ Each class is the regression test of an item of "never silently wrong"; the READ
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
-from tests.plugin.test_plugin import INI, read_report
 from tests.support import real_akm
+from tests.support.agents import COIN, SLOW
+from tests.support.bench import STORE, read_report, samples
 from tests.support.corpus import standard_corpus, write_task
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
-    return pytester
+from tests.support.waiting import interrupt_when
 
 
 def _without_warnings(lines: list[str]) -> list[str]:
@@ -44,11 +36,6 @@ def _without_warnings(lines: list[str]) -> list[str]:
         if not skip_next:
             out.append(line)
     return out
-
-
-def store_records(base: Path, store: str = ".akmbench/store") -> list[dict[str, Any]]:
-    path = base / store / "samples.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 class TestRunBudgets:
@@ -76,7 +63,7 @@ class TestRunBudgets:
         assert time.monotonic() - started < 15
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(["*task.yaml:1: wall budget exceeded*"])
-        (record,) = store_records(bench.path)
+        (record,) = samples(bench.path / STORE)
         assert record["fingerprint"]["budget"]["wall_ms"] == 1500
 
     def test_task_budget_wins_when_smaller_or_run_budget_unset(self, bench: pytest.Pytester) -> None:
@@ -112,7 +99,7 @@ class TestRunBudgets:
             "5000",
             "-v",
         ).assert_outcomes(passed=1)
-        first, *rest = store_records(bench.path)
+        first, *rest = samples(bench.path / STORE)
         assert first["fingerprint"]["budget"] == {"tokens": 1000, "wall_ms": 20000, "turns": None}
         assert rest == []  # same effective budgets, so the stored sample still counts
 
@@ -167,7 +154,7 @@ class TestCorpusOutsideTheRootdir:
         tasks, stashes = standard_corpus(tmp_path_factory.mktemp("elsewhere"))
         # A plugin module rather than a conftest: a conftest beside the rootdir is not loaded
         # for a corpus outside it.
-        (bench.path / "slowagent.py").write_text(SLOW_AGENT)
+        (bench.path / "slowagent.py").write_text(SLOW)
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -201,56 +188,11 @@ class TestCorpusOutsideTheRootdir:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        deadline = time.monotonic() + 60
-        while len(store_records(bench.path, "store")) < 3:
-            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[0]
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
+        out = interrupt_when(proc, lambda: len(samples(bench.path / "store")) >= 3, "3 samples are stored")
         report = read_report(bench.path)
         assert report["complete"] is False and report["corpus"]["tasks"] == 3
-        assert len(report["runs"]) == len(store_records(bench.path, "store")) >= 3, out
+        assert len(report["runs"]) == len(samples(bench.path / "store")) >= 3, out
         assert not any(w.startswith("report mismatch") for w in report["warnings"]), report["warnings"]
-
-
-SLOW_AGENT = """
-import time
-from pytest_akmbench.agents import AgentResult
-
-class Slow:
-    name, version, uses_akm = "slow", "1", False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        time.sleep(0.5)
-        (request.workspace / "out.txt").write_text("hello\\n")
-        return AgentResult(final_text="the answer is 42")
-
-def pytest_akmbench_agents():
-    return [Slow()]
-"""
-
-
-CONFLICT_AGENT = """
-from pathlib import Path
-from pytest_akmbench.agents import AgentResult
-
-class Coin:
-    '''Fails, passes, fails, passes... in call order: a true pass rate of 0.5.'''
-    name, version, uses_akm = "coin", "1", False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        counter = Path(__file__).parent / "calls"
-        calls = int(counter.read_text()) + 1 if counter.exists() else 1
-        counter.write_text(str(calls))
-        if calls % 2 == 0:
-            (request.workspace / "out.txt").write_text("hello\\n")
-        return AgentResult(final_text="done")
-
-def pytest_akmbench_agents():
-    return [Coin()]
-"""
 
 
 class TestOtherPlugins:
@@ -272,20 +214,20 @@ class TestOtherPlugins:
 
     def test_reruns_never_add_a_second_sample(self, bench: pytest.Pytester) -> None:
         """A 0.5 cell stays 0.5 under --reruns 2: each trial runs once, the store holds one sample per trial."""
-        bench.makeconftest(CONFLICT_AGENT)
+        bench.makeconftest(COIN)
         result = bench.runpytest(*self.ARGS, "--reruns", "2")
         result.assert_outcomes(passed=2, failed=2)
         result.stdout.fnmatch_lines(["akmbench: cells are never rerun*--bench-seeds*"])
         assert (bench.path / "calls").read_text() == "4"
-        assert len(store_records(bench.path)) == 4
+        assert len(samples(bench.path / STORE)) == 4
         assert read_report(bench.path)["aggregate"]["noakm"]["pass_rate"] == 0.5
 
     def test_forced_reruns_reuse_the_first_sample(self, bench: pytest.Pytester) -> None:
         """Even --force-reruns (beats every marker) only repeats the first sample of a trial."""
-        bench.makeconftest(CONFLICT_AGENT)
+        bench.makeconftest(COIN)
         result = bench.runpytest(*self.ARGS, "--force-reruns", "1")
         assert (bench.path / "calls").read_text() == "4"
-        assert len(store_records(bench.path)) == 4
+        assert len(samples(bench.path / STORE)) == 4
         assert read_report(bench.path)["aggregate"]["noakm"]["pass_rate"] == 0.5
         assert result.ret == pytest.ExitCode.TESTS_FAILED
 
@@ -319,11 +261,11 @@ class TestOtherPlugins:
         )
         survivors = subprocess.run(["pgrep", "-f", f"sleep 60.{tag}"], capture_output=True, text=True).stdout
         assert survivors == ""
-        assert len(store_records(bench.path)) == 1
+        assert len(samples(bench.path / STORE)) == 1
 
     def test_lf_reports_stored_failures_and_fresh_lf_is_refused(self, bench: pytest.Pytester) -> None:
         """--lf selects the failed cells and reports their stored samples; with --bench-fresh it is refused."""
-        bench.makeconftest(CONFLICT_AGENT)
+        bench.makeconftest(COIN)
         bench.runpytest(*self.ARGS, "-p", "cacheprovider").assert_outcomes(passed=2, failed=2)
         again = bench.runpytest(*self.ARGS, "-p", "cacheprovider", "--lf", "-v")
         again.assert_outcomes(failed=2)
@@ -430,4 +372,4 @@ class TestUnwritablePlaces:
             ["ERROR: akmbench: cannot write the report to *out: *pytest_akmbench report --store*"]
         )
         assert "Traceback" not in result.stdout.str() + result.stderr.str()
-        assert len(store_records(bench.path)) == 6
+        assert len(samples(bench.path / STORE)) == 6

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin.test_plugin import INI
+from tests.support.bench import INI, samples
 from tests.support.corpus import standard_corpus, write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,11 +26,6 @@ FORMS = ["space", "equals"]
 
 def option(name: str, value: Path | str, form: str) -> list[str]:
     return [name, str(value)] if form == "space" else [f"{name}={value}"]
-
-
-def samples(store: Path) -> list[dict[str, object]]:
-    path = store / "samples.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
 def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,27 +1,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support import real_akm
-from tests.support.corpus import standard_corpus, write_task
-
-INI = "[pytest]\nbench_corpus = corpus/tasks\nbench_stashes = corpus/stashes\n"
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A project with the standard three-task corpus and an ini naming it."""
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
-    return pytester
-
-
-def read_report(base: Path, name: str = "out") -> dict[str, Any]:
-    return json.loads((base / name / "report.json").read_text())
+from tests.support.agents import ECHO, SLEEPY, USES_AND_NEVER
+from tests.support.bench import INI, read_report, strip_times
+from tests.support.corpus import write_task
 
 
 def collected(result: pytest.RunResult) -> list[str]:
@@ -245,24 +231,7 @@ class TestOutcomes:
 
     def test_custom_agent_from_a_conftest(self, bench: pytest.Pytester) -> None:
         """A conftest registers an agent through the plugin hook."""
-        bench.makeconftest(
-            """
-            from pytest_akmbench.agents import AgentResult
-
-            class Echo:
-                name = "echo"
-                version = "7"
-                def start(self, session): pass
-                def stop(self): pass
-                def run(self, request):
-                    (request.workspace / "out.txt").write_text("hello\\n")
-                    return AgentResult(final_text="answer is 41", token_measurement="measured",
-                                       tokens={"input": 10, "output": 5, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total": 15})
-
-            def pytest_akmbench_agents():
-                return [Echo()]
-            """
-        )
+        bench.makeconftest(ECHO)
         akm = real_akm.get().path  # an agent other than oracle/nop gets the real treatment on the akm arm
         result = bench.runpytest(
             "corpus",
@@ -287,25 +256,7 @@ class TestOutcomes:
         """An agent that may call akm refuses the akm arm without one: one line, nothing run;
         an agent that says it never calls akm runs the akm arm without it."""
         monkeypatch.setenv("PATH", "/usr/bin:/bin")
-        bench.makeconftest(
-            """
-            from pytest_akmbench.agents import AgentResult
-
-            class Uses:
-                name, version = "uses", "1"
-                def start(self, session): pass
-                def stop(self): pass
-                def run(self, request):
-                    (request.workspace / "out.txt").write_text("hello\\n")
-                    return AgentResult()
-
-            class Never(Uses):
-                name, uses_akm = "never", False
-
-            def pytest_akmbench_agents():
-                return [Uses(), Never()]
-            """
-        )
+        bench.makeconftest(USES_AND_NEVER)
         result = bench.runpytest("corpus", "--bench-agent", "uses", "--bench-seeds", "1", "-k", "script")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(
@@ -385,20 +336,6 @@ class TestReport:
         assert read_report(bench.path)["complete"] is True
 
 
-def strip_times(obj: Any) -> Any:
-    """The report without the values that legitimately differ between two runs."""
-    volatile = {"timestamp", "transcript", "run_id", "timing_ms", "started_at", "finished_at", "store"}
-    if isinstance(obj, dict):
-        return {
-            k: strip_times(v)
-            for k, v in obj.items()
-            if k not in volatile and "wallclock" not in k and not k.endswith("_ms")
-        }
-    if isinstance(obj, list):
-        return [strip_times(v) for v in obj]
-    return obj
-
-
 class TestGatesAndBaseline:
     """Gates decide the exit status; a config's baseline adds the vs-base column."""
 
@@ -437,27 +374,6 @@ class TestGatesAndBaseline:
         result.stderr.fnmatch_lines(
             ["ERROR: *base.json: alpha/script-task: baseline pass rate must be a number in [[]0, 1[]], got 1.5"]
         )
-
-
-SLEEPY = """
-from pytest_akmbench.agents import AgentResult
-
-class Sleepy:
-    name, version, uses_akm = "sleepy", "1", False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        # One long task, the rest instant: one worker runs out of work long before the other.
-        seconds = "4" if request.task.id == "alpha/script-task" else "0"
-        code, _, _ = request.procs.run(["sleep", seconds], cwd=request.workspace, env=request.env, timeout_s=60)
-        if code != 0:
-            return AgentResult(error=f"the agent's own process died: exit {code}")
-        (request.workspace / "out.txt").write_text("hello\\n")
-        return AgentResult(final_text="the answer is 42")
-
-def pytest_akmbench_agents():
-    return [Sleepy()]
-"""
 
 
 def test_worker_finishing_early_leaves_its_siblings_alone(bench: pytest.Pytester) -> None:

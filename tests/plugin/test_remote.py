@@ -29,6 +29,7 @@ from tests.support.remote import (
     make_project,
     records,
 )
+from tests.support.waiting import settle, wait_until
 
 CELLS = {(t, a, 1) for t in ("alpha/pytest-task", "alpha/script-task", "beta/regex-task") for a in ("noakm", "akm")}
 
@@ -57,9 +58,7 @@ def ran_in(base: Path) -> list[tuple[str, str, int]]:
 
 
 def no_leftovers(*bases: Path, within: float = 10) -> None:
-    deadline = time.monotonic() + within
-    while any(processes_under(b / "cells") for b in bases) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    settle(lambda: not any(processes_under(b / "cells") for b in bases), within=within)
     assert [p for b in bases for p in processes_under(b / "cells")] == []
 
 
@@ -196,10 +195,7 @@ def test_kill_on_the_controller_stops_a_socket_workers_cell(server_dir: tuple[Pa
         bench_argv("--tx", server.tx), cwd=ctl, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (ran_in(far) and processes_under(far / "cells")):
-            assert time.monotonic() < deadline and proc.poll() is None, "the first cell never started"
-            time.sleep(0.1)
+        wait_until(lambda: ran_in(far) and processes_under(far / "cells"), "the first cell started", proc=proc)
         started = time.monotonic()
         kill = subprocess.run(
             [sys.executable, "-m", "pytest_akmbench", "kill", "--tmp", str(ctl / "cells")],
@@ -233,10 +229,8 @@ def test_a_lost_remote_worker_costs_only_its_cell(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not [p for p in agent_log(far) if p[1:4] == ["alpha/script-task", "akm", "1"]]:
-            assert time.monotonic() < deadline and proc.poll() is None, "the slow cell never started"
-            time.sleep(0.1)
+        slow = ["alpha/script-task", "akm", "1"]
+        wait_until(lambda: [p for p in agent_log(far) if p[1:4] == slow], "the slow cell started", proc=proc)
         worker = int(next(p for p in agent_log(far) if p[1:4] == ["alpha/script-task", "akm", "1"])[5])
         os.kill(worker, signal.SIGKILL)
         out, _ = proc.communicate(timeout=120)

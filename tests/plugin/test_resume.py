@@ -1,53 +1,14 @@
 from __future__ import annotations
 
-import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.plugin.test_plugin import INI, read_report, strip_times
-from tests.support.corpus import standard_corpus
-
-# An agent that solves every standard task slowly enough to be interrupted, and logs each run.
-SLOW_AGENT = """
-import time
-from pathlib import Path
-from pytest_akmbench.agents import AgentResult
-
-class Slow:
-    name = "slow"
-    version = "1"
-    uses_akm = False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        with open(Path(__file__).parent / "agent-runs.log", "a") as log:
-            log.write(f"{request.task.id} {request.arm} {request.seed}\\n")
-        if (Path(__file__).parent / "down").exists():  # a provider outage: harness_error, same fingerprint
-            return AgentResult(error="provider unreachable")
-        time.sleep(float((Path(__file__).parent / "delay").read_text()))
-        (request.workspace / "out.txt").write_text("hello\\n")
-        return AgentResult(final_text="the answer is 42", token_measurement="measured",
-                           tokens={"input": 100, "output": 10, "reasoning": 0, "cache_read": 0,
-                                   "cache_write": 0, "total": 110})
-
-def pytest_akmbench_agents():
-    return [Slow()]
-"""
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
-    pytester.makeconftest(SLOW_AGENT)
-    (pytester.path / "delay").write_text("0")
-    return pytester
+from tests.support.agents import RESUMABLE
+from tests.support.bench import STORE, read_report, samples, strip_times
+from tests.support.waiting import interrupt_when
 
 
 def runs_logged(base: Path) -> list[str]:
@@ -55,10 +16,8 @@ def runs_logged(base: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def store_lines(base: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (base / ".akmbench" / "store" / "samples.jsonl").read_text().splitlines()]
-
-
+BENCH_AGENT = RESUMABLE
+BENCH_FILES = {"delay": "0"}
 ARGS = ["corpus", "--bench-agent", "slow", "--bench-report", "out"]
 
 
@@ -90,7 +49,11 @@ class TestResume:
         bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
         bench.runpytest(*ARGS, "--bench-seeds", "2").assert_outcomes(passed=12)
         first, second = (
-            {s["run_id"] for s in part} for part in (store_lines(bench.path)[:6], store_lines(bench.path)[6:])
+            {s["run_id"] for s in part}
+            for part in (
+                samples(bench.path / STORE, missing_ok=False)[:6],
+                samples(bench.path / STORE, missing_ok=False)[6:],
+            )
         )
         assert len(first) == len(second) == 1 and first != second
         assert sum(r["from_store"] for r in read_report(bench.path)["runs"]) == 6
@@ -100,7 +63,7 @@ class TestResume:
         bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
         bench.runpytest(*ARGS, "--bench-seeds", "1", "--bench-fresh").assert_outcomes(passed=6)
         assert len(runs_logged(bench.path)) == 12
-        assert len(store_lines(bench.path)) == 12
+        assert len(samples(bench.path / STORE, missing_ok=False)) == 12
         assert not any(r["from_store"] for r in read_report(bench.path)["runs"])
 
     def test_changed_task_content_invalidates(self, bench: pytest.Pytester) -> None:
@@ -110,7 +73,7 @@ class TestResume:
         verify.write_text(verify.read_text() + "# stricter now\n")
         bench.runpytest(*ARGS, "--bench-seeds", "1").assert_outcomes(passed=6)
         assert runs_logged(bench.path)[6:] == ["alpha/script-task noakm 1", "alpha/script-task akm 1"]
-        assert len(store_lines(bench.path)) == 8  # old samples stay in the file
+        assert len(samples(bench.path / STORE, missing_ok=False)) == 8  # old samples stay in the file
 
     def test_changed_model_invalidates(self, bench: pytest.Pytester) -> None:
         """A different model makes every old sample not count."""
@@ -132,7 +95,7 @@ class TestResume:
         result.assert_outcomes(passed=4)
         assert result.stdout.str().count("PASSED (from store)") == 2  # the regex cells only
         assert runs_logged(bench.path)[2:] == ["alpha/script-task noakm 1", "alpha/script-task akm 1"] * 2
-        records = store_lines(bench.path)
+        records = samples(bench.path / STORE, missing_ok=False)
         assert [r["outcome"] for r in records] == ["pass", "pass", "harness_error", "harness_error", "pass", "pass"]
         assert len({r["fingerprint_hash"] for r in records if r["task_id"] == "alpha/script-task"}) == 2  # one per arm
         assert read_report(bench.path)["complete"] is True
@@ -204,21 +167,16 @@ class TestInterrupt:
         (bench.path / "delay").write_text("0.6")
         cmd = [sys.executable, "-m", "pytest", *ARGS, "--bench-seeds", "2", "-n", "2", "-p", "no:cacheprovider"]
         proc = subprocess.Popen(cmd, cwd=bench.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        store = bench.path / ".akmbench" / "store" / "samples.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 3):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-        stored_after_interrupt = len(store.read_text().splitlines())
-        assert 3 <= stored_after_interrupt < 12, out.decode()
+        out = interrupt_when(proc, lambda: len(samples(bench.path / STORE)) >= 3, "3 cells are stored")
+        stored_after_interrupt = len(samples(bench.path / STORE, missing_ok=False))
+        assert 3 <= stored_after_interrupt < 12, out
         assert read_report(bench.path)["complete"] is False
 
         (bench.path / "delay").write_text("0")
         result = bench.runpytest_subprocess(*ARGS[:-1], "resumed", "--bench-seeds", "2", "-n", "2", "-v")
         result.assert_outcomes(passed=12)
         assert result.stdout.str().count("PASSED (from store)") == stored_after_interrupt
-        cells = [(r["task_id"], r["arm"], r["seed"]) for r in store_lines(bench.path)]
+        cells = [(r["task_id"], r["arm"], r["seed"]) for r in samples(bench.path / STORE, missing_ok=False)]
         assert len(cells) == len(set(cells)) == 12  # nothing ran twice
         resumed = read_report(bench.path, "resumed")
         assert resumed["complete"] is True

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.plugin.test_plugin import INI, read_report
+from tests.support.bench import INI, STORE, read_report, samples
 from tests.support.bwrap import require_bwrap
-from tests.support.corpus import standard_corpus, write_stash, write_task
+from tests.support.corpus import write_stash, write_task
 
 ORACLE = ("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out", "-p", "no:cacheprovider")
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
-    return pytester
-
-
-def samples(base: Path) -> list[dict]:
-    return [json.loads(line) for line in (base / ".akmbench" / "store" / "samples.jsonl").read_text().splitlines()]
 
 
 def test_auto_without_bwrap_warns_in_terminal_and_report(
@@ -37,7 +25,7 @@ def test_auto_without_bwrap_warns_in_terminal_and_report(
     assert any("cells run UNSANDBOXED" in w for w in report["warnings"])
     assert report["provenance"]["sandbox"] == "none"
     assert "cells run UNSANDBOXED" in (bench.path / "out" / "summary.md").read_text()
-    assert all("sandbox" not in s["fingerprint"] for s in samples(bench.path))
+    assert all("sandbox" not in s["fingerprint"] for s in samples(bench.path / STORE, missing_ok=False))
 
 
 def test_none_is_quiet(bench: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,15 +62,15 @@ def test_sandboxed_samples_resume_apart_under_xdist(bench: pytest.Pytester) -> N
     require_bwrap()
     first = bench.runpytest_subprocess(*ORACLE, "--bench-sandbox", "bwrap", "-n", "2")
     first.assert_outcomes(passed=6)
-    stored = samples(bench.path)
+    stored = samples(bench.path / STORE, missing_ok=False)
     assert len(stored) == 6 and {s["fingerprint"]["sandbox"] for s in stored} == {"bwrap"}
     assert read_report(bench.path)["provenance"]["sandbox"] == "bwrap"
     again = bench.runpytest_subprocess(*ORACLE, "--bench-sandbox", "bwrap", "-n", "2", "-v")
     assert again.stdout.str().count("PASSED (from store)") == 6
-    assert len(samples(bench.path)) == 6
+    assert len(samples(bench.path / STORE, missing_ok=False)) == 6
     plain = bench.runpytest_subprocess(*ORACLE, "--bench-sandbox", "none", "-v")
     assert "from store" not in plain.stdout.str()
-    assert len(samples(bench.path)) == 12
+    assert len(samples(bench.path / STORE, missing_ok=False)) == 12
     assert read_report(bench.path)["provenance"]["sandbox"] == "none"
 
 

@@ -13,39 +13,12 @@ from typing import Any
 
 import pytest
 
-from tests.plugin.test_plugin import INI, read_report, strip_times
-from tests.support.corpus import standard_corpus
+from tests.support.agents import SOLVER
+from tests.support.bench import INI, read_report, strip_times
 from tests.support.schemas import problems
 
-# An agent that solves every standard task and leaves a transcript (which the merge must copy).
-AGENT = """
-from pytest_akmbench.agents import AgentResult
-
-class Solver:
-    name = "slow"
-    version = "1"
-    uses_akm = False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        (request.workspace / "out.txt").write_text("hello\\n")
-        request.transcript.write_text("")
-        return AgentResult(final_text="the answer is 42", token_measurement="measured", transcript_written=True,
-                           tokens={"input": 100, "output": 10, "reasoning": 0, "cache_read": 0,
-                                   "cache_write": 0, "total": 110})
-
-def pytest_akmbench_agents():
-    return [Solver()]
-"""
+BENCH_AGENT = SOLVER
 ARGS = ["corpus", "--bench-agent", "slow", "--bench-seeds", "2", "-p", "no:cacheprovider"]
-
-
-@pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
-    standard_corpus(pytester.path)
-    pytester.makeini(INI)
-    pytester.makeconftest(AGENT)
-    return pytester
 
 
 def merge(base: Path, *stores: str, out: str = "merged", extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:

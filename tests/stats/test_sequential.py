@@ -181,6 +181,30 @@ class TestFutility:
         theta = 0.5 + math.sqrt(0.25 / 40)
         assert p.power == boundary.conditional_power(20, 20, list(zip(sizes[2:], leads[2:], strict=True)), theta)
 
+    @pytest.mark.parametrize("leader", ["akm", "noakm"])
+    def test_the_chance_follows_an_uneven_trend_whichever_arm_leads(self, leader: str) -> None:
+        """Twenty tasks, 12 discordant pairs for the leading arm and 4 for the other over the floor
+        of 2 seeds: the chance is the walk's at the leader's rate (12 of 16, +1 standard error),
+        the same whichever arm leads (futility 1: every look reports its figure)."""
+        other = "noakm" if leader == "akm" else "akm"
+        table = {(t, arm): [False] * 5 for t in "abcdefghijklmnopqrst" for arm in ARMS}
+        for i, t in enumerate("abcdefghijkl"):  # 12 pairs the leader wins
+            table[(t, leader)] = [i % 2 == 0, i % 2 == 1, False, False, False]
+        for i, t in enumerate("mnop"):  # 4 pairs the other wins
+            table[(t, other)] = [i % 2 == 0, i % 2 == 1, False, False, False]
+        p = plan(list("abcdefghijklmnopqrst"), ARMS, outcomes_of(table), floor=2, max_seeds=5, futility=1.0)
+        assert (p.stop, len(p.looks), p.looks[0].plus, p.looks[0].minus) == (
+            "futile",
+            1,
+            12 if leader == "akm" else 4,
+            4 if leader == "akm" else 12,
+        )
+        sizes = (16, 24, 32, 40)  # 16 + 16 of 40 pairs a round
+        leads, _ = boundary.bounds(sizes, tuple(boundary.spent(k / 5) for k in range(2, 6)))
+        theta = 12 / 16 + math.sqrt(12 * 4 / 16**3)
+        want = boundary.conditional_power(12, 4, list(zip(sizes[1:], leads[1:], strict=True)), theta)
+        assert 0.0 < want < 1.0 and p.power == pytest.approx(want)
+
     def test_a_lead_keeps_the_run_going(self) -> None:
         table = {(t, arm): [False] * 5 for t in "abcdefghij" for arm in ARMS}
         for t in "abc":

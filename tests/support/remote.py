@@ -9,41 +9,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.agents import SLEEPER
+from tests.support.bench import samples
 from tests.support.corpus import standard_corpus
+from tests.support.waiting import settle
 
-# A model-free agent: sleeps the time delays.json gives its cell (or its task, or "*"), starts
-# a child that must die with the cell, writes a transcript line, logs where it ran. The log and
-# delays live beside this conftest, so a copy of the project logs in the copy.
-SLEEP_AGENT = """
-import json, os, time
-from pathlib import Path
-from pytest_akmbench.agents import AgentResult
-
-HERE = Path(__file__).parent
-
-class Sleeper:
-    name, version, uses_akm = "sleeper", "1", False
-    def start(self, session): pass
-    def stop(self): pass
-    def run(self, request):
-        cell = f"{request.task.id} {request.arm} {request.seed}"
-        with open(HERE / "agent.log", "a") as fh:
-            fh.write(f"start {cell} {os.getcwd()} {os.getpid()}\\n")
-        request.procs.spawn(["sleep", "300"], cwd=request.workspace, env=request.env)
-        delays = json.loads((HERE / "delays.json").read_text())
-        key = f"{request.task.id}|{request.arm}|{request.seed}"
-        time.sleep(delays.get(key, delays.get(request.task.id, delays.get("*", 0))))
-        request.transcript.write_text(json.dumps({"cell": cell, "host_dir": str(HERE)}) + "\\n")
-        (request.workspace / "out.txt").write_text("hello\\n")
-        return AgentResult(final_text="the answer is 42", token_measurement="unsupported", transcript_written=True)
-
-def pytest_akmbench_agents():
-    return [Sleeper()]
-"""
+SLEEP_AGENT = SLEEPER  # the sleeping agent of tests/support/agents.py
 
 
 def make_project(base: Path, delays: dict[str, float] | None = None) -> Path:
@@ -89,8 +63,7 @@ def agent_log(base: Path) -> list[list[str]]:
 
 
 def records(base: Path) -> list[dict[str, Any]]:
-    path = base / "store" / "samples.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return samples(base / "store")
 
 
 def free_port() -> int:
@@ -113,13 +86,14 @@ class SocketServer:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            if "Entering Accept loop" in self.log.read_text():
-                return
-            time.sleep(0.1)
+        settle(lambda: self.proc.poll() is not None or self.accepting(), within=20)
+        if self.proc.poll() is None and self.accepting():
+            return
         self.stop()
         raise RuntimeError(f"execnet's socket server did not start: {self.log.read_text()}")
+
+    def accepting(self) -> bool:
+        return "Entering Accept loop" in self.log.read_text()
 
     @property
     def tx(self) -> str:
