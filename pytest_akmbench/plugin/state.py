@@ -12,11 +12,11 @@ from ..agents.base import Agent
 from ..agents.opencode.model import choice_digest, setup_digest
 from ..agents.opencode.providers import ModelChoice
 from ..cell.akm import AkmInfo
-from ..cell.context import Cell, RunContext, cell_fingerprint
+from ..cell.context import Cell, RunContext
+from ..cell.trial import Trial
 from ..corpus.config import Settings, run_caps
 from ..corpus.tasks import Corpus, Task
 from ..report.resume import StoredSamples
-from ..store.samples import fingerprint_hash
 from ..store.scrub import Scrubber
 from ..system import lifecycle
 from ..system.interrupts import Interrupts
@@ -53,6 +53,7 @@ class BenchState:
     attribute: Any = None  # plugin/attribute.py's Plan on an attribute run
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
+    _trials: dict[Cell, Trial] = field(default_factory=dict)
 
     def cells(self, task: Task) -> list[Cell]:
         """The cells of a task: (arm, seed) of a utility run; of an attribute run, its unmasked
@@ -90,8 +91,14 @@ class BenchState:
     def run_dir(self) -> Path:
         return self.tmp_root / self.run_id
 
+    def trial(self, cell: Cell) -> Trial:
+        """The cell's trial (cell/trial.py): its fingerprint computed once in this process."""
+        if cell not in self._trials:
+            self._trials[cell] = Trial.of(cell, self.context())
+        return self._trials[cell]
+
     def fingerprint_hash(self, cell: Cell) -> str:
-        return fingerprint_hash(cell_fingerprint(cell, self.context()))
+        return self.trial(cell).hash
 
     @property
     def tmp_root(self) -> Path:
