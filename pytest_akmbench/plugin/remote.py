@@ -174,6 +174,10 @@ class RemoteHub:
         if lifecycle.is_interrupted(state.run_dir):
             channel.send(("stop", None))
             return
+        if self.error is not None:
+            # A sample the store refused: every further cell would spend its agent run for nothing.
+            channel.send(("error", self.error))
+            return
         record = self._initial.done(trial, body["fp"])
         if record is not None:
             channel.send(("stored", record))
