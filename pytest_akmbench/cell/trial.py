@@ -114,8 +114,7 @@ class StorePlace:
                 record = self.index.done(key, fp)
         except (OSError, StoreError) as err:
             claim.release()
-            why = err.strerror if isinstance(err, OSError) and err.strerror else err
-            return Ended(error=f"akmbench: {self.directory}: cannot claim a cell ({why})")
+            return Ended(error=cannot_claim(self.directory, err))
         if record is None:
             return claim
         # Another bench on the same store ran this trial meanwhile: report its sample.
@@ -124,6 +123,12 @@ class StorePlace:
 
     def append(self, sample: dict[str, Any]) -> str | None:
         return append(self.directory, sample)
+
+
+def cannot_claim(directory: Path, err: OSError | StoreError) -> str:
+    """The one line that stops a run whose store cannot be claimed in."""
+    why = err.strerror if isinstance(err, OSError) and err.strerror else err
+    return f"akmbench: {directory}: cannot claim a cell ({why})"
 
 
 def append(directory: Path, sample: dict[str, Any], files: Mapping[str, bytes] | None = None) -> str | None:

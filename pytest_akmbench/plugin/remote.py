@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cell.trial import Ended, Held, StorePlace, append
+from ..cell.trial import Ended, Held, StorePlace, append, cannot_claim
 from ..corpus.hashes import fixtures_stamp, task_corpus_hash
 from ..errors import StoreError
 from ..records import CellKey
@@ -168,39 +168,36 @@ class RemoteHub:
             threading.Thread(target=self._claim, args=(wid, channel, body), daemon=True).start()
 
     def _claim(self, wid: str, channel: Any, body: dict[str, Any]) -> None:
+        try:
+            reply = self._answer(wid, body)
+        except (OSError, StoreError) as err:  # the store's index or the cap could not be read
+            reply = ("error", cannot_claim(self.state.store_dir, err))
+        channel.send(reply)
+
+    def _answer(self, wid: str, body: dict[str, Any]) -> tuple[str, Any]:
         """A remote cell's claim, taken here as a local cell takes its own (cell/trial.py)."""
         state = self.state
         trial = (body["task"], body["arm"], body["seed"])
         if lifecycle.is_interrupted(state.run_dir):
-            channel.send(("stop", None))
-            return
+            return "stop", None
         if self.error is not None:
             # A sample the store refused: every further cell would spend its agent run for nothing.
-            channel.send(("error", self.error))
-            return
+            return "error", self.error
         record = self._initial.done(trial, body["fp"])
         if record is not None:
-            channel.send(("stored", record))
-            return
-        try:
-            capped = self._capped()
-        except (OSError, StoreError) as err:
-            channel.send(("error", f"akmbench: {state.store_dir}: cannot claim a cell ({err})"))
-            return
+            return "stored", record
+        capped = self._capped()
         if capped is not None:
-            channel.send(("capped", capped))  # the worker skips the cell with this reason
-            return
+            return "capped", capped  # the worker skips the cell with this reason
         owner = f"run {state.run_id} (pid {os.getpid()}, worker {wid})"
         held = StorePlace(state.store_dir, state.stored(), owner, lock=self.lock).claim(trial, body["fp"])
         if isinstance(held, Ended):
             if held.error is not None:
-                channel.send(("error", held.error))
-            else:
-                channel.send(("claimed", {"record": held.record, "by": held.claimed_by}))
-            return
+                return "error", held.error
+            return "claimed", {"record": held.record, "by": held.claimed_by}
         with self.lock:
             self.claims[body["nodeid"]] = (wid, held)
-        channel.send(("go", None))
+        return "go", None
 
     def pytest_testnodeready(self, node: Any) -> None:
         line = self.refused.get(node.workerinput["workerid"])
