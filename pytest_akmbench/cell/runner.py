@@ -115,8 +115,11 @@ class _Run:
         self.t_agent = self.t_verify = self.t0
 
 
-def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
-    """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome."""
+def run_cell(
+    cell: Cell, ctx: RunContext, procs: ProcessTracker, fingerprint: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome.
+    ``fingerprint`` is the trial's (cell/trial.py), computed once per cell; else the cell's own."""
     run = _Run()
     try:
         request, env, sandbox = _request(cell, ctx, procs, run)
@@ -140,7 +143,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             shutil.rmtree(run.run_dir, ignore_errors=True)
     if not run.result.transcript_written:
         run.transcript_rel = None
-    return cast("dict[str, Any]", _sample(cell, ctx, run))
+    return cast("dict[str, Any]", _sample(cell, ctx, run, fingerprint or cell_fingerprint(cell, ctx)))
 
 
 def _request(
@@ -260,10 +263,9 @@ def _judge(
     return "fail", _fail_reason(run.verdict)
 
 
-def _sample(cell: Cell, ctx: RunContext, run: _Run) -> Sample:
+def _sample(cell: Cell, ctx: RunContext, run: _Run, fp: dict[str, Any]) -> Sample:
     """The sample record (docs/architecture.md, "A sample")."""
     result, verdict = run.result, run.verdict
-    fp = cell_fingerprint(cell, ctx)
     return {
         "schema": SAMPLE_SCHEMA,
         "task_id": cell.task.id,

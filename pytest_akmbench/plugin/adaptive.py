@@ -24,6 +24,7 @@ from ..system import lifecycle
 from .caps import PLUGIN as CAPS_PLUGIN
 from .nodes import CELL_KEY
 from .state import BenchState
+from .trial import exit_interrupted
 from .xdist.schedulers import RoundScheduler
 
 POLL_S = 0.25  # how often a cell waiting at the barrier reads the store again
@@ -208,9 +209,7 @@ class AdaptiveHooks:
                 # own setup hook (plugin/caps.py) says so, rather than the barrier waiting.
                 return current, True
             if lifecycle.is_interrupted(self.state.run_dir):
-                pytest.exit(
-                    "akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED
-                )
+                exit_interrupted()
             if stall.over():
                 # A cell of the round before will never report (its worker crashed): rerunning
                 # the command runs it, and the rounds go on from there.

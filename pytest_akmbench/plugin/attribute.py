@@ -209,7 +209,7 @@ class AttributeSession:
         wanted += [("", task_id, seed) for task_id in sorted(plan.masks) for seed in plan.reference_seeds]
         for ref, task_id, seed in wanted:
             cell = Cell(by_id[task_id], "akm", seed, mask=ref or None)
-            found = stored.for_report([((task_id, "akm", seed), fingerprint_hash(cell_fingerprint(cell, ctx)))])
+            found = stored.for_report([((task_id, "akm", seed), state.fingerprint_hash(cell))])
             record = found[0] if found else self.samples.get((task_id, ref, seed))
             if record is None:
                 missing += 1

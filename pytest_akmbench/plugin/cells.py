@@ -5,22 +5,19 @@ The plugin module imports the fixtures and hooks, so they are registered with it
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 from ..cell.context import Cell
-from ..cell.runner import run_cell
-from ..errors import StoreError
-from ..store.claims import Claim
-from ..store.samples import SampleStore
-from ..system import lifecycle, procs
+from ..cell.trial import run_trial
+from ..system import procs
 from ..system.interrupts import Interrupts
 from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY
 from .remote import FILES_KEY
 from .state import STATE_KEY, BenchState
+from .trial import place, settle, unstored
 
 
 @pytest.fixture
@@ -37,7 +34,7 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
     """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
     state: BenchState = request.config.stash[STATE_KEY]
     item: pytest.Item = request.node
-    unstored: str | None = None
+    failed: str | None = None
     previous = item.stash.get(SAMPLE_KEY, None)
     stored = item.stash.get(STORED_KEY, None)
     if previous is not None:
@@ -46,10 +43,10 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
     elif stored is not None:
         sample = {**stored, "from_store": True}
     else:
-        sample, unstored = _run_claimed(request, state, item.stash[CELL_KEY], bench_procs)
+        sample, failed = _run_claimed(request, state, item.stash[CELL_KEY], bench_procs)
     item.stash[SAMPLE_KEY] = sample
-    if unstored is not None:
-        pytest.fail(f"harness_error: the sample could not be stored: {unstored}", pytrace=False)
+    if failed is not None:
+        pytest.fail(failed, pytrace=False)
     if sample["outcome"] == "harness_error":
         pytest.fail(f"harness_error: {sample['reason']}", pytrace=False)
     return sample
@@ -58,74 +55,20 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
 def _run_claimed(
     request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker
 ) -> tuple[dict[str, Any], str | None]:
-    """Run the cell under its claim; returns (sample, why it could not be stored)."""
-    if lifecycle.is_interrupted(state.run_dir):
-        pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
+    """Run the cell as a trial (cell/trial.py); returns (sample, why it could not be stored)."""
     item = request.node
-    fp = state.fingerprint_hash(cell)
+    ended = run_trial(state.trial(cell), place(state, item.nodeid), tracker, state.scrub, state.interrupts)
+    settle(request.session, ended)
+    if ended.record is not None:
+        item.stash[STORED_KEY] = ended.record
+        if ended.claimed_by is not None:
+            item.stash[CLAIMED_KEY] = ended.claimed_by
+        return {**ended.record, "from_store": True}, None
+    assert ended.sample is not None
     if state.remote is not None:
-        return _run_remote(request, state, cell, tracker, fp)
-    claim = Claim(
-        state.store_dir,
-        f"{cell.task.id}\0{cell.arm}\0{cell.seed}\0{fp}",
-        owner=f"run {state.run_id} (pid {os.getpid()})",
-    )
-    try:
-        waited = claim.acquire()
-    except OSError as err:
-        request.session.shouldstop = f"akmbench: {state.store_dir}: cannot claim a cell ({err.strerror or err})"
-        pytest.fail(f"harness_error: {request.session.shouldstop}", pytrace=False)
-    try:
-        index = state.stored()
-        index.refresh()
-        record = index.done((cell.task.id, cell.arm, cell.seed), fp)
-        if record is not None:
-            # Another bench on the same store ran this trial meanwhile: use its sample.
-            item.stash[STORED_KEY] = record
-            item.stash[CLAIMED_KEY] = waited or "another run"
-            return {**record, "from_store": True}, None
-        sample = state.scrub.obj(run_cell(cell, state.context(), tracker))
-        if state.interrupts is not None:
-            state.interrupts.hold()  # released once the cell has reported: see _InterruptHooks
-        try:
-            # Appended by the process that ran the cell, the moment it ends: a crash later
-            # in the session cannot lose it.
-            SampleStore(state.store_dir).append(sample)
-        except StoreError as err:
-            # Every further cell would spend its agent run for nothing: stop the run here.
-            request.session.shouldstop = f"akmbench: {err}"
-            return sample, str(err)
-        return sample, None
-    finally:
-        claim.release()
-
-
-def _run_remote(
-    request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker, fp: str
-) -> tuple[dict[str, Any], str | None]:
-    """A remote worker's cell: the controller claims the trial and appends the sample
-    (plugin/remote.py); the transcripts travel with the first report."""
-    assert state.remote is not None
-    item = request.node
-    kind, body = state.remote.claim(cell, fp, item.nodeid)
-    if kind == "stop":
-        pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
-    if kind == "capped":
-        pytest.skip(body)  # the run's spend cap, checked by the controller (plugin/remote.py)
-    if kind == "error":
-        request.session.shouldstop = body
-        pytest.fail(f"harness_error: {body}", pytrace=False)
-    if kind in ("stored", "claimed"):
-        record = body if kind == "stored" else body["record"]
-        item.stash[STORED_KEY] = record
-        if kind == "claimed":
-            item.stash[CLAIMED_KEY] = body["by"]
-        return {**record, "from_store": True}, None
-    sample = state.scrub.obj(run_cell(cell, state.context(), tracker))
-    if state.interrupts is not None:
-        state.interrupts.hold()  # until the report carrying the sample is sent: see InterruptHooks
-    item.stash[FILES_KEY] = state.remote.outbox()
-    return sample, None
+        # The transcripts travel to the controller with the cell's first report (plugin/remote.py).
+        item.stash[FILES_KEY] = state.remote.outbox()
+    return ended.sample, unstored(ended)
 
 
 class InterruptHooks:

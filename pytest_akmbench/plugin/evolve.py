@@ -12,23 +12,22 @@ spread over the workers.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..cell.context import Cell, RunContext, cell_fingerprint
-from ..cell.runner import run_cell
+from ..cell.context import Cell, RunContext
+from ..cell.trial import Trial, run_trial
 from ..corpus.tasks import Task
 from ..errors import BenchError
 from ..store.claims import Claim
-from ..store.samples import SampleStore, fingerprint_hash
 from ..system import lifecycle, procs
 from ..tracks import evolve as core
 from .evolve_session import EvolveSession
 from .state import STATE_KEY, BenchState
+from .trial import exit_interrupted, place, settle, unstored
 from .xdist.schedulers import EvolveScheduler
 
 TRACKS = ("utility", "attribute", "evolve")
@@ -117,15 +116,17 @@ class EvolveTrack:
             return ctx, False
         return dataclasses.replace(ctx, stashes_root=directory / "evolved", _hashes={}), True
 
-    def fingerprint(self, cell: Cell, cond: str, ctx: RunContext, episode: int = 1) -> dict[str, Any]:
-        fp = {**cell_fingerprint(cell, ctx), "track": "evolve", "condition": cond}
-        return fp if episode <= 1 else {**fp, "episode": episode}
+    def trial(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> Trial:
+        """A condition's cell as a trial (cell/trial.py): stored under the condition's label, its
+        fingerprint naming the track, the condition and a later episode."""
+        extra: dict[str, Any] = {"track": "evolve", "condition": cond}
+        if episode > 1:
+            extra["episode"] = episode
+        return Trial.of(Cell(task, core.run_arm(cond), seed), ctx, extra, arm=core.arm_label(cond, episode))
 
     def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> dict[str, Any] | None:
-        cell = Cell(task, core.run_arm(cond), seed)
-        index = self.state.stored()
-        key = (task.id, core.arm_label(cond, episode), seed)
-        return index.done(key, fingerprint_hash(self.fingerprint(cell, cond, ctx, episode)))
+        trial = self.trial(task, cond, seed, ctx, episode)
+        return self.state.stored().done(trial.key, trial.hash)
 
     def train_samples(
         self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
@@ -242,9 +243,7 @@ class EvolveItem(pytest.Item):
         state: BenchState = self.config.stash[STATE_KEY]
         track: EvolveTrack = state.track
         if lifecycle.is_interrupted(state.run_dir):
-            pytest.exit(
-                "akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED
-            )
+            exit_interrupted()
         tracker = procs.ProcessTracker(f"{state.run_id}/{self.nodeid}")
         try:
             if self.cond == "proposals":
@@ -271,27 +270,17 @@ class EvolveItem(pytest.Item):
         if not ready:
             step = "proposal step" if self.episode <= 1 or self.cond == "post" else "previous episode's proposal step"
             pytest.fail(f"harness error: the {step} of {self.task.domain} has not run; run it first", pytrace=False)
-        cell = Cell(self.task, core.run_arm(self.cond), self.seed)
-        fp = track.fingerprint(cell, self.cond, ctx, self.episode)
-        label = core.arm_label(self.cond, self.episode)
-        key = f"{self.task.id}\0{label}\0{self.seed}\0{fingerprint_hash(fp)}"
-        claim = Claim(state.store_dir, key, owner=f"run {state.run_id} (pid {os.getpid()})")
-        claim.acquire()
-        try:
-            state.stored().refresh()
-            sample = track.stored(self.task, self.cond, self.seed, ctx, self.episode)
-            if sample is None:
-                sample = run_cell(cell, ctx, tracker)
-                if state.interrupts is not None:
-                    state.interrupts.hold()  # a Ctrl-C now waits until the sample is stored and reported
-                sample.update(arm=label, fingerprint=fp, fingerprint_hash=fingerprint_hash(fp))
-                sample = state.scrub.obj(sample)
-                SampleStore(state.store_dir).append(sample)
-            else:
-                self.user_properties.append(("from_store", "true"))
-        finally:
-            claim.release()
+        trial = track.trial(self.task, self.cond, self.seed, ctx, self.episode)
+        ended = run_trial(trial, place(state, self.nodeid), tracker, state.scrub, state.interrupts)
+        settle(self.session, ended)
+        if ended.record is not None:
+            self.user_properties.append(("from_store", "true"))
+        sample = ended.record or ended.sample
+        assert sample is not None
         self.user_properties.append(("outcome", sample["outcome"]))
+        failed = unstored(ended)
+        if failed is not None:
+            pytest.fail(failed, pytrace=False)
         if sample["outcome"] == "harness_error":
             pytest.fail(f"harness error (not the agent's fault): {sample['reason']}", pytrace=False)
         if sample["outcome"] != "pass":

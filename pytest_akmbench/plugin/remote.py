@@ -29,18 +29,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..cell.trial import Ended, Held, StorePlace, append, cannot_claim
 from ..corpus.hashes import fixtures_stamp, task_corpus_hash
 from ..errors import StoreError
+from ..records import CellKey
 from ..report.resume import StoredSamples
-from ..store.claims import Claim
-from ..store.samples import SampleStore
 from ..system import lifecycle, procs
 from . import internals
 from .caps import PLUGIN as CAPS_PLUGIN
 from .caps import SpendCaps
 
 if TYPE_CHECKING:
-    from ..cell.context import Cell
     from .state import BenchState
 
 CHANNEL = "akmbench_channel"
@@ -104,7 +103,7 @@ class RemoteHub:
         self.expect: dict[str, Any] | None = None
         self.channels: dict[str, Any] = {}
         self.refused: dict[str, str] = {}
-        self.claims: dict[str, tuple[str, Claim]] = {}  # node id -> (worker, claim)
+        self.claims: dict[str, tuple[str, Held]] = {}  # node id -> (worker, claim)
         self.appended: set[str] = set()
         self.lock = threading.Lock()
         self.error: str | None = None
@@ -168,39 +167,36 @@ class RemoteHub:
             threading.Thread(target=self._claim, args=(wid, channel, body), daemon=True).start()
 
     def _claim(self, wid: str, channel: Any, body: dict[str, Any]) -> None:
+        try:
+            reply = self._answer(wid, body)
+        except (OSError, StoreError) as err:  # the store's index or the cap could not be read
+            reply = ("error", cannot_claim(self.state.store_dir, err))
+        channel.send(reply)
+
+    def _answer(self, wid: str, body: dict[str, Any]) -> tuple[str, Any]:
+        """A remote cell's claim, taken here as a local cell takes its own (cell/trial.py)."""
         state = self.state
         trial = (body["task"], body["arm"], body["seed"])
-        try:
-            if lifecycle.is_interrupted(state.run_dir):
-                channel.send(("stop", None))
-                return
-            record = self._initial.done(trial, body["fp"])
-            if record is not None:
-                channel.send(("stored", record))
-                return
-            capped = self._capped()
-            if capped is not None:
-                channel.send(("capped", capped))  # the worker skips the cell with this reason
-                return
-            claim = Claim(
-                state.store_dir,
-                f"{trial[0]}\0{trial[1]}\0{trial[2]}\0{body['fp']}",
-                owner=f"run {state.run_id} (pid {os.getpid()}, worker {wid})",
-            )
-            waited = claim.acquire()
-            with self.lock:
-                index = state.stored()
-                index.refresh()
-                record = index.done(trial, body["fp"])
-            if record is not None:
-                claim.release()
-                channel.send(("claimed", {"record": record, "by": waited or "another run"}))
-                return
-            with self.lock:
-                self.claims[body["nodeid"]] = (wid, claim)
-            channel.send(("go", None))
-        except (OSError, StoreError) as err:
-            channel.send(("error", f"akmbench: {state.store_dir}: cannot claim a cell ({err})"))
+        if lifecycle.is_interrupted(state.run_dir):
+            return "stop", None
+        if self.error is not None:
+            # A sample the store refused: every further cell would spend its agent run for nothing.
+            return "error", self.error
+        record = self._initial.done(trial, body["fp"])
+        if record is not None:
+            return "stored", record
+        capped = self._capped()
+        if capped is not None:
+            return "capped", capped  # the worker skips the cell with this reason
+        owner = f"run {state.run_id} (pid {os.getpid()}, worker {wid})"
+        held = StorePlace(state.store_dir, state.stored(), owner, lock=self.lock).claim(trial, body["fp"])
+        if isinstance(held, Ended):
+            if held.error is not None:
+                return "error", held.error
+            return "claimed", {"record": held.record, "by": held.claimed_by}
+        with self.lock:
+            self.claims[body["nodeid"]] = (wid, held)
+        return "go", None
 
     def pytest_testnodeready(self, node: Any) -> None:
         line = self.refused.get(node.workerinput["workerid"])
@@ -220,17 +216,15 @@ class RemoteHub:
         state = self.state
         if state.interrupts is not None:
             state.interrupts.hold()  # released once the cell has reported: see InterruptHooks
+        files = {rel: base64.b64decode(data) for rel, data in (getattr(report, "akmbench_files", None) or {}).items()}
         try:
-            store = SampleStore(state.store_dir)
-            for rel, data in (getattr(report, "akmbench_files", None) or {}).items():
-                store.transcript_path(rel, mkdir=True).write_bytes(base64.b64decode(data))
-            store.append(sample)
-        except (OSError, StoreError) as err:
-            self.error = f"akmbench: {err}"
-            if self.session is not None:
-                self.session.shouldstop = self.error
+            error = append(state.store_dir, sample, files)
         finally:
             self._release(report.nodeid)
+        if error is not None:
+            self.error = f"akmbench: {error}"
+            if self.session is not None:
+                self.session.shouldstop = self.error
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         self._release(nodeid)  # a cell that ended without a sample (interrupted) frees its trial
@@ -294,12 +288,11 @@ class RemoteWorker:
         if kind == "refuse":
             self.refused = line
 
-    def claim(self, cell: Cell, fp: str, nodeid: str) -> tuple[str, Any]:
+    def place(self, nodeid: str) -> ThroughController:
+        """Where this worker's cell ``nodeid`` is claimed and its sample kept: the controller."""
         if self.refused is not None:
             pytest.exit(self.refused, returncode=pytest.ExitCode.USAGE_ERROR)
-        body = {"task": cell.task.id, "arm": cell.arm, "seed": cell.seed, "fp": fp, "nodeid": nodeid}
-        self.channel.send(("claim", body))
-        return self.replies.get()
+        return ThroughController(self, nodeid)
 
     def outbox(self) -> dict[str, str]:
         """The files the cell left in the staging dir (store-relative paths), removed from it."""
@@ -314,6 +307,35 @@ class RemoteWorker:
         """This worker's own sweep: the staging dir, and any orphan of its cells on this host."""
         shutil.rmtree(self.staging, ignore_errors=True)
         procs.reap_orphans()
+
+
+class ThroughController:
+    """A remote cell's place (cell/trial.py): the controller claims the trial and appends the
+    sample, which travels with the cell's reports, its transcripts with the first one."""
+
+    def __init__(self, worker: RemoteWorker, nodeid: str) -> None:
+        self.worker = worker
+        self.nodeid = nodeid
+
+    def claim(self, key: CellKey, fp: str) -> Held | Ended:
+        body = {"task": key[0], "arm": key[1], "seed": key[2], "fp": fp, "nodeid": self.nodeid}
+        self.worker.channel.send(("claim", body))
+        kind, reply = self.worker.replies.get()
+        if kind == "go":
+            return self  # the controller holds the claim until the sample reaches it
+        if kind == "claimed":
+            return Ended(record=reply["record"], claimed_by=reply["by"])
+        if kind == "stored":
+            return Ended(record=reply)
+        if kind == "capped":
+            return Ended(skip=reply)
+        return Ended(error=reply) if kind == "error" else Ended(interrupted=True)
+
+    def release(self) -> None:
+        """The controller releases the claim once the sample (or the cell's end) reaches it."""
+
+    def append(self, sample: dict[str, Any]) -> str | None:
+        return None
 
 
 def setup(config: pytest.Config, state: BenchState, controller: bool) -> None:

@@ -160,6 +160,7 @@ class BenchSession:
                 gates=state.settings.gates,
                 stored=stored,
                 provenance=self._found_versions(),
+                hash_of=state.fingerprint_hash,
             )
             self.problems = integrity.check(
                 chosen=inp.samples,

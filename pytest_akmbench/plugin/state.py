@@ -10,11 +10,11 @@ import pytest
 
 from ..agents.base import Agent
 from ..cell.akm import AkmInfo
-from ..cell.context import Cell, RunContext, cell_fingerprint
+from ..cell.context import Cell, RunContext
+from ..cell.trial import Trial
 from ..corpus.config import Settings, run_caps
 from ..corpus.tasks import Corpus, Task
 from ..report.resume import StoredSamples
-from ..store.samples import fingerprint_hash
 from ..store.scrub import Scrubber
 from ..system import lifecycle
 from ..system.interrupts import Interrupts
@@ -58,6 +58,7 @@ class BenchState:
     sandbox: str = ""
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
+    _trials: dict[Cell, Trial] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.arms = self.arms or self.settings.arms
@@ -101,8 +102,14 @@ class BenchState:
     def run_dir(self) -> Path:
         return self.tmp_root / self.run_id
 
+    def trial(self, cell: Cell) -> Trial:
+        """The cell's trial (cell/trial.py): its fingerprint computed once in this process."""
+        if cell not in self._trials:
+            self._trials[cell] = Trial.of(cell, self.context())
+        return self._trials[cell]
+
     def fingerprint_hash(self, cell: Cell) -> str:
-        return fingerprint_hash(cell_fingerprint(cell, self.context()))
+        return self.trial(cell).hash
 
     @property
     def tmp_root(self) -> Path:

@@ -9,7 +9,7 @@ re-runs), the latest one is the trial's sample.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -129,12 +129,15 @@ def report_input(
     gates: Iterable[str] = (),
     provenance: dict[str, Any] | None = None,
     stored: StoredSamples | None = None,
+    hash_of: Callable[[Cell], str] | None = None,
 ) -> ReportInput:
     """The report of ``cells`` made from the store: the session and ``report`` CLI share it,
-    so both give the same envelope. ``complete`` defaults to "every cell has a sample"."""
+    so both give the same envelope. ``complete`` defaults to "every cell has a sample".
+    ``hash_of`` is a cell's fingerprint hash as the run already computed it (cell/trial.py)."""
     by_id = {t.id: t for t in tasks}
     wanted = sorted(c for c in cells if c[0] in by_id)
-    keys = [(c, fingerprint_hash(cell_fingerprint(Cell(by_id[c[0]], c[1], c[2]), ctx))) for c in wanted]
+    hash_of = hash_of or (lambda cell: fingerprint_hash(cell_fingerprint(cell, ctx)))
+    keys = [(c, hash_of(Cell(by_id[c[0]], c[1], c[2]))) for c in wanted]
     stored = stored if stored is not None else StoredSamples.load(store_dir)
     chosen = {(r["task_id"], r["arm"], r["seed"]): r for r in stored.for_report(keys)}
     for sample in extra_samples:  # produced now but not stored (e.g. the disk was full)
