@@ -18,7 +18,8 @@ from ..cell.context import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
 from ..report.resume import StoredSamples
 from ..store.samples import fingerprint_hash
-from ..tracks import attribute, attribute_report
+from ..tracks.attribute import core as attribute
+from ..tracks.attribute import report as attribute_report
 
 if TYPE_CHECKING:
     from .state import BenchState
@@ -32,7 +33,7 @@ class Plan:
     targets: tuple[attribute.Target, ...]
     assets_loaded: int
     masks: dict[str, tuple[str, ...]]  # task id -> the refs masked on it, in rank order
-    reference_seeds: tuple[int, ...] = ()  # the unmasked reruns' seeds (tracks/attribute.py)
+    reference_seeds: tuple[int, ...] = ()  # the unmasked reruns' seeds (tracks/attribute/core.py)
 
 
 def setup(state: BenchState) -> None:

@@ -27,7 +27,7 @@ from ..errors import BenchError
 from ..store.claims import Claim
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system import lifecycle, procs
-from ..tracks import evolve as core
+from ..tracks.evolve import core
 from .evolve_session import EvolveSession
 from .state import STATE_KEY, BenchState
 

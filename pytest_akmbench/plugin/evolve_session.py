@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import BenchError
-from ..tracks import evolve_markdown, evolve_report
+from ..tracks.evolve import markdown as evolve_markdown
+from ..tracks.evolve import report as evolve_report
 
 if TYPE_CHECKING:
     from .evolve import EvolveTrack
