@@ -20,23 +20,13 @@ from ..report.resume import StoredSamples
 from ..store.samples import fingerprint_hash
 from ..tracks.attribute import core as attribute
 from ..tracks.attribute import report as attribute_report
+from ..tracks.attribute.track import AttributeTrack, Plan
 
 if TYPE_CHECKING:
     from .state import BenchState
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Plan:
-    """What an attribute run masks: the base, the ranked assets, and each task's masks."""
-
-    base: attribute.Base
-    targets: tuple[attribute.Target, ...]
-    assets_loaded: int
-    masks: dict[str, tuple[str, ...]]  # task id -> the refs masked on it, in rank order
-    reference_seeds: tuple[int, ...] = ()  # the unmasked reruns' seeds (tracks/attribute/core.py)
-
-
-def setup(state: BenchState) -> None:
+def setup(config: pytest.Config, state: BenchState) -> AttributeTrack:
     """Turn a loaded bench state into an attribute run: the base's tasks, the akm arm only,
     the base's seeds unless --bench-seeds (or the config) says otherwise."""
     s = state.settings
@@ -67,17 +57,25 @@ def setup(state: BenchState) -> None:
     state.selected = {t.yaml_path: t for t in tasks}
     state.slice = "base"
     reference = attribute.reference_seeds(base, seeds)
-    state.attribute = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()}, reference)
+    track = AttributeTrack()
+    track.plan = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()}, reference)
     gone = sorted(set(base.task_ids) - set(present))
     if gone:
         state.warnings.append(f"{len(gone)} task(s) of the base are not in the corpus any more: {', '.join(gone[:5])}")
+    return track
+
+
+def plan_of(state: BenchState) -> Plan:
+    """The attribute run's plan, held by its track."""
+    assert isinstance(state.track, AttributeTrack)
+    return state.track.plan
 
 
 def check_base(state: BenchState) -> None:
     """Masked runs are comparable to the base only under the same model, agent, budgets,
     prompt, task, stash and akm: this run's unmasked akm fingerprint of every task must be one
     the base's samples had. Otherwise a one-line ConfigError names what differs."""
-    plan: Plan = state.attribute
+    plan = plan_of(state)
     if not plan.base.fingerprints:
         if plan.base.model != state.model:
             raise ConfigError(_differs(plan.base.path, "model", state.model, plan.base.model))
@@ -162,7 +160,7 @@ class AttributeSession:
         """The report covers the whole plan, whatever the workers collected."""
 
     def pytest_report_header(self) -> list[str]:
-        plan: Plan = self.state.attribute
+        plan = plan_of(self.state)
         refs = ", ".join(t.ref for t in plan.targets)
         again = f"s{plan.reference_seeds[0]}-s{plan.reference_seeds[-1]}" if plan.reference_seeds else "none"
         return [
@@ -200,7 +198,7 @@ class AttributeSession:
             session.exitstatus = pytest.ExitCode.OK
 
     def _build(self, interrupted: bool) -> dict[str, Any]:
-        state, plan = self.state, self.state.attribute
+        state, plan = self.state, plan_of(self.state)
         ctx = state.context()
         stored = StoredSamples.load(state.store_dir)
         by_id = {t.id: t for t in state.tasks}

@@ -13,16 +13,18 @@ import pytest
 from ..errors import BenchError
 from ..tracks.evolve import markdown as evolve_markdown
 from ..tracks.evolve import report as evolve_report
+from ..tracks.evolve.track import EvolveTrack
 
 if TYPE_CHECKING:
-    from .evolve import EvolveTrack
+    from .state import BenchState
 
 
 class EvolveSession:
     """The controller's end of an evolve run: the envelope and the summary from the store."""
 
-    def __init__(self, track: EvolveTrack, config: pytest.Config) -> None:
-        self.track = track
+    def __init__(self, state: BenchState, config: pytest.Config) -> None:
+        assert isinstance(state.track, EvolveTrack)
+        self.state, self.track = state, state.track
         self.config = config
         self.verdict: str | None = None
         self.paths: tuple[Path, Path] | None = None
@@ -38,11 +40,11 @@ class EvolveSession:
         except BenchError as err:
             self.verdict = f"evolve: no report: {err}"
             return
-        self.paths = write(self.track.state.report_dir, envelope)
+        self.paths = write(self.state.report_dir, envelope)
         self.verdict = envelope["verdict"]
 
     def envelope(self) -> dict[str, Any]:
-        state, track = self.track.state, self.track
+        state, track = self.state, self.track
         state.stored().refresh()
         samples: list[dict[str, Any]] = []
         steps: dict[str, dict[str, Any]] = {}

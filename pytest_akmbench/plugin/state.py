@@ -20,6 +20,7 @@ from ..store.samples import fingerprint_hash
 from ..store.scrub import Scrubber
 from ..system import lifecycle
 from ..system.interrupts import Interrupts
+from ..tracks.track import Track
 
 if TYPE_CHECKING:
     from .remote import RemoteWorker
@@ -48,21 +49,11 @@ class BenchState:
     akm: AkmInfo | None = None
     interrupts: Interrupts | None = None
     scrub: Scrubber = field(default_factory=Scrubber)
-    track: Any = None  # a track beyond utility (plugin/evolve.py), or None
+    track: Track = field(default_factory=Track)  # what the run measures (tracks/track.py)
     remote: RemoteWorker | None = None  # on a remote worker: the channel to the controller, which owns the store
-    attribute: Any = None  # plugin/attribute.py's Plan on an attribute run
+    plugins: dict[str, object] = field(default_factory=dict)  # this run's plugins by name (register)
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
-
-    def cells(self, task: Task) -> list[Cell]:
-        """The cells of a task: (arm, seed) of a utility run; of an attribute run, its unmasked
-        reference cells (at seeds after the base's) and then (masked asset, seed)."""
-        seeds = range(1, self.settings.seeds + 1)
-        if self.attribute is not None:
-            refs = self.attribute.masks.get(task.id, ())
-            reference = [Cell(task, "akm", seed) for seed in self.attribute.reference_seeds] if refs else []
-            return reference + [Cell(task, "akm", seed, mask=ref) for ref in refs for seed in seeds]
-        return [Cell(task, arm, seed) for arm in self.settings.arms for seed in seeds]
 
     @property
     def report_dir(self) -> Path:
@@ -129,3 +120,10 @@ class BenchState:
                 **run_caps(s),
             )
         return self._context
+
+
+def register(config: pytest.Config, state: BenchState, plugin: object, name: str) -> None:
+    """Register one of this run's plugins: ``pytest_unconfigure`` unregisters every one of them,
+    and the features find each other in ``state.plugins`` rather than by pytest's name lookup."""
+    config.pluginmanager.register(plugin, name)
+    state.plugins[name] = plugin
