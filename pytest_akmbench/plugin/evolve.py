@@ -31,17 +31,17 @@ from ..tracks.track import ItemSpec
 from .state import STATE_KEY, BenchState, register
 
 
-def make(config: pytest.Config, state: BenchState) -> EvolveTrack:
-    """The evolve track of this run: each domain's plan, akm's LLM."""
-    llm_value = config.getoption("bench_evolve_llm", None) or config.getini("bench_evolve_llm") or None
-    plans = core.plan(state.tasks)
-    llm = "" if config.option.collectonly else core.llm_spec(llm_value, state.settings.model)
-    return EvolveTrack(state, plans, llm)
-
-
 def install(config: pytest.Config, state: BenchState) -> None:
-    """The evolve run's hooks: the items' order, its marker, its xdist scheduler."""
+    """Make this run an evolve run, once the run's features accepted the track: each domain's
+    plan, akm's LLM, the items' order, its marker, its xdist scheduler."""
     assert isinstance(state.track, EvolveTrack)
+    llm_value = config.getoption("bench_evolve_llm", None) or config.getini("bench_evolve_llm") or None
+    try:
+        plans = core.plan(state.tasks)
+        llm = "" if config.option.collectonly else core.llm_spec(llm_value, state.settings.model)
+    except BenchError as err:
+        raise pytest.UsageError(str(err)) from None
+    state.track.prepare(plans, llm)
     register(config, state, EvolveHooks(state.track), "akmbench-evolve")
     config.addinivalue_line(
         "markers", "evolve(task, condition, seed, domain, episode): a cell or step of the evolve track"

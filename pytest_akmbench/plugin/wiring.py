@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from ..tracks.evolve.track import EvolveTrack
 from ..tracks.track import SoundnessTrack, Track, chosen
 from . import attribute, evolve
 from .evolve_session import EvolveSession
@@ -32,7 +33,7 @@ WIRING = {
     "utility": Wiring(make=lambda config, state: Track()),
     "soundness": Wiring(make=lambda config, state: SoundnessTrack()),
     "attribute": Wiring(make=attribute.setup, session=attribute.AttributeSession, check=attribute.check_base),
-    "evolve": Wiring(make=evolve.make, session=EvolveSession, install=evolve.install),
+    "evolve": Wiring(make=lambda config, state: EvolveTrack(state), session=EvolveSession, install=evolve.install),
 }
 
 

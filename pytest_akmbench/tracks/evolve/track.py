@@ -25,11 +25,15 @@ class EvolveTrack(Track):
     name = "evolve"
     supports = frozenset()
 
-    def __init__(self, state: Run, plans: list[core.DomainPlan], llm: str) -> None:
+    def __init__(self, state: Run) -> None:
         self.state = state
+        self.plans: dict[str, core.DomainPlan] = {}  # by domain, once planned
+        self.llm = ""  # akm's LLM
+        self.episodes = state.settings.evolve_episodes
+
+    def prepare(self, plans: list[core.DomainPlan], llm: str) -> None:
         self.plans = {p.domain: p for p in plans}
         self.llm = llm
-        self.episodes = state.settings.evolve_episodes
 
     def conditions(self) -> list[tuple[str, int]]:
         """Every (condition, episode) of the run: pre once, train and post in each episode,
