@@ -12,7 +12,6 @@ import pytest
 
 from ..errors import BenchError
 from ..tracks.evolve import markdown as evolve_markdown
-from ..tracks.evolve import report as evolve_report
 from ..tracks.evolve.track import EvolveTrack
 
 if TYPE_CHECKING:
@@ -44,41 +43,7 @@ class EvolveSession:
         self.verdict = envelope["verdict"]
 
     def envelope(self) -> dict[str, Any]:
-        state, track = self.state, self.track
-        state.stored().refresh()
-        samples: list[dict[str, Any]] = []
-        steps: dict[str, dict[str, Any]] = {}
-        missing: list[str] = []
-        for domain, plan in track.plans.items():
-            for episode in range(1, track.episodes + 1):
-                _, record = track.step(domain, episode)
-                if record is None:
-                    missing.append(domain if episode == 1 else f"{domain} (episode {episode})")
-                else:
-                    steps[domain if episode == 1 else f"{domain}#e{episode}"] = record
-            for cond, episode in track.conditions():
-                ctx, ready = track.context(cond, domain, episode)
-                if not ready:
-                    continue  # the proposal step it depends on has not run: nothing can be stored
-                for task in plan.train if cond == "train" else plan.eval:
-                    for seed in range(1, state.settings.seeds + 1):
-                        found = track.stored(task, cond, seed, ctx, episode)
-                        if found is not None:
-                            samples.append(found)
-        plans = list(track.plans.values())
-        return evolve_report.build(
-            samples,
-            steps,
-            eval_tasks=[t.id for p in plans for t in p.eval],
-            train_tasks=[t.id for p in plans for t in p.train],
-            domains=list(track.plans),
-            seeds=state.settings.seeds,
-            agent={"harness": state.agent.name, "model": state.model},
-            akm_info=state.akm.as_dict() if state.akm else None,
-            llm=track.llm,
-            missing_steps=missing,
-            episodes=track.episodes,
-        )
+        return self.track.envelope({"harness": self.state.agent.name, "model": self.state.model})
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.verdict is None:

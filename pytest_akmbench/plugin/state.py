@@ -20,7 +20,7 @@ from ..store.samples import fingerprint_hash
 from ..store.scrub import Scrubber
 from ..system import lifecycle
 from ..system.interrupts import Interrupts
-from ..tracks.track import Track
+from ..tracks.track import SoundnessTrack, Track
 
 if TYPE_CHECKING:
     from .remote import RemoteWorker
@@ -63,7 +63,7 @@ class BenchState:
     def soundness_report_dir(self) -> Path:
         """A soundness run's own report, beside the bench's: checking the corpus never replaces
         the report of the last bench run (README, "Corpus")."""
-        return self.report_dir / "soundness"
+        return self.report_dir / SoundnessTrack.report_subdir
 
     @property
     def store_dir(self) -> Path:

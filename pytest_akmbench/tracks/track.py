@@ -57,6 +57,7 @@ class Track:
     supports: ClassVar[frozenset[str]] = frozenset(FEATURES)
     ignores: ClassVar[frozenset[str]] = frozenset()  # features that have nothing to do here
     runs_agent: ClassVar[bool] = True  # False: the oracle stands in, nothing is started or spent
+    report_subdir: ClassVar[str] = ""  # where its report goes under the report dir
 
     def cells(self, task: Task, settings: Settings) -> list[Cell]:
         """The cells of a task: (arm, seed)."""
@@ -94,6 +95,7 @@ class SoundnessTrack(Track):
     supports = frozenset({SHARDS})
     ignores = frozenset({CAPS})  # a check spends no model tokens
     runs_agent = False
+    report_subdir = "soundness"  # never replaces the report of the last bench run (README, "Corpus")
 
     def items(self, task: Task, settings: Settings) -> Iterator[ItemSpec]:
         yield ItemSpec("check", "soundness")

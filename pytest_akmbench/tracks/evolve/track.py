@@ -17,6 +17,7 @@ from ...corpus.tasks import Task
 from ...store.samples import fingerprint_hash
 from ..track import ItemSpec, Run, Track
 from . import core
+from . import report as evolve_report
 
 
 class EvolveTrack(Track):
@@ -120,3 +121,41 @@ class EvolveTrack(Track):
             return None, None
         directory = core.step_dir(self.state.store_dir, domain, found[0])
         return directory, core.load_step(directory)
+
+    def envelope(self, agent: dict[str, Any]) -> dict[str, Any]:
+        """The evolve envelope from the store: every stored cell of the plan, every step."""
+        state, track = self.state, self
+        state.stored().refresh()
+        samples: list[dict[str, Any]] = []
+        steps: dict[str, dict[str, Any]] = {}
+        missing: list[str] = []
+        for domain, plan in track.plans.items():
+            for episode in range(1, track.episodes + 1):
+                _, record = track.step(domain, episode)
+                if record is None:
+                    missing.append(domain if episode == 1 else f"{domain} (episode {episode})")
+                else:
+                    steps[domain if episode == 1 else f"{domain}#e{episode}"] = record
+            for cond, episode in track.conditions():
+                ctx, ready = track.context(cond, domain, episode)
+                if not ready:
+                    continue  # the proposal step it depends on has not run: nothing can be stored
+                for task in plan.train if cond == "train" else plan.eval:
+                    for seed in range(1, state.settings.seeds + 1):
+                        found = track.stored(task, cond, seed, ctx, episode)
+                        if found is not None:
+                            samples.append(found)
+        plans = list(track.plans.values())
+        return evolve_report.build(
+            samples,
+            steps,
+            eval_tasks=[t.id for p in plans for t in p.eval],
+            train_tasks=[t.id for p in plans for t in p.train],
+            domains=list(track.plans),
+            seeds=state.settings.seeds,
+            agent=agent,
+            akm_info=state.akm.as_dict() if state.akm else None,
+            llm=track.llm,
+            missing_steps=missing,
+            episodes=track.episodes,
+        )
