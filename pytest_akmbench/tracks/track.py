@@ -39,6 +39,8 @@ class Run(Protocol):
     """What a track reads of the run it is part of (plugin/state.py's BenchState)."""
 
     settings: Settings
+    tasks: list[Task]
+    warnings: list[str]
     akm: AkmInfo | None
     run_id: str
 
