@@ -78,3 +78,9 @@ def test_the_items_of_a_task() -> None:
     ]
     assert [(i.kind, i.name) for i in SoundnessTrack().items(task, settings)] == [("check", "soundness")]
     assert SoundnessTrack().arms(settings) == () and Track().arms(settings) == ("noakm", "akm")
+
+
+def test_every_track_has_one_row_of_pytest_wiring() -> None:
+    from pytest_akmbench.plugin.wiring import WIRING
+
+    assert set(WIRING) == set(TRACKS) | {SoundnessTrack.name}
