@@ -1,11 +1,11 @@
 """False claims and power of the attribute and evolve tracks on simulated runs (issue 30, items 4
 and 5), before and after the fixes, beside their targets.
 
-Every figure goes through the package's own code (tracks/attribute.py's plan and build,
-tracks/evolve_report.py's improvement, tracks/evolve_learning.py's slope). The "before" column
+Every figure goes through the package's own code (tracks/attribute/core.py's plan and build,
+tracks/evolve/report.py's improvement, tracks/evolve/learning.py's slope). The "before" column
 applies commit bc40193's rule to the same simulated runs: for attribute, its contribution took
 the base report's own runs as the unmasked side (base_runs_by_task below is its helper, and
-the rest of tracks/attribute.py's estimator is unchanged since); for evolve, its claim was
+the rest of tracks/attribute/core.py's estimator is unchanged since); for evolve, its claim was
 post − pre significant by the paired test, and its trend the sign-flip test over per-task
 least-squares slopes (both rebuilt here from report/lift.py and report/significance.py, which
 it called).
@@ -47,7 +47,9 @@ sys.path.insert(0, str(ROOT))
 import smoke  # noqa: E402
 
 from pytest_akmbench.report import lift, significance  # noqa: E402
-from pytest_akmbench.tracks import attribute, evolve_learning, evolve_report  # noqa: E402
+from pytest_akmbench.tracks.attribute import core as attribute  # noqa: E402
+from pytest_akmbench.tracks.evolve import learning as evolve_learning  # noqa: E402
+from pytest_akmbench.tracks.evolve import report as evolve_report  # noqa: E402
 
 TARGET_SIZE = 0.05
 Row = dict[str, Any]

@@ -11,7 +11,7 @@ from ..cell.checks import static_problems
 from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, in_file, read_run_config, run_config_problems
 from ..corpus.tasks import Corpus, select
 from ..errors import BenchError
-from ..tracks.evolve import plan as evolve_plan
+from ..tracks.evolve.core import plan as evolve_plan
 
 
 def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:

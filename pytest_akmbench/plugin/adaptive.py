@@ -21,9 +21,10 @@ from ..errors import ConfigError
 from ..report import adaptive_run, sequential
 from ..report.resume import StoredSamples
 from ..system import lifecycle
+from ..tracks.track import ADAPTIVE
 from .caps import PLUGIN as CAPS_PLUGIN
 from .nodes import CELL_KEY
-from .state import BenchState
+from .state import STATE_KEY, BenchState, register
 from .trial import exit_interrupted
 from .xdist.schedulers import RoundScheduler
 
@@ -67,9 +68,9 @@ def activate(config: pytest.Config, state: BenchState) -> None:
         state.warnings.append(line)
         config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
     state.seeds = max_seeds
-    config.pluginmanager.register(AdaptiveHooks(state, state.floor, max_seeds), "akmbench-adaptive")
+    register(config, state, AdaptiveHooks(state, state.floor, max_seeds), "akmbench-adaptive")
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(RoundScheduler(), "akmbench-adaptive-xdist")
+        register(config, state, RoundScheduler(), "akmbench-adaptive-xdist")
 
 
 def _positive(value: Any, where: str) -> int:
@@ -83,9 +84,9 @@ def _positive(value: Any, where: str) -> int:
 
 
 def _refusal(config: pytest.Config, state: BenchState, max_seeds: int) -> str | None:
-    s = state.settings
-    if s.track != "utility" or state.attribute is not None or s.soundness:
-        return "adaptive seeds are for utility runs; drop it for this track or --bench-soundness"
+    refusal = state.track.refusal(ADAPTIVE)
+    if refusal:
+        return refusal
     if not {"akm", "noakm"} <= set(state.arms):
         return "the test pairs akm with noakm: run both arms (--bench-arms noakm,akm)"
     if max_seeds < state.floor:
@@ -261,7 +262,7 @@ def narrow(
     config: pytest.Config, cells: set[tuple[str, str, int]], stored: StoredSamples
 ) -> tuple[set[tuple[str, str, int]], dict[str, Any] | None]:
     """For the session: the cells an adaptive run's report covers, and its block (None if fixed)."""
-    hooks = config.pluginmanager.get_plugin("akmbench-adaptive")
+    hooks = config.stash[STATE_KEY].plugins.get("akmbench-adaptive")
     if not isinstance(hooks, AdaptiveHooks):
         return cells, None
     return hooks.report_part(cells, stored)

@@ -1,14 +1,12 @@
 """pytest wiring of the attribute track (docs/tracks.md): the plan from the base report, the
 check that this run repeats the base's conditions, and the controller's attribute report.
 
-The cells are ordinary akm cells with a ``mask`` (plugin/state.py ``cells``), so collection,
+The cells are ordinary akm cells with a ``mask`` (tracks/attribute/track.py), so collection,
 ``-k``/``-m``, xdist, resume from the store and Ctrl-C behave as in a utility run.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,24 +16,15 @@ from ..cell.context import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
 from ..report.resume import StoredSamples
 from ..store.samples import fingerprint_hash
-from ..tracks import attribute, attribute_report
+from ..tracks.attribute import core as attribute
+from ..tracks.attribute import report as attribute_report
+from ..tracks.attribute.track import AttributeTrack, Plan
 
 if TYPE_CHECKING:
     from .state import BenchState
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Plan:
-    """What an attribute run masks: the base, the ranked assets, and each task's masks."""
-
-    base: attribute.Base
-    targets: tuple[attribute.Target, ...]
-    assets_loaded: int
-    masks: dict[str, tuple[str, ...]]  # task id -> the refs masked on it, in rank order
-    reference_seeds: tuple[int, ...] = ()  # the unmasked reruns' seeds (tracks/attribute.py)
-
-
-def setup(state: BenchState) -> None:
+def setup(config: pytest.Config, state: BenchState) -> AttributeTrack:
     """Turn a loaded bench state into an attribute run: the base's tasks, the akm arm only,
     the base's seeds unless --bench-seeds (or the config) says otherwise."""
     s = state.settings
@@ -66,17 +55,30 @@ def setup(state: BenchState) -> None:
     state.selected = {t.yaml_path: t for t in tasks}
     state.slice = "base"
     reference = attribute.reference_seeds(base, seeds)
-    state.attribute = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()}, reference)
+    track = AttributeTrack()
+    track.plan = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()}, reference)
     gone = sorted(set(base.task_ids) - set(present))
     if gone:
         state.warnings.append(f"{len(gone)} task(s) of the base are not in the corpus any more: {', '.join(gone[:5])}")
+    return track
+
+
+def plan_track(state: BenchState) -> AttributeTrack:
+    """The attribute run's track."""
+    assert isinstance(state.track, AttributeTrack)
+    return state.track
+
+
+def plan_of(state: BenchState) -> Plan:
+    """The attribute run's plan, held by its track."""
+    return plan_track(state).plan
 
 
 def check_base(state: BenchState) -> None:
     """Masked runs are comparable to the base only under the same model, agent, budgets,
     prompt, task, stash and akm: this run's unmasked akm fingerprint of every task must be one
     the base's samples had. Otherwise a one-line ConfigError names what differs."""
-    plan: Plan = state.attribute
+    plan = plan_of(state)
     if not plan.base.fingerprints:
         if plan.base.model != state.model:
             raise ConfigError(_differs(plan.base.path, "model", state.model, plan.base.model))
@@ -141,11 +143,6 @@ def _differs(path: Path, field: str, mine: Any, theirs: Any, task: str | None = 
     )
 
 
-def seeds(state: BenchState) -> range:
-    """The seeds of each masked asset's cells."""
-    return range(1, state.seeds + 1)
-
-
 class AttributeSession:
     """The controller's side of an attribute run: collect samples, write attribute.json/.md."""
 
@@ -161,7 +158,7 @@ class AttributeSession:
         """The report covers the whole plan, whatever the workers collected."""
 
     def pytest_report_header(self) -> list[str]:
-        plan: Plan = self.state.attribute
+        plan = plan_of(self.state)
         refs = ", ".join(t.ref for t in plan.targets)
         again = f"s{plan.reference_seeds[0]}-s{plan.reference_seeds[-1]}" if plan.reference_seeds else "none"
         return [
@@ -182,7 +179,7 @@ class AttributeSession:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         try:
-            self.envelope = self.state.scrub.obj(self._build(interrupted))
+            self.envelope = self.state.scrub.obj(plan_track(self.state).envelope(self.state, self.samples, interrupted))
             self.paths = attribute_report.write(self.state.report_dir, self.envelope)
         except (OSError, BenchError) as err:
             self.error = f"cannot write the attribute report to {self.state.report_dir}: {err}"
@@ -197,48 +194,6 @@ class AttributeSession:
         elif self.envelope is not None and self.envelope["complete"]:
             # A masked cell that fails is the measurement, not a failure of the run.
             session.exitstatus = pytest.ExitCode.OK
-
-    def _build(self, interrupted: bool) -> dict[str, Any]:
-        state, plan = self.state, self.state.attribute
-        ctx = state.context()
-        stored = StoredSamples.load(state.store_dir)
-        by_id = {t.id: t for t in state.tasks}
-        runs: dict[str, dict[str, list[dict[str, Any]]]] = {}  # mask ("" for the reference) -> task -> samples
-        missing = errors = 0
-        wanted = [(t.ref, task_id, seed) for t in plan.targets for task_id in t.tasks for seed in seeds(state)]
-        wanted += [("", task_id, seed) for task_id in sorted(plan.masks) for seed in plan.reference_seeds]
-        for ref, task_id, seed in wanted:
-            cell = Cell(by_id[task_id], "akm", seed, mask=ref or None)
-            found = stored.for_report([((task_id, "akm", seed), state.fingerprint_hash(cell))])
-            record = found[0] if found else self.samples.get((task_id, ref, seed))
-            if record is None:
-                missing += 1
-                continue
-            errors += record["outcome"] == "harness_error"
-            runs.setdefault(ref, {}).setdefault(task_id, []).append(record)
-        warnings = [*state.warnings, *stored.warnings]
-        if missing:
-            warnings.append(f"{missing} cell(s) of the plan have no sample: run again to complete it")
-        if not plan.base.complete:
-            warnings.append(f"the base report {plan.base.path} is incomplete: the plan rests on fewer runs")
-        return attribute.build(
-            base=plan.base,
-            targets=plan.targets,
-            assets_loaded=plan.assets_loaded,
-            top=state.settings.top,
-            masked={ref: by_task for ref, by_task in runs.items() if ref},
-            reference=runs.get("", {}),
-            seeds=plan.reference_seeds,
-            agent={
-                "harness": ctx.agent.name,
-                "version": ctx.agent.version,
-                "model": ctx.model,
-                "providers": providers_setup(state),
-            },
-            complete=not (missing or errors or interrupted),
-            warnings=warnings,
-            timestamp=datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter

@@ -26,7 +26,7 @@ from ..store import preflight
 from ..store.scrub import Scrubber
 from ..system import lifecycle, procs, sandbox, sandbox_paths
 from ..system.interrupts import Interrupts
-from . import adaptive, attribute, caps, evolve, options, remote, shard, startup
+from . import adaptive, caps, options, remote, shard, startup, wiring
 from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered through this module
     InterruptHooks,
     bench_procs,
@@ -37,8 +37,7 @@ from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered th
 from .nodes import CELL_KEY, STORED_KEY, TaskFile, guard_notes
 from .progress import Progress
 from .selection import deselect_by_keyword
-from .session import BenchSession
-from .state import STATE_KEY, BenchState
+from .state import STATE_KEY, BenchState, register
 from .xdist import parallel, workers
 
 
@@ -81,8 +80,7 @@ def _setup(config: pytest.Config) -> BenchState | None:
         except ValueError as err:
             raise ConfigError(str(err), usage=True) from None
     state = _load(settings, explicit)
-    if settings.track == "attribute":
-        attribute.setup(state)
+    wiring.setup(config, state)
     if settings.baseline is not None:
         state.baseline = load_baseline(settings.baseline)
     return state
@@ -146,8 +144,7 @@ def activate(config: pytest.Config) -> bool:
         if not remote.placed_by_tx(config, state):
             parallel.apply(config, state)
     adaptive.activate(config, state)
-    if state.settings.track == "evolve":
-        evolve.install(config, state)
+    wiring.of(state).install(config, state)
     return True
 
 
@@ -158,7 +155,7 @@ def _preflight(config: pytest.Config, state: BenchState, *, outputs: bool) -> No
     try:
         if not outputs:
             preflight.writable_dir(state.tmp_root, "--bench-tmp", probe=preflight.TMP_PROBE)
-        elif not (config.option.collectonly or state.settings.soundness):
+        elif state.track.runs_agent and not config.option.collectonly:
             preflight.store(state.store_dir)
             preflight.writable_dir(state.report_dir, "--bench-report", probe=preflight.REPORT_PROBE)
             preflight.step_summary(os.environ)
@@ -173,7 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     workerinput = getattr(config, "workerinput", None)
     controller = workerinput is None
-    state.agent = OracleAgent() if state.settings.soundness else _find_agent(config, state.settings.agent)
+    state.agent = _find_agent(config, state.settings.agent) if state.track.runs_agent else OracleAgent()
     state.model = state.settings.model
     if config.option.collectonly:
         return  # listing cells needs no agent, model, akm, sandbox or run dir: nothing but the package
@@ -190,10 +187,10 @@ def pytest_configure(config: pytest.Config) -> None:
     _claim_run(config, state, controller)
     try:
         _start(config, state, controller)
-        if controller and not state.settings.soundness:
+        if controller and state.track.runs_agent:
             startup.preflight(config, state)
-        if controller and state.attribute is not None:
-            attribute.check_base(state)
+        if controller:
+            wiring.of(state).check(state)
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
     if controller:
@@ -205,16 +202,10 @@ def pytest_configure(config: pytest.Config) -> None:
     state.model = state.agent.model or state.settings.model
     remote.setup(config, state, controller)
     if controller:
-        if state.track is not None:
-            session = state.track.session(config)
-        elif state.attribute is not None:
-            session = attribute.AttributeSession(state, config)
-        else:
-            session = BenchSession(state, config)
-        config.pluginmanager.register(session, "akmbench-session")
-        config.pluginmanager.register(Progress(config), "akmbench-progress")
+        register(config, state, wiring.of(state).session(state, config), "akmbench-session")
+        register(config, state, Progress(config), "akmbench-progress")
         if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(workers.XdistHooks(state), "akmbench-xdist")
+            register(config, state, workers.XdistHooks(state), "akmbench-xdist")
 
 
 def _claim_run(config: pytest.Config, state: BenchState, controller: bool) -> None:
@@ -226,7 +217,7 @@ def _claim_run(config: pytest.Config, state: BenchState, controller: bool) -> No
         ) from None
     state.interrupts = Interrupts(state.run_id, state.run_dir, controller=controller)
     state.interrupts.install()
-    config.pluginmanager.register(InterruptHooks(state.interrupts), "akmbench-interrupts")
+    register(config, state, InterruptHooks(state.interrupts), "akmbench-interrupts")
     if not controller:
         procs.die_with_parent()
 
@@ -238,7 +229,7 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
     if fallback and controller:
         state.warnings.append(fallback)
         config.issue_config_time_warning(pytest.PytestConfigWarning(fallback), stacklevel=2)
-    if not state.settings.soundness:
+    if state.track.runs_agent:
         startup.start_agent(config, state, _agent_options(state))
         state.started = True
     # An agent that says it never calls akm (oracle, nop) still gets one when it is there.
@@ -248,7 +239,7 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
         state.warnings.append(state.akm.warning)
     if controller:
         cfg = state.settings.config
-        corpus = checks.run_warnings(state.corpus, state.tasks, () if state.settings.soundness else state.arms)
+        corpus = checks.run_warnings(state.corpus, state.tasks, state.track.arms(state))
         for line in [*(cfg.warnings() if cfg else []), *state.agent.warnings, *corpus]:
             state.warnings.append(line)
             config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
@@ -280,19 +271,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     elif state.remote is not None:
         state.remote.finish()
     lifecycle.release_run(state.tmp_root / state.run_id)
-    for name in (
-        "akmbench-session",
-        "akmbench-progress",
-        "akmbench-xdist",
-        "akmbench-interrupts",
-        "akmbench-evolve",
-        "akmbench-evolve-xdist",
-        "akmbench-remote",
-        "akmbench-adaptive",
-        "akmbench-adaptive-xdist",
-    ):
-        plugin = config.pluginmanager.get_plugin(name)
-        if plugin is not None:
+    for plugin in state.plugins.values():  # every plugin of this run went through register()
+        if config.pluginmanager.is_registered(plugin):
             config.pluginmanager.unregister(plugin)
 
 

@@ -20,8 +20,9 @@ import pytest
 
 from ..report import resume
 from ..report.spend import cap_block, spent
+from ..tracks.track import CAPS
 from .nodes import CELL_KEY, STORED_KEY
-from .state import BenchState
+from .state import STATE_KEY, BenchState, register
 
 REASON = "not run: spend cap"
 PLUGIN = "akmbench-caps"
@@ -112,16 +113,15 @@ class SpendCaps:
 def install(config: pytest.Config, state: BenchState) -> None:
     """Register the caps, when any is set, in this process (controller and workers alike)."""
     caps = parse(state)
-    if caps and state.settings.track != "utility":
-        # Only the utility report says that a cap stopped the run; elsewhere a cell left out
-        # would go unexplained.
-        raise pytest.UsageError(
-            f"{caps[0].origin}: spend caps apply to utility runs only; run the {state.settings.track} track without it"
-        )
-    if caps and not state.settings.soundness:
-        config.pluginmanager.register(SpendCaps(state, caps), PLUGIN)
+    # Only the utility report says that a cap stopped the run; elsewhere a cell left out
+    # would go unexplained (the track says so, tracks/track.py).
+    refusal = state.track.refusal(CAPS)
+    if caps and refusal:
+        raise pytest.UsageError(f"{caps[0].origin}: {refusal}")
+    if caps and state.track.wants(CAPS):
+        register(config, state, SpendCaps(state, caps), PLUGIN)
 
 
 def report_block(config: pytest.Config, stored: resume.StoredSamples) -> dict[str, Any] | None:
-    plugin = config.pluginmanager.get_plugin(PLUGIN)
+    plugin = config.stash[STATE_KEY].plugins.get(PLUGIN)
     return plugin.block(stored) if isinstance(plugin, SpendCaps) else None

@@ -11,86 +11,51 @@ spread over the workers.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..cell.context import Cell, RunContext
-from ..cell.trial import Trial, run_trial
+from ..cell.trial import run_trial
 from ..corpus.tasks import Task
 from ..errors import BenchError
 from ..store.claims import Claim
 from ..system import lifecycle, procs
-from ..tracks import evolve as core
-from .evolve_session import EvolveSession
-from .state import STATE_KEY, BenchState
+from ..tracks.evolve import core
+from ..tracks.evolve.track import EvolveTrack
+from ..tracks.track import ItemSpec
+from .state import STATE_KEY, BenchState, register
 from .trial import exit_interrupted, place, settle, unstored
 from .xdist.schedulers import EvolveScheduler
 
-TRACKS = ("utility", "attribute", "evolve")
-
 
 def install(config: pytest.Config, state: BenchState) -> None:
-    """Make this run an evolve run: the track object, its marker, its xdist scheduler."""
+    """Make this run an evolve run, once the run's features accepted the track: each domain's
+    plan, akm's LLM, the items' order, its marker, its xdist scheduler."""
+    assert isinstance(state.track, EvolveTrack)
     llm_value = state.settings.evolve_llm
     try:
         plans = core.plan(state.tasks)
         llm = "" if config.option.collectonly else core.llm_spec(llm_value, state.settings.model)
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
-    track = EvolveTrack(state, plans, llm)
-    state.track = track
-    config.pluginmanager.register(track, "akmbench-evolve")
+    state.track.prepare(plans, llm)
+    register(config, state, EvolveHooks(state.track), "akmbench-evolve")
     config.addinivalue_line(
         "markers", "evolve(task, condition, seed, domain, episode): a cell or step of the evolve track"
     )
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(EvolveScheduler(), "akmbench-evolve-xdist")
+        register(config, state, EvolveScheduler(), "akmbench-evolve-xdist")
 
 
-class EvolveTrack:
-    """The evolve run of this process: its plans and the context of each condition."""
+class EvolveHooks:
+    """The evolve run's pytest hooks: the items' order, a stored item's status."""
 
-    def __init__(self, state: BenchState, plans: list[core.DomainPlan], llm: str) -> None:
-        self.state = state
-        self.plans = {p.domain: p for p in plans}
-        self.llm = llm
-        self.episodes = state.settings.evolve_episodes
-
-    def conditions(self) -> list[tuple[str, int]]:
-        """Every (condition, episode) of the run: pre once, train and post in each episode,
-        control and synthetic once."""
-        per_episode = [(c, e) for e in range(1, self.episodes + 1) for c in ("train", "post")]
-        return [("pre", 1), *per_episode, ("control", 1), ("synthetic", 1)]
-
-    # ------------------------------------------------------------ collection
-
-    def collect(self, parent: pytest.File, task: Task) -> Iterator[pytest.Item]:
-        """The task's items: its cells per condition and seed, and the domain's step on its
-        first train task."""
-        plan = self.plans[task.domain]
-        for cond, episode in self.conditions():
-            if (cond == "train") == (task.slice == "train"):
-                for seed in range(1, self.state.seeds + 1):
-                    yield EvolveItem.build(parent, task, cond, seed, episode)
-        if task is plan.train[0]:
-            for episode in range(1, self.episodes + 1):
-                yield EvolveItem.build(parent, task, "proposals", 0, episode)
+    def __init__(self, track: EvolveTrack) -> None:
+        self.track = track
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        def rank(item: pytest.Item) -> tuple[int, int]:
-            cond, episode = item.stash.get(COND_KEY, ("", 0))
-            key = core.RANK.get("propose" if cond == "proposals" else cond, 9)
-            # pre first; then train, proposals, post of each episode in turn; control, synthetic last
-            return (
-                0 if cond == "pre" else episode if cond in ("train", "proposals", "post") else self.episodes + 1
-            ), key
-
-        items.sort(key=rank)
+        items.sort(key=lambda item: self.track.rank(*item.stash.get(COND_KEY, ("", 0))))
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         stored = any(tuple(p) == ("from_store", "true") for p in report.user_properties)
@@ -101,110 +66,44 @@ class EvolveTrack:
                 return "failed", "f", ("FAILED (from store)", {"red": True})
         return None
 
-    # ------------------------------------------------------------ contexts and samples
 
-    def context(self, cond: str, domain: str, episode: int = 1) -> tuple[RunContext, bool]:
-        """The run context of a condition, and whether it can run: post cells run on their
-        episode's evolved stash, a later episode's train cells on the previous one's; those
-        wait for the proposal step they depend on."""
-        ctx = self.state.context()
-        after = episode if cond == "post" else episode - 1 if cond == "train" else 0
-        if after < 1:
-            return ctx, True
-        directory, record = self.step(domain, after)
-        if directory is None or record is None:
-            return ctx, False
-        return dataclasses.replace(ctx, stashes_root=directory / "evolved", _hashes={}), True
-
-    def trial(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> Trial:
-        """A condition's cell as a trial (cell/trial.py): stored under the condition's label, its
-        fingerprint naming the track, the condition and a later episode."""
-        extra: dict[str, Any] = {"track": "evolve", "condition": cond}
-        if episode > 1:
-            extra["episode"] = episode
-        return Trial.of(Cell(task, core.run_arm(cond), seed), ctx, extra, arm=core.arm_label(cond, episode))
-
-    def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> dict[str, Any] | None:
-        trial = self.trial(task, cond, seed, ctx, episode)
-        return self.state.stored().done(trial.key, trial.hash)
-
-    def train_samples(
-        self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
-    ) -> tuple[list[dict[str, Any]], int]:
-        """The valid train samples of an episode the store holds for the plan (its train cells
-        ran in ``ctx`` when given), and how many were wanted."""
-        self.state.stored().refresh()
-        ctx, ready = (ctx, True) if ctx is not None else self.context("train", plan.domain, episode)
-        wanted = [(t, s) for t in plan.train for s in range(1, self.state.seeds + 1)]
-        found = [self.stored(t, "train", s, ctx, episode) for t, s in wanted] if ready else []
-        return [f for f in found if f is not None], len(wanted)
-
-    def _inputs(self, domain: str, episode: int) -> tuple[dict[str, Any], Path, list[dict[str, Any]], int] | None:
-        """An episode's step inputs, the stash it starts from (the fixtures, or the previous
-        episode's evolved stash), its train samples and how many were wanted; None while the
-        previous episode's step has not run."""
-        plan = self.plans[domain]
-        start = self.state.settings.stashes_root
-        previous = None
-        if episode > 1:
-            directory, record = self.step(domain, episode - 1)
-            if directory is None or record is None:
-                return None
-            start, previous = directory / "evolved", directory.name
-        ctx = dataclasses.replace(self.state.context(), stashes_root=start, _hashes={}) if previous else None
-        samples, wanted = self.train_samples(plan, episode, ctx)
-        assert self.state.akm is not None
-        inputs = core.step_input(plan, samples, self.state.akm, self.llm, start)
-        if episode > 1:
-            inputs.update(episode=episode, previous=previous)
-        return inputs, start, samples, wanted
-
-    def step(self, domain: str, episode: int = 1) -> tuple[Path | None, dict[str, Any] | None]:
-        """An episode's proposal step: its directory and record (None if not run)."""
-        found = self._inputs(domain, episode)
-        if found is None:
-            return None, None
-        directory = core.step_dir(self.state.store_dir, domain, found[0])
-        return directory, core.load_step(directory)
-
-    def run_step(self, domain: str, tracker: procs.ProcessTracker, episode: int) -> tuple[dict[str, Any], bool]:
-        """Run an episode's proposal step unless its record is stored; (record, from store)."""
-        found = self._inputs(domain, episode)
-        if found is None:
-            pytest.fail(f"proposals: episode {episode - 1}'s proposal step of {domain} has not run", pytrace=False)
-        inputs, start, samples, wanted = found
-        if len(samples) < wanted:
-            pytest.fail(
-                f"proposals: {wanted - len(samples)} of {wanted} train cells of {domain} have no valid sample; "
-                "run them first (they are ordered before this step)",
-                pytrace=False,
+def run_step(
+    track: EvolveTrack, domain: str, tracker: procs.ProcessTracker, episode: int
+) -> tuple[dict[str, Any], bool]:
+    """Run an episode's proposal step unless its record is stored; (record, from store)."""
+    found = track.inputs(domain, episode)
+    if found is None:
+        pytest.fail(f"proposals: episode {episode - 1}'s proposal step of {domain} has not run", pytrace=False)
+    inputs, start, samples, wanted = found
+    if len(samples) < wanted:
+        pytest.fail(
+            f"proposals: {wanted - len(samples)} of {wanted} train cells of {domain} have no valid sample; "
+            "run them first (they are ordered before this step)",
+            pytrace=False,
+        )
+    directory = core.step_dir(track.state.store_dir, domain, inputs)
+    claim = Claim(track.state.store_dir, f"evolve-step\0{directory.name}", owner=f"run {track.state.run_id}")
+    claim.acquire()
+    try:
+        record = core.load_step(directory)
+        if record is not None:
+            return record, True
+        assert track.state.akm is not None
+        with core.llm_endpoint(track.llm) as url:
+            record = core.run_step(
+                track.plans[domain],
+                samples,
+                inputs,
+                info=track.state.akm,
+                stashes_root=start,
+                directory=directory,
+                llm_url=url,
+                procs=tracker,
+                episode=episode,
             )
-        directory = core.step_dir(self.state.store_dir, domain, inputs)
-        claim = Claim(self.state.store_dir, f"evolve-step\0{directory.name}", owner=f"run {self.state.run_id}")
-        claim.acquire()
-        try:
-            record = core.load_step(directory)
-            if record is not None:
-                return record, True
-            assert self.state.akm is not None
-            with core.llm_endpoint(self.llm) as url:
-                record = core.run_step(
-                    self.plans[domain],
-                    samples,
-                    inputs,
-                    info=self.state.akm,
-                    stashes_root=start,
-                    directory=directory,
-                    llm_url=url,
-                    procs=tracker,
-                    episode=episode,
-                )
-            return record, False
-        finally:
-            claim.release()
-
-    def session(self, config: pytest.Config) -> EvolveSession:
-        return EvolveSession(self, config)
+        return record, False
+    finally:
+        claim.release()
 
 
 COND_KEY = pytest.StashKey[tuple[str, int]]()
@@ -219,9 +118,9 @@ class EvolveItem(pytest.Item):
     episode: int
 
     @classmethod
-    def build(cls, parent: pytest.File, task: Task, cond: str, seed: int, episode: int = 1) -> EvolveItem:
-        label = core.episode_label(cond, episode)
-        item = cls.from_parent(parent, name=label if cond == "proposals" else f"{label}-s{seed}")
+    def build(cls, parent: pytest.File, task: Task, spec: ItemSpec) -> EvolveItem:
+        cond, seed, episode = spec.data
+        item = cls.from_parent(parent, name=spec.name)
         item.task, item.cond, item.seed, item.episode = task, cond, seed, episode
         item.stash[COND_KEY] = (cond, episode)
         item.add_marker(
@@ -241,7 +140,8 @@ class EvolveItem(pytest.Item):
 
     def runtest(self) -> None:
         state: BenchState = self.config.stash[STATE_KEY]
-        track: EvolveTrack = state.track
+        track = state.track
+        assert isinstance(track, EvolveTrack)
         if lifecycle.is_interrupted(state.run_dir):
             exit_interrupted()
         tracker = procs.ProcessTracker(f"{state.run_id}/{self.nodeid}")
@@ -255,7 +155,7 @@ class EvolveItem(pytest.Item):
 
     def _step(self, track: EvolveTrack, tracker: procs.ProcessTracker) -> None:
         try:
-            record, stored = track.run_step(self.task.domain, tracker, self.episode)
+            record, stored = run_step(track, self.task.domain, tracker, self.episode)
         except BenchError as err:
             pytest.fail(f"proposals: {err}", pytrace=False)
         except Exception as err:  # an akm that broke mid-step: the step's own error, one line

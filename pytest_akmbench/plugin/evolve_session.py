@@ -11,17 +11,19 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import BenchError
-from ..tracks import evolve_markdown, evolve_report
+from ..tracks.evolve import markdown as evolve_markdown
+from ..tracks.evolve.track import EvolveTrack
 
 if TYPE_CHECKING:
-    from .evolve import EvolveTrack
+    from .state import BenchState
 
 
 class EvolveSession:
     """The controller's end of an evolve run: the envelope and the summary from the store."""
 
-    def __init__(self, track: EvolveTrack, config: pytest.Config) -> None:
-        self.track = track
+    def __init__(self, state: BenchState, config: pytest.Config) -> None:
+        assert isinstance(state.track, EvolveTrack)
+        self.state, self.track = state, state.track
         self.config = config
         self.verdict: str | None = None
         self.paths: tuple[Path, Path] | None = None
@@ -37,45 +39,11 @@ class EvolveSession:
         except BenchError as err:
             self.verdict = f"evolve: no report: {err}"
             return
-        self.paths = write(self.track.state.report_dir, envelope)
+        self.paths = write(self.state.report_dir, envelope)
         self.verdict = envelope["verdict"]
 
     def envelope(self) -> dict[str, Any]:
-        state, track = self.track.state, self.track
-        state.stored().refresh()
-        samples: list[dict[str, Any]] = []
-        steps: dict[str, dict[str, Any]] = {}
-        missing: list[str] = []
-        for domain, plan in track.plans.items():
-            for episode in range(1, track.episodes + 1):
-                _, record = track.step(domain, episode)
-                if record is None:
-                    missing.append(domain if episode == 1 else f"{domain} (episode {episode})")
-                else:
-                    steps[domain if episode == 1 else f"{domain}#e{episode}"] = record
-            for cond, episode in track.conditions():
-                ctx, ready = track.context(cond, domain, episode)
-                if not ready:
-                    continue  # the proposal step it depends on has not run: nothing can be stored
-                for task in plan.train if cond == "train" else plan.eval:
-                    for seed in range(1, state.seeds + 1):
-                        found = track.stored(task, cond, seed, ctx, episode)
-                        if found is not None:
-                            samples.append(found)
-        plans = list(track.plans.values())
-        return evolve_report.build(
-            samples,
-            steps,
-            eval_tasks=[t.id for p in plans for t in p.eval],
-            train_tasks=[t.id for p in plans for t in p.train],
-            domains=list(track.plans),
-            seeds=state.seeds,
-            agent={"harness": state.agent.name, "model": state.model},
-            akm_info=state.akm.as_dict() if state.akm else None,
-            llm=track.llm,
-            missing_steps=missing,
-            episodes=track.episodes,
-        )
+        return self.track.envelope({"harness": self.state.agent.name, "model": self.state.model})
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.verdict is None:

@@ -9,10 +9,13 @@ import pytest
 
 from ..cell.checks import behaviour_checks, gold_search
 from ..cell.context import Cell
+from ..corpus.tasks import Task
 from ..report import soundness
 from ..report.metrics import sample_tokens
 from ..store import soundness as soundness_store
+from ..tracks.track import ItemSpec
 from . import internals
+from .evolve import EvolveItem
 from .state import STATE_KEY, BenchState
 
 if TYPE_CHECKING:
@@ -74,36 +77,50 @@ class TaskFile(pytest.File):
         task = state.selected.get(self.path)
         if task is None:
             return
-        if state.track is not None:
-            yield from state.track.collect(self, task)
-            return
-        marks = guard_marks(self.config)
-        if state.settings.soundness:
-            item = pytest.Function.from_parent(self, name="soundness", callobj=check_soundness)
-            item.stash[TASK_KEY] = task
-            for mark in marks:
-                item.add_marker(mark)
-            yield item
-            return
-        fixtureinfo = None
+        build = _Items(self, task)
+        kinds = {"cell": build.cell, "check": build.check, "evolve": build.evolve}
+        for spec in state.track.items(task, state):
+            yield kinds[spec.kind](spec)
+
+
+class _Items:
+    """The pytest items of one task, from the specs its track yields (tracks/track.py)."""
+
+    def __init__(self, parent: TaskFile, task: Task) -> None:
+        self.parent, self.task = parent, task
+        self.marks = guard_marks(parent.config)
+        self.fixtureinfo: Any = None
         # Once per task, not per cell: the marker lookup checks the registered markers, and a
         # task's slice may be a SHA-1 of its id (benchmarks/README.md, "Where a cell's time goes").
-        cell_mark, task_slice = pytest.mark.cell, task.slice
-        for cell in state.cells(task):
-            # Every cell of a task has the same function and parent, so the same fixture
-            # closure: computing it once (as pytest does for parametrize) halves the
-            # collection time of a large corpus.
-            item = CellItem.from_parent(self, name=cell.name, callobj=_check_cell, fixtureinfo=fixtureinfo)
-            fixtureinfo = internals.fixture_info(item)
-            item.stash[CELL_KEY] = cell
-            masked = {} if cell.mask is None else {"mask": cell.mask}
-            item.add_marker(
-                cell_mark(task=task.id, arm=cell.arm, seed=cell.seed, domain=task.domain, slice=task_slice, **masked)
-            )
-            item.extra_keyword_matches.update({task.id, task.domain, *masked.values()})
-            for mark in marks:
-                item.add_marker(mark)
-            yield item
+        self.cell_mark, self.slice = pytest.mark.cell, task.slice
+
+    def cell(self, spec: ItemSpec) -> pytest.Item:
+        cell, task = spec.cell, self.task
+        assert cell is not None
+        # Every cell of a task has the same function and parent, so the same fixture
+        # closure: computing it once (as pytest does for parametrize) halves the
+        # collection time of a large corpus.
+        item = CellItem.from_parent(self.parent, name=spec.name, callobj=_check_cell, fixtureinfo=self.fixtureinfo)
+        self.fixtureinfo = internals.fixture_info(item)
+        item.stash[CELL_KEY] = cell
+        masked = {} if cell.mask is None else {"mask": cell.mask}
+        item.add_marker(
+            self.cell_mark(task=task.id, arm=cell.arm, seed=cell.seed, domain=task.domain, slice=self.slice, **masked)
+        )
+        item.extra_keyword_matches.update({task.id, task.domain, *masked.values()})
+        for mark in self.marks:
+            item.add_marker(mark)
+        return item
+
+    def check(self, spec: ItemSpec) -> pytest.Item:
+        item = pytest.Function.from_parent(self.parent, name=spec.name, callobj=check_soundness)
+        item.stash[TASK_KEY] = self.task
+        for mark in self.marks:
+            item.add_marker(mark)
+        return item
+
+    def evolve(self, spec: ItemSpec) -> pytest.Item:
+        return EvolveItem.build(self.parent, self.task, spec)
 
 
 class CellFailure(Exception):

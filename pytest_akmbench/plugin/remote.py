@@ -35,9 +35,11 @@ from ..errors import StoreError
 from ..records import CellKey
 from ..report.resume import StoredSamples
 from ..system import lifecycle, procs
+from ..tracks.track import REMOTE
 from . import internals
 from .caps import PLUGIN as CAPS_PLUGIN
 from .caps import SpendCaps
+from .state import register
 
 if TYPE_CHECKING:
     from .state import BenchState
@@ -343,7 +345,7 @@ def setup(config: pytest.Config, state: BenchState, controller: bool) -> None:
     if controller:
         if config.pluginmanager.hasplugin("xdist"):
             hub = RemoteHub(state)
-            config.pluginmanager.register(hub, "akmbench-remote")
+            register(config, state, hub, "akmbench-remote")
             if state.interrupts is not None:
                 state.interrupts.also.append(hub.interrupt)
         return
@@ -362,13 +364,11 @@ def placed_by_tx(config: pytest.Config, state: BenchState) -> bool:
         return False
     specs = {t: t.split("*", 1)[1] if "*" in t else t for t in txs}  # "4*ssh=…" is four of "ssh=…"
     remote = [t for t, spec in specs.items() if "chdir=" in spec or not spec.startswith("popen")]
-    if remote and state.settings.soundness:
-        # Soundness results go to the store of the process that checked the task.
-        raise pytest.UsageError(f"--bench-soundness runs on this machine: drop --tx {remote[0]}")
-    track = state.settings.track
-    if remote and track != "utility":
-        # The evolve steps and cells write their own store entries where they run (docs/tracks.md).
-        raise pytest.UsageError(f"the {track} track runs on this machine's workers: drop --tx {remote[0]} (use -n)")
+    # The evolve steps and cells, and soundness checks, write their own store entries where
+    # they run (docs/tracks.md): the track says whether it can run remotely (tracks/track.py).
+    refusal = state.track.refusal(REMOTE)
+    if remote and refusal:
+        raise pytest.UsageError(refusal.format(tx=remote[0]))
     if config.option.dist == "no" and not getattr(config.option, "distload", False):
         config.option.dist = "worksteal"
     return True

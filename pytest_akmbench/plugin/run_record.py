@@ -18,8 +18,8 @@ from .state import BenchState
 
 def make(config: pytest.Config, state: BenchState) -> dict[str, Any] | None:
     """This run's record, or None for a run neither adaptive nor capped (its samples say it all)."""
-    hooks = config.pluginmanager.get_plugin("akmbench-adaptive")
-    capper = config.pluginmanager.get_plugin(CAPS_PLUGIN)
+    hooks = state.plugins.get("akmbench-adaptive")
+    capper = state.plugins.get(CAPS_PLUGIN)
     adaptive = hooks if isinstance(hooks, AdaptiveHooks) else None
     caps = capper if isinstance(capper, SpendCaps) else None
     if adaptive is None and caps is None:

@@ -111,7 +111,7 @@ class BenchSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if session.config.option.collectonly:
             return  # nothing ran: the report of the last run stays as it is
-        if not self.cells and not self.samples and not self.unidentified and not self.state.settings.soundness:
+        if not self.cells and not self.samples and not self.unidentified and self.state.track.runs_agent:
             return
         state = self.state
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -137,7 +137,7 @@ class BenchSession:
 
     def _write_report(self, interrupted: bool) -> None:
         state = self.state
-        if state.settings.soundness:
+        if not state.track.runs_agent:  # a check of the corpus (tracks/track.py)
             return self._write_soundness_report(interrupted)
         try:
             stored = resume.StoredSamples.load(state.store_dir)
@@ -206,7 +206,7 @@ class BenchSession:
     def _cannot_write(self, err: OSError | BenchError) -> None:
         state = self.state
         detail = f"{err.strerror} ({err.filename})" if isinstance(err, OSError) and err.strerror else str(err)
-        where = state.soundness_report_dir if state.settings.soundness else state.report_dir
+        where = state.report_dir / state.track.report_subdir
         self.error = (
             f"cannot write the report to {where}: {detail}; the samples are in the store: "
             f"rebuild it with `python -m pytest_akmbench report --store {state.store_dir}`"

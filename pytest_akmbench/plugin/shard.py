@@ -18,7 +18,9 @@ import pytest
 from ..errors import BenchError
 from ..store import shards
 from ..store.samples import SampleStore
+from ..tracks.track import SHARDS
 from .nodes import CELL_KEY
+from .state import register
 
 if TYPE_CHECKING:
     from ..records import CellKey
@@ -39,15 +41,14 @@ def activate(config: pytest.Config, state: BenchState) -> None:
         shard = shards.parse(given, state.settings.origins["shard"])
     except BenchError as err:
         raise pytest.UsageError(str(err)) from None
-    if state.settings.track != "utility":
-        # A shard splits cells by (task, arm, seed); the other tracks' items depend on each other
-        # (evolve) or share that key (attribute's masks).
-        raise pytest.UsageError(
-            f"--bench-shard: splits utility runs only; run the {state.settings.track} track without it"
-        )
+    # A shard splits cells by (task, arm, seed); the other tracks' items depend on each other
+    # (evolve) or share that key (attribute's masks): the track says so (tracks/track.py).
+    refusal = state.track.refusal(SHARDS)
+    if refusal:
+        raise pytest.UsageError(f"--bench-shard: {refusal}")
     hooks = ShardHooks(config, state, shard)
     config.stash[SHARD_KEY] = hooks
-    config.pluginmanager.register(hooks, "akmbench-shard")
+    register(config, state, hooks, "akmbench-shard")
 
 
 class ShardHooks:

@@ -18,6 +18,7 @@ from ..report.resume import StoredSamples
 from ..store.scrub import Scrubber
 from ..system import lifecycle
 from ..system.interrupts import Interrupts
+from ..tracks.track import SoundnessTrack, Track
 
 if TYPE_CHECKING:
     from .remote import RemoteWorker
@@ -46,9 +47,8 @@ class BenchState:
     akm: AkmInfo | None = None
     interrupts: Interrupts | None = None
     scrub: Scrubber = field(default_factory=Scrubber)
-    track: Any = None  # a track beyond utility (plugin/evolve.py), or None
+    track: Track = field(default_factory=Track)  # what the run measures (tracks/track.py)
     remote: RemoteWorker | None = None  # on a remote worker: the channel to the controller, which owns the store
-    attribute: Any = None  # plugin/attribute.py's Plan on an attribute run
     # What the run does of its settings, which stay as resolved: the settings' values until a track
     # or mode derives its own (attribute: the akm arm and the base's seeds; adaptive: its floor and
     # most seeds; the sandbox: the mode in use once chosen).
@@ -56,6 +56,7 @@ class BenchState:
     seeds: int = 0
     floor: int = 0
     sandbox: str = ""
+    plugins: dict[str, object] = field(default_factory=dict)  # this run's plugins by name (register)
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
     _trials: dict[Cell, Trial] = field(default_factory=dict)
@@ -66,16 +67,6 @@ class BenchState:
         self.floor = self.floor or self.settings.floor
         self.sandbox = self.sandbox or self.settings.sandbox
 
-    def cells(self, task: Task) -> list[Cell]:
-        """The cells of a task: (arm, seed) of a utility run; of an attribute run, its unmasked
-        reference cells (at seeds after the base's) and then (masked asset, seed)."""
-        seeds = range(1, self.seeds + 1)
-        if self.attribute is not None:
-            refs = self.attribute.masks.get(task.id, ())
-            reference = [Cell(task, "akm", seed) for seed in self.attribute.reference_seeds] if refs else []
-            return reference + [Cell(task, "akm", seed, mask=ref) for ref in refs for seed in seeds]
-        return [Cell(task, arm, seed) for arm in self.arms for seed in seeds]
-
     @property
     def report_dir(self) -> Path:
         return self.settings.report or self.settings.rootdir / ".akmbench" / "report"
@@ -84,7 +75,7 @@ class BenchState:
     def soundness_report_dir(self) -> Path:
         """A soundness run's own report, beside the bench's: checking the corpus never replaces
         the report of the last bench run (README, "Corpus")."""
-        return self.report_dir / "soundness"
+        return self.report_dir / SoundnessTrack.report_subdir
 
     @property
     def store_dir(self) -> Path:
@@ -144,3 +135,10 @@ class BenchState:
                 **run_caps(s),
             )
         return self._context
+
+
+def register(config: pytest.Config, state: BenchState, plugin: object, name: str) -> None:
+    """Register one of this run's plugins: ``pytest_unconfigure`` unregisters every one of them,
+    and the features find each other in ``state.plugins`` rather than by pytest's name lookup."""
+    config.pluginmanager.register(plugin, name)
+    state.plugins[name] = plugin

@@ -13,7 +13,7 @@ from pytest_akmbench.cell import akm
 from pytest_akmbench.corpus.hashes import fixture_hash
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.system.procs import ProcessTracker
-from pytest_akmbench.tracks import evolve
+from pytest_akmbench.tracks.evolve import core as evolve
 from tests.support import real_akm
 from tests.support.procs import processes_under
 

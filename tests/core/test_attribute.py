@@ -19,7 +19,8 @@ from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
 from pytest_akmbench.system.procs import ProcessTracker
-from pytest_akmbench.tracks import attribute, attribute_report
+from pytest_akmbench.tracks.attribute import core as attribute
+from pytest_akmbench.tracks.attribute import report as attribute_report
 from tests.support.corpus import write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from pytest_akmbench.tracks import attribute
+from pytest_akmbench.tracks.attribute import core as attribute
 from tests.core.test_attribute import base_of, row
 
 

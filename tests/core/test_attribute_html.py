@@ -8,7 +8,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from pytest_akmbench.tracks import attribute, attribute_report
+from pytest_akmbench.tracks.attribute import core as attribute
+from pytest_akmbench.tracks.attribute import report as attribute_report
 from tests.core.test_attribute import base_of, row
 from tests.support import dom
 

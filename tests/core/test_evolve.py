@@ -17,7 +17,10 @@ from pytest_akmbench.agents.opencode import policies
 from pytest_akmbench.agents.opencode.policies import ScriptedCell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError, CorpusError
-from pytest_akmbench.tracks import evolve, evolve_learning, evolve_markdown, evolve_report
+from pytest_akmbench.tracks.evolve import core as evolve
+from pytest_akmbench.tracks.evolve import learning as evolve_learning
+from pytest_akmbench.tracks.evolve import markdown as evolve_markdown
+from pytest_akmbench.tracks.evolve import report as evolve_report
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from pytest_akmbench.report import lift, significance
-from pytest_akmbench.tracks import evolve_learning, evolve_report
+from pytest_akmbench.tracks.evolve import learning as evolve_learning
+from pytest_akmbench.tracks.evolve import report as evolve_report
 from tests.core.test_evolve import build, sample
 
 TASKS = [f"d/t{i:02d}" for i in range(12)]

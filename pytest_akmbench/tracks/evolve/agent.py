@@ -1,7 +1,7 @@
 """The agent CLI akm 0.7's ``reflect`` runs during the evolve track's proposal step: it sends
 akm's prompt (its last argument) to akm's LLM (the chat-completions URL before it) and prints
 the answer, which akm parses as its proposal. So reflect's LLM call goes where distill's goes
-(docs/tracks.md, "evolve"). ``python -m pytest_akmbench.tracks.evolve_agent URL PROMPT``.
+(docs/tracks.md, "evolve"). ``python -m pytest_akmbench.tracks.evolve.agent URL PROMPT``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def answer(url: str, prompt: str) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m pytest_akmbench.tracks.evolve_agent URL PROMPT", file=sys.stderr)
+        print("usage: python -m pytest_akmbench.tracks.evolve.agent URL PROMPT", file=sys.stderr)
         return 2
     try:
         print(answer(argv[0], argv[1]))

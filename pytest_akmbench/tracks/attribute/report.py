@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from ..report import html_attribute
-from ..report.files import atomic_write
-from ..report.fmt import fmt_ci, fmt_p, md_table, num, signed
+from ...report import html_attribute
+from ...report.files import atomic_write
+from ...report.fmt import fmt_ci, fmt_p, md_table, num, signed
 
 JSON_NAME = "attribute.json"
 MARKDOWN_NAME = "attribute.md"

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cell.masks import canonical
-from ..corpus.config import load_run_config
-from ..corpus.tasks import Corpus, select
-from ..errors import ConfigError, CorpusError
-from ..report import lift, metrics, notes
-from ..report.fmt import fmt_ci, fmt_p, signed
+from ...cell.masks import canonical
+from ...corpus.config import load_run_config
+from ...corpus.tasks import Corpus, select
+from ...errors import ConfigError, CorpusError
+from ...report import lift, metrics, notes
+from ...report.fmt import fmt_ci, fmt_p, signed
 
 DEFAULT_TOP = 5
 RANKING = (

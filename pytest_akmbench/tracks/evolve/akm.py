@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cell import akm
-from ..system.procs import ProcessTracker
+from ...cell import akm
+from ...system.procs import ProcessTracker
 
 TIMEOUT_S = 300.0
 

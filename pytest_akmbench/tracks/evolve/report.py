@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from statistics import fmean
 from typing import Any
 
-from ..cell import akm
-from ..report import lift, metrics, stats
-from . import evolve_learning
-from .evolve import EVAL_CONDITIONS, arm_label, episode_label
+from ...cell import akm
+from ...report import lift, metrics, stats
+from . import learning as evolve_learning
+from .core import EVAL_CONDITIONS, arm_label, episode_label
 
 SCHEMA_VERSION = 1
 Row = dict[str, Any]  # a sample, as the store holds it

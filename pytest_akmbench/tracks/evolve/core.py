@@ -31,18 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agents.opencode.policies import AKM_LLM_POLICIES
-from ..agents.opencode.scripted import ScriptedModel
-from ..cell import akm
-from ..cell.rundir import index_stash
-from ..corpus.hashes import fixture_hash
-from ..corpus.tasks import Task
-from ..errors import ConfigError, CorpusError
-from ..store.samples import fingerprint_hash
-from ..system import procs
-from ..system.procs import ProcessTracker
-from . import evolve_akm
-from .evolve_akm import AkmRunner
+from ...agents.opencode.policies import AKM_LLM_POLICIES
+from ...agents.opencode.scripted import ScriptedModel
+from ...cell import akm
+from ...cell.rundir import index_stash
+from ...corpus.hashes import fixture_hash
+from ...corpus.tasks import Task
+from ...errors import ConfigError, CorpusError
+from ...store.samples import fingerprint_hash
+from ...system import procs
+from ...system.procs import ProcessTracker
+from . import akm as evolve_akm
+from .akm import AkmRunner
 
 EVAL_CONDITIONS = ("pre", "post", "control", "synthetic")
 # Collection order: pre and train first, the step after train, the rest after the step.
@@ -233,14 +233,14 @@ def llm_config(info: akm.AkmInfo, llm_url: str) -> dict[str, Any]:
     """The akm config keys that send akm's proposal prompts to ``llm_url``. akm 0.9: an LLM
     engine, the default one. akm 0.7: ``llm`` for distill, and for reflect (which runs an agent
     CLI, the prompt as its last argument, the proposal JSON on its stdout) the harness's bridge
-    that sends the prompt to the same URL (tracks/evolve_agent.py); it passes on the process
+    that sends the prompt to the same URL (tracks/evolve/agent.py); it passes on the process
     marker, so a bridge akm leaves behind is still swept with the step."""
     if info.line != "0.7":
         engine = {"kind": "llm", "endpoint": llm_url, "model": "akm-proposals", "timeoutMs": 120_000}
         return {"engines": {"akmbench": engine}, "defaults": {"llmEngine": "akmbench"}}
     bridge = {
         "bin": sys.executable,
-        "args": ["-m", "pytest_akmbench.tracks.evolve_agent", llm_url],
+        "args": ["-m", "pytest_akmbench.tracks.evolve.agent", llm_url],
         "stdio": "captured",
         "parseOutput": "text",
         "envPassthrough": ["HOME", "PATH", "LANG", "TMPDIR", procs.MARKER],

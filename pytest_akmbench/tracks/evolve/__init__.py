@@ -1,0 +1,1 @@
+"""The evolve track: does feedback make the stash better? (docs/tracks.md, "evolve")."""
