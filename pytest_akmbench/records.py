@@ -42,13 +42,10 @@ class AgentPart(TypedDict):
     version: str
 
 
-class Sample(TypedDict):
-    """One cell's record in the store (docs/architecture.md, "A sample"): made by the runner,
-    appended once, read by resume, the report and compare."""
-
+class _SampleFields(TypedDict):
     schema: int
     task_id: str
-    arm: str  # one of ARMS
+    arm: str  # one of ARMS: a track's cells say what else they are in their own fields
     seed: int
     domain: str
     slice: str
@@ -81,3 +78,16 @@ class Sample(TypedDict):
     finished_at: str
     warnings: list[str]
     tamper: list[str] | None  # what the agent left that could stand in for the verifier's tools
+
+
+class Sample(_SampleFields, total=False):
+    """One cell's record in the store (docs/architecture.md, "A sample"): made by the runner,
+    appended once, read by resume, the report and compare.
+
+    An evolve cell runs as the akm or synthetic arm: ``condition`` (pre, train, post, control,
+    synthetic) and ``episode`` say which of the track's cells it is (docs/tracks.md, "evolve").
+    ``from_store`` marks a sample a run reports without running it; it is never stored."""
+
+    condition: str
+    episode: int
+    from_store: bool

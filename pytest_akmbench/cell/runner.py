@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..agents.base import AgentRequest, AgentResult
 from ..records import Outcome, Sample
@@ -115,7 +115,7 @@ class _Run:
         self.t_agent = self.t_verify = self.t0
 
 
-def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, Any]:
+def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> Sample:
     """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome."""
     run = _Run()
     try:
@@ -139,7 +139,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker) -> dict[str, An
             shutil.rmtree(run.run_dir, ignore_errors=True)
     if not run.result.transcript_written:
         run.transcript_rel = None
-    return cast("dict[str, Any]", _sample(cell, ctx, run))
+    return _sample(cell, ctx, run)
 
 
 def _request(

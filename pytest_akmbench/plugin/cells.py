@@ -14,8 +14,9 @@ import pytest
 from ..cell.context import Cell
 from ..cell.runner import run_cell
 from ..errors import StoreError
+from ..records import Sample
 from ..store.claims import Claim
-from ..store.samples import SampleStore
+from ..store.samples import SampleStore, reported
 from ..system import lifecycle, procs
 from ..system.interrupts import Interrupts
 from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY
@@ -33,7 +34,7 @@ def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
 
 
 @pytest.fixture
-def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> dict[str, Any]:
+def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> Sample:
     """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
     state: BenchState = request.config.stash[STATE_KEY]
     item: pytest.Item = request.node
@@ -44,7 +45,7 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
         # A rerun plugin runs the item again: a trial is one sample, never a second chance.
         sample = previous
     elif stored is not None:
-        sample = {**stored, "from_store": True}
+        sample = reported(stored)
     else:
         sample, unstored = _run_claimed(request, state, item.stash[CELL_KEY], bench_procs)
     item.stash[SAMPLE_KEY] = sample
@@ -57,7 +58,7 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
 
 def _run_claimed(
     request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[Sample, str | None]:
     """Run the cell under its claim; returns (sample, why it could not be stored)."""
     if lifecycle.is_interrupted(state.run_dir):
         pytest.exit("akmbench: the run was interrupted; no further cell starts", returncode=pytest.ExitCode.INTERRUPTED)
@@ -83,7 +84,7 @@ def _run_claimed(
             # Another bench on the same store ran this trial meanwhile: use its sample.
             item.stash[STORED_KEY] = record
             item.stash[CLAIMED_KEY] = waited or "another run"
-            return {**record, "from_store": True}, None
+            return reported(record), None
         sample = state.scrub.obj(run_cell(cell, state.context(), tracker))
         if state.interrupts is not None:
             state.interrupts.hold()  # released once the cell has reported: see _InterruptHooks
@@ -102,7 +103,7 @@ def _run_claimed(
 
 def _run_remote(
     request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker, fp: str
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[Sample, str | None]:
     """A remote worker's cell: the controller claims the trial and appends the sample
     (plugin/remote.py); the transcripts travel with the first report."""
     assert state.remote is not None
@@ -120,7 +121,7 @@ def _run_remote(
         item.stash[STORED_KEY] = record
         if kind == "claimed":
             item.stash[CLAIMED_KEY] = body["by"]
-        return {**record, "from_store": True}, None
+        return reported(record), None
     sample = state.scrub.obj(run_cell(cell, state.context(), tracker))
     if state.interrupts is not None:
         state.interrupts.hold()  # until the report carrying the sample is sent: see InterruptHooks

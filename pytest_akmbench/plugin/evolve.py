@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..cell.runner import run_cell
 from ..corpus.tasks import Task
 from ..errors import BenchError
+from ..records import Sample
 from ..store.claims import Claim
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system import lifecycle, procs
@@ -153,8 +154,12 @@ class EvolveTrack:
     def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> dict[str, Any] | None:
         cell = Cell(task, core.run_arm(cond), seed)
         index = self.state.stored()
-        key = (task.id, core.arm_label(cond, episode), seed)
-        return index.done(key, fingerprint_hash(self.fingerprint(cell, cond, ctx, episode)))
+        fp = fingerprint_hash(self.fingerprint(cell, cond, ctx, episode))
+        # A store written before samples had a condition field holds it under evolve-<condition>.
+        found = index.done((task.id, cell.arm, seed), fp) or index.done(
+            (task.id, core.arm_label(cond, episode), seed), fp
+        )
+        return found
 
     def train_samples(
         self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
@@ -308,14 +313,14 @@ class EvolveItem(pytest.Item):
         claim.acquire()
         try:
             state.stored().refresh()
-            sample = track.stored(self.task, self.cond, self.seed, ctx, self.episode)
+            sample: Mapping[str, Any] | None = track.stored(self.task, self.cond, self.seed, ctx, self.episode)
             if sample is None:
-                sample = run_cell(cell, ctx, tracker)
+                ran = run_cell(cell, ctx, tracker)
                 if state.interrupts is not None:
                     state.interrupts.hold()  # a Ctrl-C now waits until the sample is stored and reported
-                sample.update(arm=label, fingerprint=fp, fingerprint_hash=fingerprint_hash(fp))
-                sample = state.scrub.obj(sample)
-                SampleStore(state.store_dir).append(sample)
+                fresh: Sample = state.scrub.obj(core.mark(ran, self.cond, self.episode, fp))
+                SampleStore(state.store_dir).append(fresh)
+                sample = fresh
             else:
                 self.user_properties.append(("from_store", "true"))
         finally:

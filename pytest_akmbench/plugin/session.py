@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import BenchError
+from ..records import Sample
 from ..report import envelope as report
 from ..report import files as report_files
 from ..report import github, resume, spend
@@ -35,7 +36,7 @@ class BenchSession:
     def __init__(self, state: BenchState, config: pytest.Config) -> None:
         self.state = state
         self.config = config
-        self.samples: dict[str, dict[str, Any]] = {}
+        self.samples: dict[str, Sample] = {}
         self.cells: set[tuple[str, str, int]] = set()
         self.unidentified: set[str] = set()
         self.claimed: dict[str, str] = {}

@@ -12,7 +12,7 @@ task, domain and category, is in :mod:`transfer`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from statistics import fmean
 from typing import Any
@@ -24,7 +24,7 @@ ARM_ORDER = ("noakm", "synthetic", "akm")
 DEFAULT_FLOOR = 3
 
 
-def sample_tokens(sample: Sample) -> int | None:
+def sample_tokens(sample: Mapping[str, Any]) -> int | None:
     """Total tokens of a run, or None when they were not measured."""
     tokens = sample.get("tokens")
     if sample.get("token_measurement") != "measured" or not isinstance(tokens, dict):

@@ -19,7 +19,7 @@ from typing import Any
 from ..cell import akm
 from ..report import lift, metrics, stats
 from . import evolve_learning
-from .evolve import EVAL_CONDITIONS, arm_label, episode_label
+from .evolve import EVAL_CONDITIONS, arm_label, condition_of, episode_label
 
 SCHEMA_VERSION = 1
 Row = dict[str, Any]  # a sample, as the store holds it
@@ -29,7 +29,7 @@ AGREEMENT_THRESHOLD = 0.80
 def _by_condition(samples: Sequence[Row]) -> dict[str, dict[str, list[Row]]]:
     out: dict[str, dict[str, list[Row]]] = {}
     for s in samples:
-        cond = s["arm"].removeprefix("evolve-")
+        cond = condition_of(s)
         out.setdefault(cond, {}).setdefault(s["task_id"], []).append(s)
     return out
 
