@@ -7,7 +7,10 @@ docs/report.md (the envelope) and docs/architecture.md (the sample).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 Arm = Literal["noakm", "akm", "synthetic"]
 Outcome = Literal["pass", "fail", "budget_exceeded", "harness_error"]
@@ -91,3 +94,9 @@ class Sample(_SampleFields, total=False):
     condition: str
     episode: int
     from_store: bool
+
+
+def of_a_track(record: Mapping[str, Any]) -> bool:
+    """Whether a stored record is a track's cell (evolve's), which a utility report never
+    counts: its arm is a utility arm, but its ``condition`` says what else it is."""
+    return "condition" in record

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ..report import resume
+from ..report.envelope_types import SpendCap
 from ..report.spend import cap_block, spent
 from .nodes import CELL_KEY, STORED_KEY
 from .state import BenchState
@@ -100,7 +101,7 @@ class SpendCaps:
         if report.skipped and report.when == "setup" and REASON in str(report.longrepr):
             self.not_run += 1
 
-    def block(self, stored: resume.StoredSamples) -> dict[str, Any]:
+    def block(self, stored: resume.StoredSamples) -> SpendCap:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
         return cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
 
@@ -122,6 +123,6 @@ def install(config: pytest.Config, state: BenchState) -> None:
         config.pluginmanager.register(SpendCaps(state, caps), PLUGIN)
 
 
-def report_block(config: pytest.Config, stored: resume.StoredSamples) -> dict[str, Any] | None:
+def report_block(config: pytest.Config, stored: resume.StoredSamples) -> SpendCap | None:
     plugin = config.pluginmanager.get_plugin(PLUGIN)
     return plugin.block(stored) if isinstance(plugin, SpendCaps) else None
