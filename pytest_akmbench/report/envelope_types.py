@@ -196,14 +196,11 @@ class MergeBlock(TypedDict):
     problems: list[str]
 
 
-class _GateFields(TypedDict):
+class GateResult(TypedDict):
     gate: str
     ok: bool
+    observed: Any  # what the gate read: a number, the arms that regressed, the tasks, or null
     message: str
-
-
-class GateResult(_GateFields, total=False):
-    observed: Any  # what the gate read: a number, or a comparison's figures
 
 
 class _EnvelopeFields(TypedDict):
