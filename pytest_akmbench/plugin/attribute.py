@@ -16,6 +16,7 @@ import pytest
 
 from ..cell.context import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
+from ..report.envelope_types import AttributeEnvelope
 from ..report.resume import StoredSamples
 from ..store.samples import fingerprint_hash
 from ..tracks import attribute, attribute_report
@@ -153,7 +154,7 @@ class AttributeSession:
         self.state = state
         self.config = config
         self.samples: dict[tuple[str, str, int], dict[str, Any]] = {}
-        self.envelope: dict[str, Any] | None = None
+        self.envelope: AttributeEnvelope | None = None
         self.paths: tuple[Path, Path, Path] | None = None
         self.error: str | None = None
 
@@ -198,7 +199,7 @@ class AttributeSession:
             # A masked cell that fails is the measurement, not a failure of the run.
             session.exitstatus = pytest.ExitCode.OK
 
-    def _build(self, interrupted: bool) -> dict[str, Any]:
+    def _build(self, interrupted: bool) -> AttributeEnvelope:
         state, plan = self.state, self.state.attribute
         ctx = state.context()
         stored = StoredSamples.load(state.store_dir)

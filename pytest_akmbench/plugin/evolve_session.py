@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import BenchError
+from ..report.envelope_types import EvolveEnvelope
 from ..tracks import evolve_markdown, evolve_report
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class EvolveSession:
         self.paths = write(self.track.state.report_dir, envelope)
         self.verdict = envelope["verdict"]
 
-    def envelope(self) -> dict[str, Any]:
+    def envelope(self) -> EvolveEnvelope:
         state, track = self.track.state, self.track
         state.stored().refresh()
         samples: list[dict[str, Any]] = []
@@ -85,7 +86,7 @@ class EvolveSession:
         terminalreporter.write_line(self.verdict)
 
 
-def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path]:
+def write(directory: Path, envelope: EvolveEnvelope) -> tuple[Path, Path]:
     """report.json and summary.md of an evolve run, each written whole."""
     directory.mkdir(parents=True, exist_ok=True)
     out = (directory / "report.json", directory / "summary.md")

@@ -249,3 +249,68 @@ class Envelope(_EnvelopeFields, total=False):
     shard: ShardBlock
     adaptive: AdaptiveBlock
     merge: MergeBlock
+
+
+class EvolveEnvelope(TypedDict):
+    """report.json of the evolve track (docs/report.md, "The evolve envelope"; its own schema,
+    schemas/evolve-report.schema.json). Its blocks are built and read in tracks/evolve_report.py."""
+
+    schemaVersion: int
+    track: str
+    timestamp: str
+    agent: dict[str, Any]  # harness, model
+    akm: dict[str, Any] | None  # version, line, sha256 of the akm the run found
+    evolve_llm: str
+    corpus: dict[str, Any]
+    proposals: dict[str, Any]
+    lessons: dict[str, Any]
+    longitudinal: dict[str, Any]
+    improvement: dict[str, Any]
+    learning: dict[str, Any]
+    phases: dict[str, Any]
+    per_task: list[dict[str, Any]]
+    feedback_integrity: dict[str, Any]
+    leakage: dict[str, Any]
+    warnings: list[str]
+    verdict: str
+
+
+class AttributionRef(TypedDict):
+    seeds: list[int]
+    rule: str
+
+
+class AttributionBlock(TypedDict):
+    maskingStrategy: str
+    maskedRefs: list[str]
+    top: int
+    assets_loaded: int
+    ranking: str
+    reference: AttributionRef
+
+
+class AttributeBase(TypedDict):
+    path: str
+    config: str | None
+    model: str | None
+    akm_version: str | None
+    complete: bool
+    providers: dict[str, Any] | None
+
+
+class AttributeEnvelope(TypedDict):
+    """attribute.json (docs/report.md, "The attribute envelope"; schemas/attribute.schema.json)."""
+
+    schemaVersion: int
+    track: str
+    timestamp: str
+    complete: bool
+    agent: dict[str, Any]  # harness, version, model, providers
+    base: AttributeBase
+    attribution: AttributionBlock
+    maskingStrategy: str
+    runsPerformed: int
+    referenceRunsPerformed: int
+    attributions: list[dict[str, Any]]  # one row per masked asset (tracks/attribute.py, contribution)
+    warnings: list[str]
+    verdict: str
