@@ -228,7 +228,7 @@ def _open_objects(node: Any, path: str = "#") -> list[str]:
     return here + [p for k, v in node.items() for p in _open_objects(v, f"{path}/{k}")]
 
 
-@pytest.mark.parametrize("name", ["report", "attribute"])
+@pytest.mark.parametrize("name", ["report", "evolve-report", "attribute"])
 def test_the_report_schemas_are_closed(name: str) -> None:
     """Every object level says what it holds (issue 31, item 4): named fields and nothing else,
     or keys that are data (task ids, arms) with typed values."""
