@@ -15,6 +15,7 @@ from scipy import stats as sps
 
 from pytest_akmbench.agents.opencode import policies
 from pytest_akmbench.agents.opencode.policies import ScriptedCell
+from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError, CorpusError
 from pytest_akmbench.records import ARMS, Sample
@@ -390,3 +391,21 @@ class TestArmContract:
         ]
         new = [{**s, "arm": "akm", "condition": s["arm"].removeprefix("evolve-"), "episode": 1} for s in old]
         assert build(new, {}, ["d/e1", "d/e2"])["improvement"] == build(old, {}, ["d/e1", "d/e2"])["improvement"]
+
+    def test_a_utility_report_never_counts_an_evolve_cell(self) -> None:
+        """An evolve cell runs as the akm arm, but its own fields keep it out of the utility
+        report's run facts (report/recorded.py) and fingerprint conflicts (report/merge.py)."""
+        from pytest_akmbench.records import of_a_track
+        from pytest_akmbench.report import recorded
+
+        plain = {
+            "schema": SAMPLE_SCHEMA,
+            "task_id": "d/e1",
+            "arm": "akm",
+            "seed": 1,
+            "agent": {"name": "a"},
+            "fingerprint": {},
+        }
+        marked = evolve.mark(cast(Sample, plain), "post", 1, {"track": "evolve"})
+        assert not of_a_track(plain) and of_a_track(marked)
+        assert recorded.samples_of([plain, marked], "a", {"d/e1"}) == [plain]
