@@ -156,10 +156,8 @@ class EvolveTrack:
         index = self.state.stored()
         fp = fingerprint_hash(self.fingerprint(cell, cond, ctx, episode))
         # A store written before samples had a condition field holds it under evolve-<condition>.
-        found = index.done((task.id, cell.arm, seed), fp) or index.done(
-            (task.id, core.arm_label(cond, episode), seed), fp
-        )
-        return found
+        legacy = (task.id, core.arm_label(cond, episode), seed)
+        return index.done((task.id, cell.arm, seed), fp) or index.done(legacy, fp)
 
     def train_samples(
         self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
