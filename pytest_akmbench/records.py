@@ -7,7 +7,10 @@ docs/report.md (the envelope) and docs/architecture.md (the sample).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 Arm = Literal["noakm", "akm", "synthetic"]
 Outcome = Literal["pass", "fail", "budget_exceeded", "harness_error"]
@@ -42,13 +45,10 @@ class AgentPart(TypedDict):
     version: str
 
 
-class Sample(TypedDict):
-    """One cell's record in the store (docs/architecture.md, "A sample"): made by the runner,
-    appended once, read by resume, the report and compare."""
-
+class _SampleFields(TypedDict):
     schema: int
     task_id: str
-    arm: str  # one of ARMS
+    arm: str  # one of ARMS: a track's cells say what else they are in their own fields
     seed: int
     domain: str
     slice: str
@@ -81,3 +81,22 @@ class Sample(TypedDict):
     finished_at: str
     warnings: list[str]
     tamper: list[str] | None  # what the agent left that could stand in for the verifier's tools
+
+
+class Sample(_SampleFields, total=False):
+    """One cell's record in the store (docs/architecture.md, "A sample"): made by the runner,
+    appended once, read by resume, the report and compare.
+
+    An evolve cell runs as the akm or synthetic arm: ``condition`` (pre, train, post, control,
+    synthetic) and ``episode`` say which of the track's cells it is (docs/tracks.md, "evolve").
+    ``from_store`` marks a sample a run reports without running it; it is never stored."""
+
+    condition: str
+    episode: int
+    from_store: bool
+
+
+def of_a_track(record: Mapping[str, Any]) -> bool:
+    """Whether a stored record is a track's cell (evolve's), which a utility report never
+    counts: its arm is a utility arm, but its ``condition`` says what else it is."""
+    return "condition" in record

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..agents.base import AgentRequest, AgentResult, as_agent
 from ..records import Outcome, Sample
@@ -115,9 +115,7 @@ class _Run:
         self.t_agent = self.t_verify = self.t0
 
 
-def run_cell(
-    cell: Cell, ctx: RunContext, procs: ProcessTracker, fingerprint: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker, fingerprint: dict[str, Any] | None = None) -> Sample:
     """Run one cell to a sample. Never raises for agent or verifier trouble: that is an outcome.
     ``fingerprint`` is the trial's (cell/trial.py), computed once per cell; else the cell's own."""
     run = _Run()
@@ -143,7 +141,7 @@ def run_cell(
             shutil.rmtree(run.run_dir, ignore_errors=True)
     if not run.result.transcript_written:
         run.transcript_rel = None
-    return cast("dict[str, Any]", _sample(cell, ctx, run, fingerprint or cell_fingerprint(cell, ctx)))
+    return _sample(cell, ctx, run, fingerprint or cell_fingerprint(cell, ctx))
 
 
 def _request(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import StoreError
-from ..records import CellKey
+from ..records import CellKey, Sample
 from ..store.claims import Claim
 from ..store.samples import SampleStore, fingerprint_hash
 from ..store.scrub import Scrubber
@@ -39,20 +39,33 @@ class Trial:
     ctx: RunContext
     fingerprint: dict[str, Any]
     hash: str
-    arm: str  # what the sample is stored under: the cell's arm, or evolve's condition label
+    arm: str  # what the sample is stored under: the cell's arm
+    marks: Mapping[str, Any]  # a track's own sample fields (evolve: condition, episode)
+    legacy: str | None  # the arm an older store may hold the trial under (evolve-<condition>)
 
     @classmethod
-    def of(cls, cell: Cell, ctx: RunContext, extra: Mapping[str, Any] | None = None, arm: str | None = None) -> Trial:
+    def of(
+        cls,
+        cell: Cell,
+        ctx: RunContext,
+        extra: Mapping[str, Any] | None = None,
+        marks: Mapping[str, Any] | None = None,
+        legacy: str | None = None,
+    ) -> Trial:
         fp = {**cell_fingerprint(cell, ctx), **(extra or {})}
-        return cls(cell, ctx, fp, fingerprint_hash(fp), arm or cell.arm)
+        return cls(cell, ctx, fp, fingerprint_hash(fp), cell.arm, dict(marks or {}), legacy)
 
     @property
     def key(self) -> CellKey:
         return (self.cell.task.id, self.arm, self.cell.seed)
 
-    def run(self, tracker: ProcessTracker) -> dict[str, Any]:
+    @property
+    def legacy_key(self) -> CellKey | None:
+        return None if self.legacy is None else (self.cell.task.id, self.legacy, self.cell.seed)
+
+    def run(self, tracker: ProcessTracker) -> Sample:
         sample = run_cell(self.cell, self.ctx, tracker, fingerprint=self.fingerprint)
-        sample["arm"] = self.arm
+        sample.update(self.marks)  # type: ignore[typeddict-item]
         return sample
 
 
@@ -61,7 +74,7 @@ class Ended:
     """How a trial ended: a fresh ``sample``, or the stored ``record`` it reports instead, or
     one of the reasons it has neither."""
 
-    sample: dict[str, Any] | None = None
+    sample: Sample | None = None
     record: dict[str, Any] | None = None  # the store held the trial (it is reported, not run)
     claimed_by: str | None = None  # another run stored it while this one waited for the claim
     unstored: str | None = None  # the fresh sample could not be appended: why (the run stops)
@@ -77,11 +90,12 @@ class Held(Protocol):
 class Place(Protocol):
     """Where a trial is claimed and its sample appended."""
 
-    def claim(self, key: CellKey, fp: str) -> Held | Ended:
-        """Hold the trial for this run, or say how it ended without running here."""
+    def claim(self, key: CellKey, fp: str, legacy: CellKey | None = None) -> Held | Ended:
+        """Hold the trial for this run, or say how it ended without running here (stored under
+        ``key``, or in an older store under ``legacy``)."""
         ...
 
-    def append(self, sample: dict[str, Any]) -> str | None:
+    def append(self, sample: Sample) -> str | None:
         """Keep a fresh sample; why it could not be kept, else None."""
         ...
 
@@ -105,13 +119,13 @@ class StorePlace:
         self.owner = owner
         self.lock = lock or contextlib.nullcontext()
 
-    def claim(self, key: CellKey, fp: str) -> Held | Ended:
+    def claim(self, key: CellKey, fp: str, legacy: CellKey | None = None) -> Held | Ended:
         claim = Claim(self.directory, "\0".join((key[0], key[1], str(key[2]), fp)), owner=self.owner)
         try:
             waited = claim.acquire()
             with self.lock:
                 self.index.refresh()
-                record = self.index.done(key, fp)
+                record = self.index.done(key, fp) or (self.index.done(legacy, fp) if legacy else None)
         except (OSError, StoreError) as err:
             claim.release()
             return Ended(error=cannot_claim(self.directory, err))
@@ -121,7 +135,7 @@ class StorePlace:
         claim.release()
         return Ended(record=record, claimed_by=waited or "another run")
 
-    def append(self, sample: dict[str, Any]) -> str | None:
+    def append(self, sample: Sample) -> str | None:
         return append(self.directory, sample)
 
 
@@ -131,7 +145,7 @@ def cannot_claim(directory: Path, err: OSError | StoreError) -> str:
     return f"akmbench: {directory}: cannot claim a cell ({why})"
 
 
-def append(directory: Path, sample: dict[str, Any], files: Mapping[str, bytes] | None = None) -> str | None:
+def append(directory: Path, sample: Sample, files: Mapping[str, bytes] | None = None) -> str | None:
     """Append a fresh sample (after a remote cell's transcript files) by the claim's holder, the
     moment the cell ends: a crash later in the session cannot lose it. Why it failed, else None."""
     try:
@@ -150,7 +164,7 @@ def run_trial(
     """Run the trial unless the run was interrupted or ``place`` says it ended already."""
     if lifecycle.is_interrupted(trial.ctx.tmp_root / trial.ctx.run_id):
         return Ended(interrupted=True)
-    held = place.claim(trial.key, trial.hash)
+    held = place.claim(trial.key, trial.hash, trial.legacy_key)
     if isinstance(held, Ended):
         return held
     try:

@@ -22,6 +22,7 @@ from ..errors import BenchError, ConfigError
 from ..report import adaptive_run, gates, github, merge, recorded
 from ..report import envelope as report
 from ..report import files as report_files
+from ..report.envelope_types import Envelope
 from ..report.resume import report_input
 from ..system import lifecycle
 from . import inputs, report_run, tools
@@ -98,7 +99,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return _report_status(envelope, problems)
 
 
-def _say(envelope: dict[str, Any], problems: list[str], notes: list[str], tasks: list[Task], cwd: Path) -> None:
+def _say(envelope: Envelope, problems: list[str], notes: list[str], tasks: list[Task], cwd: Path) -> None:
     """What the report command could not make whole, on stderr, and under GitHub Actions its
     gates and gaps as annotations."""
     for line in problems:
@@ -111,7 +112,7 @@ def _say(envelope: dict[str, Any], problems: list[str], notes: list[str], tasks:
             print(line, flush=True)
 
 
-def _report_status(envelope: dict[str, Any], problems: list[str]) -> int:
+def _report_status(envelope: Envelope, problems: list[str]) -> int:
     """1 when a merge could not make the report whole or a gate failed (with gates, also when a
     reported cell is a harness error, as a bench's exit status is); else 0."""
     results = envelope.get("gates") or []

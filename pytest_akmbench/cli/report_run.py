@@ -18,6 +18,7 @@ from ..corpus.config import Settings
 from ..corpus.tasks import Task
 from ..errors import ConfigError
 from ..report import adaptive_run, sequential, spend
+from ..report.envelope_types import AdaptiveBlock, SpendCap
 from ..report.resume import StoredSamples
 from ..store import runs
 from ..store.samples import fingerprint_hash
@@ -33,8 +34,8 @@ class Recalled:
     floor: int = 0
     max_seeds: int = 0
     cells: list[tuple[str, str, int]] | None = None
-    block: dict[str, Any] | None = None
-    cap: dict[str, Any] | None = None
+    block: AdaptiveBlock | None = None
+    cap: SpendCap | None = None
 
 
 def recall(

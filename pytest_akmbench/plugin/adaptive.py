@@ -19,6 +19,7 @@ import pytest
 from ..cell.context import Cell
 from ..errors import ConfigError
 from ..report import adaptive_run, sequential
+from ..report.envelope_types import AdaptiveBlock, Envelope
 from ..report.resume import StoredSamples
 from ..system import lifecycle
 from ..tracks.track import ADAPTIVE
@@ -243,7 +244,7 @@ class AdaptiveHooks:
 
     def report_part(
         self, cells: Iterable[tuple[str, str, int]], stored: StoredSamples
-    ) -> tuple[set[tuple[str, str, int]], dict[str, Any]]:
+    ) -> tuple[set[tuple[str, str, int]], AdaptiveBlock]:
         """The cells the report is made of (those the plan needed) and the ``adaptive`` block."""
         ran = {c[0] for c in cells}
         if ran:  # under xdist the controller collected nothing: the node ids say which tasks
@@ -260,7 +261,7 @@ class AdaptiveHooks:
 
 def narrow(
     config: pytest.Config, cells: set[tuple[str, str, int]], stored: StoredSamples
-) -> tuple[set[tuple[str, str, int]], dict[str, Any] | None]:
+) -> tuple[set[tuple[str, str, int]], AdaptiveBlock | None]:
     """For the session: the cells an adaptive run's report covers, and its block (None if fixed)."""
     hooks = config.stash[STATE_KEY].plugins.get("akmbench-adaptive")
     if not isinstance(hooks, AdaptiveHooks):
@@ -268,6 +269,6 @@ def narrow(
     return hooks.report_part(cells, stored)
 
 
-def stamp(envelope: dict[str, Any], part: dict[str, Any] | None) -> dict[str, Any]:
+def stamp(envelope: Envelope, part: AdaptiveBlock | None) -> Envelope:
     """The envelope with the ``adaptive`` block; its verdict and warnings say the design."""
     return adaptive_run.stamp(envelope, part)

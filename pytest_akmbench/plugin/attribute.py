@@ -14,6 +14,7 @@ import pytest
 
 from ..cell.context import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
+from ..report.envelope_types import AttributeEnvelope
 from ..report.resume import StoredSamples
 from ..store.samples import fingerprint_hash
 from ..tracks.attribute import core as attribute
@@ -150,7 +151,7 @@ class AttributeSession:
         self.state = state
         self.config = config
         self.samples: dict[tuple[str, str, int], dict[str, Any]] = {}
-        self.envelope: dict[str, Any] | None = None
+        self.envelope: AttributeEnvelope | None = None
         self.paths: tuple[Path, Path, Path] | None = None
         self.error: str | None = None
 

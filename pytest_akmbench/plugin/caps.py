@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ..report import resume
+from ..report.envelope_types import SpendCap
 from ..report.spend import cap_block, spent
 from ..tracks.track import CAPS
 from .nodes import CELL_KEY, STORED_KEY
@@ -101,7 +102,7 @@ class SpendCaps:
         if report.skipped and report.when == "setup" and REASON in str(report.longrepr):
             self.not_run += 1
 
-    def block(self, stored: resume.StoredSamples) -> dict[str, Any]:
+    def block(self, stored: resume.StoredSamples) -> SpendCap:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
         return cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
 
@@ -122,6 +123,6 @@ def install(config: pytest.Config, state: BenchState) -> None:
         register(config, state, SpendCaps(state, caps), PLUGIN)
 
 
-def report_block(config: pytest.Config, stored: resume.StoredSamples) -> dict[str, Any] | None:
+def report_block(config: pytest.Config, stored: resume.StoredSamples) -> SpendCap | None:
     plugin = config.stash[STATE_KEY].plugins.get(PLUGIN)
     return plugin.block(stored) if isinstance(plugin, SpendCaps) else None

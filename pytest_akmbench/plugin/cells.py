@@ -12,6 +12,8 @@ import pytest
 
 from ..cell.context import Cell
 from ..cell.trial import run_trial
+from ..records import Sample
+from ..store.samples import reported
 from ..system import procs
 from ..system.interrupts import Interrupts
 from .nodes import CELL_KEY, CLAIMED_KEY, SAMPLE_KEY, STORED_KEY
@@ -30,7 +32,7 @@ def bench_procs(request: pytest.FixtureRequest) -> procs.ProcessTracker:
 
 
 @pytest.fixture
-def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> dict[str, Any]:
+def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTracker) -> Sample:
     """Run this cell (agent, then verifier) and return its sample; harness errors are ERRORs."""
     state: BenchState = request.config.stash[STATE_KEY]
     item: pytest.Item = request.node
@@ -41,7 +43,7 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
         # A rerun plugin runs the item again: a trial is one sample, never a second chance.
         sample = previous
     elif stored is not None:
-        sample = {**stored, "from_store": True}
+        sample = reported(stored)
     else:
         sample, failed = _run_claimed(request, state, item.stash[CELL_KEY], bench_procs)
     item.stash[SAMPLE_KEY] = sample
@@ -54,7 +56,7 @@ def bench_sample(request: pytest.FixtureRequest, bench_procs: procs.ProcessTrack
 
 def _run_claimed(
     request: pytest.FixtureRequest, state: BenchState, cell: Cell, tracker: procs.ProcessTracker
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[Sample, str | None]:
     """Run the cell as a trial (cell/trial.py); returns (sample, why it could not be stored)."""
     item = request.node
     ended = run_trial(state.trial(cell), place(state, item.nodeid), tracker, state.scrub, state.interrupts)
@@ -63,7 +65,7 @@ def _run_claimed(
         item.stash[STORED_KEY] = ended.record
         if ended.claimed_by is not None:
             item.stash[CLAIMED_KEY] = ended.claimed_by
-        return {**ended.record, "from_store": True}, None
+        return reported(ended.record), None
     assert ended.sample is not None
     if state.remote is not None:
         # The transcripts travel to the controller with the cell's first report (plugin/remote.py).

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import BenchError
+from ..report.envelope_types import EvolveEnvelope
 from ..tracks.evolve import markdown as evolve_markdown
 from ..tracks.evolve.track import EvolveTrack
 
@@ -42,7 +43,7 @@ class EvolveSession:
         self.paths = write(self.state.report_dir, envelope)
         self.verdict = envelope["verdict"]
 
-    def envelope(self) -> dict[str, Any]:
+    def envelope(self) -> EvolveEnvelope:
         return self.track.envelope({"harness": self.state.agent.name, "model": self.state.model})
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -53,7 +54,7 @@ class EvolveSession:
         terminalreporter.write_line(self.verdict)
 
 
-def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path]:
+def write(directory: Path, envelope: EvolveEnvelope) -> tuple[Path, Path]:
     """report.json and summary.md of an evolve run, each written whole."""
     directory.mkdir(parents=True, exist_ok=True)
     out = (directory / "report.json", directory / "summary.md")

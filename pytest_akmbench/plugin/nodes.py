@@ -10,6 +10,7 @@ import pytest
 from ..cell.checks import behaviour_checks, gold_search
 from ..cell.context import Cell
 from ..corpus.tasks import Task
+from ..records import Sample
 from ..report import soundness
 from ..report.metrics import sample_tokens
 from ..store import soundness as soundness_store
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from ..system.procs import ProcessTracker
 
 CELL_KEY = pytest.StashKey[Cell]()
-SAMPLE_KEY = pytest.StashKey[dict[str, Any]]()
+SAMPLE_KEY = pytest.StashKey[Sample]()
 STORED_KEY = pytest.StashKey[dict[str, Any]]()
 TASK_KEY = pytest.StashKey[Any]()
 CLAIMED_KEY = pytest.StashKey[str]()
@@ -176,7 +177,7 @@ def failure_message(outcome: str, reason: str) -> str:
     return reason or outcome
 
 
-def cell_properties(sample: dict[str, Any]) -> list[tuple[str, object]]:
+def cell_properties(sample: Sample) -> list[tuple[str, object]]:
     """The junit ``<property>`` entries of a cell (``--junitxml``)."""
     total = sample_tokens(sample)
     return [
@@ -189,7 +190,7 @@ def cell_properties(sample: dict[str, Any]) -> list[tuple[str, object]]:
     ]
 
 
-def _check_cell(bench_sample: dict[str, Any]) -> None:
+def _check_cell(bench_sample: Sample) -> None:
     """Pass when the verifier accepted the agent's work; fail with the reason otherwise."""
     outcome = bench_sample["outcome"]
     if outcome == "pass":

@@ -32,7 +32,7 @@ import pytest
 from ..cell.trial import Ended, Held, StorePlace, append, cannot_claim
 from ..corpus.hashes import fixtures_stamp, task_corpus_hash
 from ..errors import StoreError
-from ..records import CellKey
+from ..records import CellKey, Sample
 from ..report.resume import StoredSamples
 from ..system import lifecycle, procs
 from ..tracks.track import REMOTE
@@ -319,7 +319,8 @@ class ThroughController:
         self.worker = worker
         self.nodeid = nodeid
 
-    def claim(self, key: CellKey, fp: str) -> Held | Ended:
+    def claim(self, key: CellKey, fp: str, legacy: CellKey | None = None) -> Held | Ended:
+        # legacy is evolve's older arm; evolve is not run by remote workers (tracks/track.py)
         body = {"task": key[0], "arm": key[1], "seed": key[2], "fp": fp, "nodeid": self.nodeid}
         self.worker.channel.send(("claim", body))
         kind, reply = self.worker.replies.get()
@@ -336,7 +337,7 @@ class ThroughController:
     def release(self) -> None:
         """The controller releases the claim once the sample (or the cell's end) reaches it."""
 
-    def append(self, sample: dict[str, Any]) -> str | None:
+    def append(self, sample: Sample) -> str | None:
         return None
 
 

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import BenchError
+from ..records import Sample
 from ..report import envelope as report
 from ..report import files as report_files
 from ..report import github, resume, spend
+from ..report.envelope_types import Envelope
 from ..store import integrity
 from . import adaptive, caps, run_record, shard
 from .attribute import providers_setup
@@ -35,12 +37,12 @@ class BenchSession:
     def __init__(self, state: BenchState, config: pytest.Config) -> None:
         self.state = state
         self.config = config
-        self.samples: dict[str, dict[str, Any]] = {}
+        self.samples: dict[str, Sample] = {}
         self.cells: set[tuple[str, str, int]] = set()
         self.unidentified: set[str] = set()
         self.claimed: dict[str, str] = {}
         self.paths: tuple[Path, Path, Path] | None = None
-        self.envelope: dict[str, Any] | None = None
+        self.envelope: Envelope | None = None
         self.problems: list[str] = []
         self.error: str | None = None
         self.late_interrupt = False
@@ -176,8 +178,11 @@ class BenchSession:
                 warnings=[*self.problems, *inp.warnings, *run_record.save(self.config, state)],
                 spend_cap=caps.report_block(self.config, stored),
             )
-            inp, extra = shard.for_report(self.config, inp)  # a shard covers part of the cells
-            self.envelope = state.scrub.obj(adaptive.stamp({**report.build(inp), **extra}, adaptive_part))
+            inp, shard_block = shard.for_report(self.config, inp)  # a shard covers part of the cells
+            envelope = report.build(inp)
+            if shard_block is not None:
+                envelope["shard"] = shard_block
+            self.envelope = state.scrub.obj(adaptive.stamp(envelope, adaptive_part))
             self.paths = report_files.write(state.report_dir, self.envelope, state.store_dir)
         except (OSError, BenchError) as err:
             self._cannot_write(err)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import BenchError
+from ..report.envelope_types import Envelope, ShardBlock
 from ..store import shards
 from ..store.samples import SampleStore
 from ..tracks.track import SHARDS
@@ -111,14 +112,14 @@ class ShardHooks:
         except BenchError as err:
             self.state.warnings.append(str(err))
 
-    def report(self, inp: ReportInput) -> tuple[ReportInput, dict[str, Any]]:
+    def report(self, inp: ReportInput) -> tuple[ReportInput, ShardBlock]:
         """The report input of this shard, and the envelope's ``shard`` block (docs/report.md).
 
         A shard of several never reports itself complete: it covers part of the selection.
         ``shard.complete`` says whether its own cells all have a valid sample."""
         selected = len(self.plan) if self.plan is not None else None
         mine = sum(1 for s in (self.plan or {}).values() if s == self.shard.index)
-        block = {
+        block: ShardBlock = {
             "index": self.shard.index,
             "of": self.shard.of,
             "cells": mine,
@@ -126,21 +127,21 @@ class ShardHooks:
             "complete": inp.complete,
         }
         if self.shard.of == 1:
-            return inp, {"shard": block}
+            return inp, block
         note = (
             f"shard {self.shard.label}: this report covers {mine} of {selected} selected cells; merge the "
             "shards' stores with `python -m pytest_akmbench report --store A --store B ...` for the whole run"
         )
-        return dataclasses.replace(inp, complete=False, warnings=[note, *inp.warnings]), {"shard": block}
+        return dataclasses.replace(inp, complete=False, warnings=[note, *inp.warnings]), block
 
 
-def for_report(config: pytest.Config, inp: ReportInput) -> tuple[ReportInput, dict[str, Any]]:
-    """``inp`` and the extra envelope keys of a shard run; unchanged without ``--bench-shard``."""
+def for_report(config: pytest.Config, inp: ReportInput) -> tuple[ReportInput, ShardBlock | None]:
+    """``inp`` and the envelope's ``shard`` block of a shard run; unchanged without ``--bench-shard``."""
     hooks = config.stash.get(SHARD_KEY, None)
-    return (inp, {}) if hooks is None else hooks.report(inp)
+    return (inp, None) if hooks is None else hooks.report(inp)
 
 
-def terminal_line(envelope: dict[str, Any]) -> str | None:
+def terminal_line(envelope: Envelope) -> str | None:
     """What the terminal says of a shard's report instead of "INCOMPLETE"."""
     block = envelope.get("shard")
     if not block or block["of"] == 1:

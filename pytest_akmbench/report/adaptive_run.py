@@ -15,6 +15,7 @@ from typing import Any
 from ..cell.context import Cell
 from ..corpus.tasks import Task
 from . import sequential
+from .envelope_types import AdaptiveBlock, Envelope
 from .resume import StoredSamples
 
 CAVEAT = (
@@ -59,14 +60,14 @@ def plan_from_store(
 
 def part(
     plan: sequential.Plan, arms: Sequence[str], *, floor: int, max_seeds: int, waited_s: float
-) -> tuple[set[sequential.Key], dict[str, Any]]:
+) -> tuple[set[sequential.Key], AdaptiveBlock]:
     """The cells the report is made of (those the plan needed) and the ``adaptive`` block."""
     block = sequential.block(plan, arms=arms, floor=floor, max_seeds=max_seeds)
     block["barrier_wait_s"] = round(waited_s, 3)
     return set(plan.cells(arms)), block
 
 
-def stamp(envelope: dict[str, Any], block: dict[str, Any] | None) -> dict[str, Any]:
+def stamp(envelope: Envelope, block: AdaptiveBlock | None) -> Envelope:
     """The envelope with the ``adaptive`` block; its verdict and warnings say the design."""
     if block is None:
         return envelope

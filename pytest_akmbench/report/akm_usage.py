@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
+from .envelope_types import FailureModes
 from .metrics import Sample, known_mean, sample_tokens
 
 
@@ -73,7 +74,7 @@ def trajectory_aggregate(akm_runs: Sequence[Sample]) -> dict[str, Any]:
     }
 
 
-def failure_modes(labelled: Sequence[tuple[str, str | None]]) -> dict[str, Any]:
+def failure_modes(labelled: Sequence[tuple[str, str | None]]) -> FailureModes:
     """``{by_label, by_task}`` from (task id, label) in run order; None labels skipped."""
     by_label: dict[str, int] = {}
     by_task: dict[str, dict[str, int]] = {}

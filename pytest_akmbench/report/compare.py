@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import compare_workflow, corpus_diff, metrics, significance, stats
 from .compare_refusals import corpus_field, refusal
 from .compare_stats import Strata, holm_flag, paired_changes
+from .envelope_types import Envelope
 
 FLAT = 0.005
 NOISE_RULE = (
@@ -50,7 +51,7 @@ def _counts(row: dict[str, Any] | None) -> tuple[int, int] | None:
     return max(0, min(c, n)), n
 
 
-def arm_ran(envelope: dict[str, Any], arm: str) -> bool:
+def arm_ran(envelope: Envelope, arm: str) -> bool:
     """True when the report has a measured pass rate for ``arm`` (a zeroed reference arm is not)."""
     agg = (envelope.get("aggregate") or {}).get(arm)
     if not isinstance(agg, dict) or agg.get("pass_rate") is None:
@@ -69,7 +70,7 @@ def _d(a: Any, b: Any) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def _compare_arm(base: dict[str, Any], head: dict[str, Any], arm: str) -> tuple[dict[str, Any], Strata]:
+def _compare_arm(base: Envelope, head: Envelope, arm: str) -> tuple[dict[str, Any], Strata]:
     """The arm's comparison (its ``paired`` change is set over the family of arms) and its strata."""
     ba, ha = base["aggregate"][arm], head["aggregate"][arm]
     btasks = {t["id"]: t.get(arm) for t in base.get("tasks") or [] if "id" in t}
@@ -137,8 +138,8 @@ def _ci(counts: tuple[int, int] | None) -> dict[str, float] | None:
 
 
 def compare(
-    base: dict[str, Any],
-    head: dict[str, Any],
+    base: Envelope,
+    head: Envelope,
     *,
     allow_model_mismatch: bool = False,
     allow_corpus_mismatch: bool = False,
@@ -191,7 +192,7 @@ def compare(
     return result
 
 
-def _warn_other_akm(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> None:
+def _warn_other_akm(base: Envelope, head: Envelope, warnings: list[str]) -> None:
     """The akm each report's akm arm ran, as its samples recorded it (the provenance): when they
     differ, the akm arm's change is akm's as much as the agent's."""
     ran = [
@@ -210,7 +211,7 @@ def _warn_other_akm(base: dict[str, Any], head: dict[str, Any], warnings: list[s
 
 
 def _warn_unequal_runs(
-    base: dict[str, Any], head: dict[str, Any], compared: dict[str, dict[str, Any]], warnings: list[str]
+    base: Envelope, head: Envelope, compared: dict[str, dict[str, Any]], warnings: list[str]
 ) -> None:
     bs, hs = corpus_field(base, "seedsPerArm"), corpus_field(head, "seedsPerArm")
     if bs != hs or any(c["paired"]["unequal_runs"] for c in compared.values()):
@@ -224,7 +225,7 @@ def _warn_unequal_runs(
 
 
 def _add_reference_shape(
-    result: dict[str, Any], base: dict[str, Any], head: dict[str, Any], compared: dict[str, dict[str, Any]]
+    result: dict[str, Any], base: Envelope, head: Envelope, compared: dict[str, dict[str, Any]]
 ) -> None:
     """The lift in each report and its change, and the reference's akm-only ``aggregate``."""
     bl, hl = ((e.get("aggregate") or {}).get("delta") or {} for e in (base, head))
@@ -251,7 +252,7 @@ def _add_reference_shape(
         }
 
 
-def load_report(path: Path) -> dict[str, Any]:
+def load_report(path: Path) -> Envelope:
     """Read a report; ValueError with a one-line message naming the file."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -265,4 +266,5 @@ def load_report(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not valid JSON: {err.msg} at line {err.lineno}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path} is not a report (expected a JSON object)")
-    return data
+    # A report read back is taken as an envelope; compare's refusals check what it uses.
+    return cast("Envelope", data)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from . import compare_workflow, corpus_diff
+from .envelope_types import Envelope
 
 
-def corpus_field(envelope: dict[str, Any], key: str) -> Any:
+def corpus_field(envelope: Envelope, key: str) -> Any:
     """``envelope["corpus"][key]``, None when either is missing."""
     return (envelope.get("corpus") or {}).get(key)
 
@@ -22,8 +23,8 @@ def _refuse(reason: str, message: str, warnings: list[str], **extra: Any) -> dic
 
 
 def refusal(
-    base: dict[str, Any],
-    head: dict[str, Any],
+    base: Envelope,
+    head: Envelope,
     allow_model: bool,
     allow_corpus: bool,
     allow_fixture: bool,
@@ -41,7 +42,7 @@ def refusal(
     )
 
 
-def _format_refusal(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> dict[str, Any] | None:
+def _format_refusal(base: Envelope, head: Envelope, warnings: list[str]) -> dict[str, Any] | None:
     for name, envelope in (("base", base), ("current", head)):
         if envelope.get("schemaVersion") != 1:
             return _refuse(
@@ -59,9 +60,7 @@ def _format_refusal(base: dict[str, Any], head: dict[str, Any], warnings: list[s
     return None
 
 
-def _model_refusal(
-    base: dict[str, Any], head: dict[str, Any], allow_model: bool, warnings: list[str]
-) -> dict[str, Any] | None:
+def _model_refusal(base: Envelope, head: Envelope, allow_model: bool, warnings: list[str]) -> dict[str, Any] | None:
     bm = (base.get("agent") or {}).get("model") or "<unknown>"
     hm = (head.get("agent") or {}).get("model") or "<unknown>"
     if bm != hm:
@@ -77,9 +76,7 @@ def _model_refusal(
     return None
 
 
-def _corpus_refusal(
-    base: dict[str, Any], head: dict[str, Any], allow_corpus: bool, warnings: list[str]
-) -> dict[str, Any] | None:
+def _corpus_refusal(base: Envelope, head: Envelope, allow_corpus: bool, warnings: list[str]) -> dict[str, Any] | None:
     bh, hh = corpus_field(base, "taskCorpusHash"), corpus_field(head, "taskCorpusHash")
     bids, hids = corpus_field(base, "selectedTaskIds"), corpus_field(head, "selectedTaskIds")
     if bh and hh and bh != hh:
@@ -115,9 +112,7 @@ def _corpus_refusal(
     return None
 
 
-def _fixture_refusal(
-    base: dict[str, Any], head: dict[str, Any], allow_fixture: bool, warnings: list[str]
-) -> dict[str, Any] | None:
+def _fixture_refusal(base: Envelope, head: Envelope, allow_fixture: bool, warnings: list[str]) -> dict[str, Any] | None:
     bf, hf = corpus_field(base, "fixtureContentHash"), corpus_field(head, "fixtureContentHash")
     if bf and hf and bf != hf:
         if not allow_fixture:

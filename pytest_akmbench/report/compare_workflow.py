@@ -20,6 +20,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .compare_stats import Strata, paired_changes
+from .envelope_types import Envelope, WorkflowBlock
 from .fmt import num, signed
 
 RULE = (
@@ -30,12 +31,12 @@ RULE = (
 )
 
 
-def _block(envelope: dict[str, Any]) -> dict[str, Any] | None:
+def _block(envelope: Envelope) -> WorkflowBlock | None:
     wf = envelope.get("workflow")
     return wf if isinstance(wf, dict) else None
 
 
-def refusal(base: dict[str, Any], head: dict[str, Any], allow: bool, warnings: list[str]) -> dict[str, Any] | None:
+def refusal(base: Envelope, head: Envelope, allow: bool, warnings: list[str]) -> dict[str, Any] | None:
     """The refusal when a workflow of both reports was checked against different specs; the
     allowed mismatch, and a report without digests, become warnings."""
     bw, hw = _block(base), _block(head)
@@ -90,7 +91,7 @@ def _d(a: Any, b: Any) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def compare(base: dict[str, Any], head: dict[str, Any], warnings: list[str]) -> dict[str, Any] | None:
+def compare(base: Envelope, head: Envelope, warnings: list[str]) -> dict[str, Any] | None:
     """The ``workflow`` part of a comparison, or None unless both reports have a workflow block."""
     bw, hw = _block(base), _block(head)
     if bw is None or hw is None:

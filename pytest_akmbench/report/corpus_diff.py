@@ -8,10 +8,10 @@ tasks behind it.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from ..corpus.hashes import task_body
 from ..corpus.tasks import Task
+from .envelope_types import Envelope
 
 SHOWN = 10
 
@@ -20,7 +20,7 @@ def task_hashes(tasks: list[Task]) -> dict[str, str]:
     return {t.id: hashlib.sha256(task_body(t).encode()).hexdigest()[:16] for t in sorted(tasks, key=lambda t: t.id)}
 
 
-def differing(base: dict[str, Any], head: dict[str, Any]) -> dict[str, list[str]]:
+def differing(base: Envelope, head: Envelope) -> dict[str, list[str]]:
     """``{changed, onlyInBase, onlyInCurrent}``; ``changed`` is empty when a report predates
     ``taskHashes``."""
     bc, hc = base.get("corpus") or {}, head.get("corpus") or {}
@@ -44,7 +44,7 @@ def describe(diff: dict[str, list[str]]) -> str:
     return "; ".join(parts)
 
 
-def incomplete(name: str, envelope: dict[str, Any]) -> str | None:
+def incomplete(name: str, envelope: Envelope) -> str | None:
     """A warning when ``envelope`` is an incomplete report."""
     if envelope.get("complete", True):
         return None

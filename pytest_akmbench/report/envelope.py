@@ -13,12 +13,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
 from . import akm_usage, corpus_diff, lift, metrics, notes, soundness, spend, transfer, workflow
 from . import gates as gates_mod
+from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, SpendCap, TokenMeasurement
 from .provenance import provenance, tampering
 from .verdict import verdict
 
@@ -53,7 +54,7 @@ class ReportInput:
     gates: tuple[str, ...] = ()
     gates_base_dir: Path | None = None
     store_dir: Path | None = None
-    spend_cap: dict[str, Any] | None = None  # the run's spend cap and whether it stopped the run
+    spend_cap: SpendCap | None = None  # the run's spend cap and whether it stopped the run
 
 
 def _git(args: list[str], cwd: Path | None) -> str:
@@ -72,7 +73,7 @@ Rows = dict[str, list[dict[str, Any] | None]]  # arm -> one per-task row (or Non
 Outcomes = dict[str, list[list[bool]]]  # arm -> the valid runs' outcomes, per task
 
 
-def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
+def build(inp: ReportInput, *, timestamp: str | None = None) -> Envelope:
     """The envelope for ``inp``; ``timestamp`` defaults to now."""
     arms = ordered_arms(inp.arms)
     gold_of = {t.id: t.gold_ref for t in inp.tasks}
@@ -90,7 +91,8 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
     stopped = [str(spend.cap_text(inp.spend_cap))] if inp.spend_cap and inp.spend_cap["not_run"] else []
     warnings = stopped + list(inp.warnings) + _warnings(inp, runs, akm_runs, tm, floor)
 
-    envelope: dict[str, Any] = {
+    # A plain dict in the report's key order, typed once whole (the closed schema checks it).
+    head: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "track": "utility",
         "branch": _git(["rev-parse", "--abbrev-ref", "HEAD"], inp.cwd),
@@ -119,27 +121,29 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> dict[str, Any]:
         "searchBridge": akm_usage.search_bridge(akm_runs, gold_of),
         "runs": [_run_row(s, labels.get(id(s))) for s in runs],
     }
-    _add_workflow(envelope, inp.tasks, runs, warnings)
-    if inp.baseline is not None:
-        envelope["baseline_by_task_id"] = dict(inp.baseline)
-    envelope["perAsset"] = akm_usage.per_asset(akm_runs)
-    envelope["akm_overhead"] = akm_usage.akm_overhead(akm_runs)
-    envelope["flaky_tasks"] = _flaky(tasks_out, arms)
-    envelope["floor_coverage"] = floor
-    envelope["provenance"] = provenance(inp, runs)
-    envelope["soundness"] = soundness.block(inp.tasks, inp.store_dir)
+    _add_optional(head, inp, runs, warnings)
+    head["perAsset"] = akm_usage.per_asset(akm_runs)
+    head["akm_overhead"] = akm_usage.akm_overhead(akm_runs)
+    head["flaky_tasks"] = _flaky(tasks_out, arms)
+    head["floor_coverage"] = floor
+    head["provenance"] = provenance(inp, runs)
+    head["soundness"] = soundness.block(inp.tasks, inp.store_dir)
+    envelope = cast("Envelope", head)  # all but the verdict, which reads the rest
     envelope["verdict"] = verdict(envelope)
     if inp.gates:
         envelope["gates"] = gates_mod.evaluate(envelope, list(inp.gates), inp.gates_base_dir or inp.cwd or Path.cwd())
     return envelope
 
 
-def _add_workflow(envelope: dict[str, Any], tasks: list[Task], runs: list[dict[str, Any]], warnings: list[str]) -> None:
-    wf = workflow.block(tasks, runs)
+def _add_optional(envelope: dict[str, Any], inp: ReportInput, runs: list[dict[str, Any]], warnings: list[str]) -> None:
+    """The blocks between ``runs`` and ``perAsset`` that only some reports have."""
+    wf = workflow.block(inp.tasks, runs)
     if wf is not None:  # only when a selected task has a workflow spec (docs/report.md)
         envelope["workflow"] = wf
         if wf["traces_truncated"]:
             warnings.append(f"workflow traces truncated: {wf['traces_truncated']} cell(s) checked on a prefix")
+    if inp.baseline is not None:
+        envelope["baseline_by_task_id"] = dict(inp.baseline)
 
 
 def _by_cell(inp: ReportInput, arms: list[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -176,10 +180,13 @@ def _task_rows(
     return tasks_out, rows_by_arm, outcomes_by_arm
 
 
-def _aggregate(arms: list[str], rows_by_arm: Rows, outcomes_by_arm: Outcomes) -> dict[str, Any]:
+def _aggregate(arms: list[str], rows_by_arm: Rows, outcomes_by_arm: Outcomes) -> AggregateBlock:
     """Per-arm aggregates and the paired comparisons akm - noakm and akm - synthetic."""
-    agg: dict[str, Any] = {arm: metrics.aggregate(rows_by_arm[arm]) for arm in ("noakm", "akm")}
-    agg["delta"] = None
+    agg: AggregateBlock = {
+        "noakm": metrics.aggregate(rows_by_arm["noakm"]),
+        "akm": metrics.aggregate(rows_by_arm["akm"]),
+        "delta": None,
+    }
     comparisons: list[dict[str, Any]] = []
 
     def paired(b: str) -> dict[str, Any]:
@@ -204,7 +211,7 @@ def _aggregate(arms: list[str], rows_by_arm: Rows, outcomes_by_arm: Outcomes) ->
     return agg
 
 
-def _corpus(inp: ReportInput, arms: list[str]) -> dict[str, Any]:
+def _corpus(inp: ReportInput, arms: list[str]) -> CorpusBlock:
     fixtures, fixture_hash = fixtures_stamp(inp.tasks, inp.stashes_root)
     return {
         "domains": len({t.domain for t in inp.tasks}),
@@ -236,7 +243,7 @@ def _flaky(tasks_out: list[dict[str, Any]], arms: list[str]) -> list[dict[str, A
     ]
 
 
-def _floor_coverage(inp: ReportInput, arms: list[str], tasks_out: list[dict[str, Any]]) -> dict[str, Any]:
+def _floor_coverage(inp: ReportInput, arms: list[str], tasks_out: list[dict[str, Any]]) -> FloorCoverage:
     by_arm: dict[str, dict[str, int]] = {}
     needs: list[dict[str, Any]] = []
     for arm in arms:
@@ -265,8 +272,8 @@ def _warnings(
     inp: ReportInput,
     runs: list[dict[str, Any]],
     akm_runs: list[dict[str, Any]],
-    tm: dict[str, Any],
-    floor: dict[str, Any],
+    tm: TokenMeasurement,
+    floor: FloorCoverage,
 ) -> list[str]:
     out: list[str] = []
     if runs and not tm["reliable"] and tm["runs_missing_measurement"]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .envelope_types import Envelope
 from .markdown import render_markdown
 
 FILE_MODE = 0o644
@@ -53,8 +54,8 @@ def _safe_rel(rel: object) -> str | None:
 
 
 def copy_transcripts(
-    directory: Path, envelope: dict[str, Any], store_dir: Path | None, more_stores: Sequence[Path] = ()
-) -> dict[str, Any]:
+    directory: Path, envelope: Envelope, store_dir: Path | None, more_stores: Sequence[Path] = ()
+) -> Envelope:
     """Copy the transcripts ``envelope["runs"]`` names from ``store_dir`` (or the first of
     ``more_stores`` holding it: a report merged from several stores) into ``directory``.
 
@@ -152,7 +153,7 @@ def _prune(out: str, wanted: set[str]) -> None:
 
 
 def write(
-    directory: Path, envelope: dict[str, Any], store_dir: Path | None = None, more_stores: Sequence[Path] = ()
+    directory: Path, envelope: Envelope, store_dir: Path | None = None, more_stores: Sequence[Path] = ()
 ) -> tuple[Path, Path, Path]:
     """Write report.json, summary.md and report.html atomically, with the transcripts the runs
     name copied from the store (``store_dir``, default the envelope's ``provenance.store``);

@@ -40,6 +40,7 @@ from typing import Any
 from ..records import ARMS
 from . import compare as compare_mod
 from . import lift as lift_mod
+from .envelope_types import Envelope, GateResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -74,12 +75,12 @@ def _dig(obj: Any, *keys: str) -> Any:
     return obj
 
 
-def _digger(*keys: str) -> Callable[[dict[str, Any]], Any]:
+def _digger(*keys: str) -> Callable[[Envelope], Any]:
     """A getter of ``envelope[k1][k2]...`` (None when a key is missing)."""
     return lambda envelope: _dig(envelope, *keys)
 
 
-def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
+def _getter(metric: str) -> Callable[[Envelope], Any] | None:
     arm, _, rest = metric.partition(".")
     if arm in ARMS and rest in _ARM_FIELDS:
         path = _ARM_FIELDS[rest]
@@ -92,7 +93,7 @@ def _getter(metric: str) -> Callable[[dict[str, Any]], Any] | None:
             if suffix == "" and name == "synthetic_lift":
                 return lambda envelope: _dig(envelope, "aggregate", "akm_over_synthetic_lift")
             return _digger(*where, _PAIRED[suffix])
-    simple: dict[str, Callable[[dict[str, Any]], Any]] = {
+    simple: dict[str, Callable[[Envelope], Any]] = {
         "harness_errors": lambda envelope: sum(r["outcome"] == "harness_error" for r in envelope.get("runs") or []),
         "budget_exceeded": lambda envelope: sum(r["outcome"] == "budget_exceeded" for r in envelope.get("runs") or []),
         "negative_transfer_count": lambda envelope: envelope.get("negative_transfer_count"),
@@ -139,11 +140,11 @@ def parse(expr: str) -> dict[str, Any]:
     return {"kind": "threshold", "metric": metric, "op": op, "value": float(number)}
 
 
-def evaluate(envelope: dict[str, Any], gates: list[str], base_dir: Path) -> list[dict[str, Any]]:
+def evaluate(envelope: Envelope, gates: list[str], base_dir: Path) -> list[GateResult]:
     """``[{gate, ok, observed, message}]`` per gate; every expression is parsed first. On an
     unreliable report (:func:`unreliable`) every gate fails, keeping what it observed."""
     parsed = [(g, parse(g)) for g in gates]
-    out = []
+    out: list[GateResult] = []
     for g, spec in parsed:
         if spec["kind"] in _REGRESSION_KINDS:
             out.append(_no_regression(envelope, g, spec, base_dir))
@@ -161,7 +162,7 @@ def evaluate(envelope: dict[str, Any], gates: list[str], base_dir: Path) -> list
     ]
 
 
-def unreliable(envelope: dict[str, Any]) -> str | None:
+def unreliable(envelope: Envelope) -> str | None:
     """Why the report's runs cannot decide a gate, by the verdict's rule (:func:`lift.unreliable`)
     applied to each arm and to each pair the report compares; None when they can. A gate must not
     pass on the valid runs of an arm whose runs mostly broke: an akm release that breaks akm turns
@@ -180,7 +181,7 @@ def unreliable(envelope: dict[str, Any]) -> str | None:
     return None
 
 
-def withhold(results: list[dict[str, Any]], problems: int) -> list[dict[str, Any]]:
+def withhold(results: list[GateResult], problems: int) -> list[GateResult]:
     """Every gate failed, keeping what it observed: a report that lacks cells of its plan (or
     names another problem) measured part of the run, and a gate must not pass on the part
     (docs/ci.md). ``problems`` 0: cells of the selection have no sample yet."""
@@ -189,13 +190,13 @@ def withhold(results: list[dict[str, Any]], problems: int) -> list[dict[str, Any
     return [{**r, "ok": False, "message": f"{why}; on the samples it has, {r['message']}"} for r in results]
 
 
-def _comparison(envelope: dict[str, Any], metric: str) -> dict[str, Any] | None:
+def _comparison(envelope: Envelope, metric: str) -> dict[str, Any] | None:
     name = metric.partition(".")[0]
     block = _dig(envelope, *_COMPARISONS[name]) if name in _COMPARISONS else None
     return block if isinstance(block, dict) else None
 
 
-def _significant(envelope: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _significant(envelope: Envelope, gate: str, spec: dict[str, Any]) -> GateResult:
     block = _comparison(envelope, spec["metric"])
     if block is None or block.get("p_value_holm") is None:
         return {
@@ -217,7 +218,7 @@ def _significant(envelope: dict[str, Any], gate: str, spec: dict[str, Any]) -> d
     }
 
 
-def _threshold(envelope: dict[str, Any], gate: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _threshold(envelope: Envelope, gate: str, spec: dict[str, Any]) -> GateResult:
     getter = _getter(spec["metric"])
     assert getter is not None  # parse() checked it
     if spec["metric"].endswith((".low", ".high", ".p")) and spec["metric"].partition(".")[0] in _COMPARISONS:
@@ -243,7 +244,7 @@ def _threshold(envelope: dict[str, Any], gate: str, spec: dict[str, Any]) -> dic
     }
 
 
-def _no_regression(envelope: dict[str, Any], gate: str, spec: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+def _no_regression(envelope: Envelope, gate: str, spec: dict[str, Any], base_dir: Path) -> GateResult:
     path = Path(spec["path"])
     if not path.is_absolute():
         path = base_dir / path
@@ -261,7 +262,7 @@ def _no_regression(envelope: dict[str, Any], gate: str, spec: dict[str, Any], ba
     return _regression_verdict(gate, spec["kind"], counted, path)
 
 
-def _errors_as_failures(envelope: dict[str, Any]) -> dict[str, Any]:
+def _errors_as_failures(envelope: Envelope) -> Envelope:
     """The report with every harness error counted as a run that did not pass, in both the
     per-task rows and the arms' pass rates. A regression gate compares what each arm delivered:
     a run that broke is not a pass, and leaving it out of the denominator would let a release
@@ -286,7 +287,7 @@ def _errors_as_failures(envelope: dict[str, Any]) -> dict[str, Any]:
     return {**envelope, "tasks": tasks, "aggregate": agg}
 
 
-def _not_comparable(base: dict[str, Any], envelope: dict[str, Any], result: dict[str, Any], path: Path) -> str | None:
+def _not_comparable(base: Envelope, envelope: Envelope, result: dict[str, Any], path: Path) -> str | None:
     """Why the comparison cannot clear the gate: refused, or an arm or a task that had valid runs
     in the base report has none now; None when it can."""
     if not result["ok"]:
@@ -313,7 +314,7 @@ def _not_comparable(base: dict[str, Any], envelope: dict[str, Any], result: dict
     return None
 
 
-def _regression_verdict(gate: str, kind: str, result: dict[str, Any], path: Path) -> dict[str, Any]:
+def _regression_verdict(gate: str, kind: str, result: dict[str, Any], path: Path) -> GateResult:
     """Fails when an arm (or, for no-task-regression, a task) regressed beyond noise."""
     regressed = {
         arm: c["paired"]["delta"] for arm, c in result["arms"].items() if c["beyond_noise"] and c["paired"]["delta"] < 0

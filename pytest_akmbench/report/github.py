@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .envelope_types import Envelope
+
 MAX_PER_KIND = 10  # GitHub shows at most 10 errors and 10 warnings of a step
 
 
@@ -42,7 +44,7 @@ def task_files(tasks: Iterable[Any], cwd: Path, environ: Mapping[str, str] = os.
 
 
 def for_run(
-    envelope: dict[str, Any] | None,
+    envelope: Envelope | None,
     problems: list[str],
     error: str | None,
     files: Mapping[str, str],
@@ -72,8 +74,8 @@ def for_run(
         out.append(
             command("error", "akmbench harness errors", f"{len(errors)} runs ended in harness_error; see the report")
         )
-    shard = envelope.get("shard") or {}
+    shard = envelope.get("shard")
     # A shard's report is never complete (it is part of the run); only its own gaps are news.
-    if not envelope.get("complete", True) and not shard.get("complete"):
+    if not envelope.get("complete", True) and not (shard and shard.get("complete")):
         out.append(command("warning", "akmbench: report incomplete", envelope.get("verdict") or "incomplete run"))
     return out

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import PurePosixPath
-from typing import Any
 
 from . import adaptive_run, soundness, spend, workflow_sections
+from .envelope_types import Envelope
 from .fmt import num, signed
 from .html_parts import interval_text, money, section, table, td
 from .html_plots import (
@@ -50,7 +50,7 @@ def page_start(title: str) -> list[str]:
     ]
 
 
-def render(envelope: dict[str, Any]) -> str:
+def render(envelope: Envelope) -> str:
     """The whole page for ``envelope`` (same envelope, same bytes)."""
     agent, corpus = envelope["agent"], envelope["corpus"]
     title = f"akm-bench utility — {agent.get('model') or agent['harness']}"
@@ -89,7 +89,7 @@ def render(envelope: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- sections
 
 
-def _gates(envelope: dict[str, Any]) -> list[str]:
+def _gates(envelope: Envelope) -> list[str]:
     gates = envelope.get("gates") or []
     if not gates:
         return []
@@ -105,7 +105,7 @@ def _gates(envelope: dict[str, Any]) -> list[str]:
     ]
 
 
-def _tasks(envelope: dict[str, Any]) -> list[str]:
+def _tasks(envelope: Envelope) -> list[str]:
     arms = envelope["corpus"]["arms"]
     both = "akm" in arms and "noakm" in arms
     rows = []
@@ -147,7 +147,7 @@ def transcript_href(rel: object) -> str | None:
     return None if path.is_absolute() or ".." in path.parts else rel
 
 
-def _runs(envelope: dict[str, Any]) -> list[str]:
+def _runs(envelope: Envelope) -> list[str]:
     # One row per run, in the envelope's order; optional end tags are left out (valid HTML) to keep
     # a 10,000-run page small.
     rows = []
@@ -182,7 +182,7 @@ def _runs(envelope: dict[str, Any]) -> list[str]:
     ]
 
 
-def _provenance(envelope: dict[str, Any]) -> list[str]:
+def _provenance(envelope: Envelope) -> list[str]:
     prov = envelope.get("provenance") or {}
     keys = (
         "plugin_version",
@@ -200,7 +200,7 @@ def _provenance(envelope: dict[str, Any]) -> list[str]:
     return [section("provenance", "Provenance"), table(["fact", "value"], rows, "provenance-table")] if rows else []
 
 
-def _warnings(envelope: dict[str, Any]) -> list[str]:
+def _warnings(envelope: Envelope) -> list[str]:
     if not envelope.get("warnings"):
         return []
     return [

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from . import notes, svg
+from .envelope_types import AttributeEnvelope
 from .fmt import fmt_p, num, signed
 from .html import page_start
 from .html_parts import empty, section, table
@@ -91,7 +92,7 @@ def _forest(rows: list[dict[str, Any]]) -> list[str]:
     return out + [plot]
 
 
-def render(envelope: dict[str, Any]) -> str:
+def render(envelope: AttributeEnvelope) -> str:
     """The whole page for an attribute envelope (same envelope, same bytes)."""
     agent, base, attr = envelope["agent"], envelope["base"], envelope["attribution"]
     title = f"akm-bench attribute — {agent.get('model') or agent.get('harness')}"

@@ -10,6 +10,7 @@ from html import escape
 from typing import Any
 
 from . import notes, svg
+from .envelope_types import Envelope
 from .fmt import num, signed
 from .html_parts import empty, interval_text, legend, money, section, table, td
 
@@ -34,7 +35,7 @@ def task_delta_interval(akm: dict[str, Any] | None, noakm: dict[str, Any] | None
     return d, max(low, -1.0), min(high, 1.0)
 
 
-def arm_cost(envelope: dict[str, Any], arm: str) -> tuple[float | None, int]:
+def arm_cost(envelope: Envelope, arm: str) -> tuple[float | None, int]:
     """Mean ``cost_usd`` over the arm's valid runs that reported one, and how many did."""
     costs = [
         r["cost_usd"]
@@ -44,12 +45,12 @@ def arm_cost(envelope: dict[str, Any], arm: str) -> tuple[float | None, int]:
     return (sum(costs) / len(costs) if costs else None), len(costs)
 
 
-def outcome_counts(envelope: dict[str, Any], arm: str) -> dict[str, int]:
+def outcome_counts(envelope: Envelope, arm: str) -> dict[str, int]:
     counts = Counter(r["outcome"] for r in envelope["runs"] if r["arm"] == arm)
     return {o: counts.get(o, 0) for o in OUTCOMES}
 
 
-def arms_section(envelope: dict[str, Any]) -> list[str]:
+def arms_section(envelope: Envelope) -> list[str]:
     agg, arms = envelope["aggregate"], envelope["corpus"]["arms"]
     out = [section("arms", "Pass rate per arm")]
     rows, marks = [], []
@@ -110,7 +111,7 @@ def arms_section(envelope: dict[str, Any]) -> list[str]:
     return out
 
 
-def forest_section(envelope: dict[str, Any]) -> list[str]:
+def forest_section(envelope: Envelope) -> list[str]:
     out = [section("forest", "Per-task delta (akm − noakm)")]
     if not {"akm", "noakm"} <= set(envelope["corpus"]["arms"]):
         return out + [empty("the report has no akm − noakm comparison (one of the two arms did not run)", "forest")]
@@ -189,7 +190,7 @@ def _forest_note(shown: int, left: int, paired: dict[str, Any] | None) -> str:
     )
 
 
-def outcomes_section(envelope: dict[str, Any]) -> list[str]:
+def outcomes_section(envelope: Envelope) -> list[str]:
     arms = envelope["corpus"]["arms"]
     out = [section("outcomes", "Outcomes and failure modes")]
     counts = {arm: outcome_counts(envelope, arm) for arm in arms}
@@ -228,12 +229,12 @@ def outcomes_section(envelope: dict[str, Any]) -> list[str]:
     return out
 
 
-def tokens_section(envelope: dict[str, Any]) -> list[str]:
+def tokens_section(envelope: Envelope) -> list[str]:
     out = [section("tokens", "Tokens and cost against pass rate")]
     return out + _tokens_plot(envelope) + _cost_plot(envelope)
 
 
-def _tokens_plot(envelope: dict[str, Any]) -> list[str]:
+def _tokens_plot(envelope: Envelope) -> list[str]:
     """Tokens per run against pass rate: a point per arm (with its interval) and per task."""
     arms = envelope["corpus"]["arms"]
     tasks = envelope["tasks"] if len(envelope["tasks"]) <= SCATTER_TASK_CAP else []
@@ -296,7 +297,7 @@ def _arm_token_points(agg: dict[str, Any], arms: list[str]) -> list[svg.Point]:
     return points
 
 
-def _cost_plot(envelope: dict[str, Any]) -> list[str]:
+def _cost_plot(envelope: Envelope) -> list[str]:
     """Cost per run against pass rate, a point per arm, when some run cost something."""
     agg = envelope["aggregate"]
     costs = [(arm, *arm_cost(envelope, arm)) for arm in envelope["corpus"]["arms"]]
@@ -330,7 +331,7 @@ def _cost_plot(envelope: dict[str, Any]) -> list[str]:
     ]
 
 
-def trajectory_section(envelope: dict[str, Any]) -> list[str]:
+def trajectory_section(envelope: Envelope) -> list[str]:
     out = [section("trajectory", "What the agent did with akm (akm arm)")]
     t = (envelope.get("trajectory") or {}).get("akm")
     if t is None:

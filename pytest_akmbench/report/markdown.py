@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import notes, sequential, soundness, spend, workflow_sections
+from .envelope_types import Envelope
 from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
 from .sections import (
     bridge_section,
@@ -27,7 +28,7 @@ from .verdict import verdict
 # ---------------------------------------------------------------- markdown
 
 
-def render_markdown(envelope: dict[str, Any]) -> str:
+def render_markdown(envelope: Envelope) -> str:
     """The summary a reader sees first: verdict, aggregate with intervals, per-task table, sections."""
     arms = envelope["corpus"]["arms"]
     lines = _header(envelope)
@@ -54,7 +55,7 @@ def render_markdown(envelope: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _header(envelope: dict[str, Any]) -> list[str]:
+def _header(envelope: Envelope) -> list[str]:
     corpus = envelope["corpus"]
     lines = [
         f"# akm-bench utility — {envelope['agent']['model'] or envelope['agent']['harness']}",
@@ -75,7 +76,7 @@ def _header(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _aggregate_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
+def _aggregate_section(envelope: Envelope, arms: list[str]) -> list[str]:
     """The aggregate table (one row per arm, then the delta) and the notes on the comparisons."""
     lines = ["", "## Aggregate", ""]
     agg = envelope["aggregate"]
@@ -148,7 +149,7 @@ def _synthetic_notes(agg: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _gates_section(envelope: dict[str, Any]) -> list[str]:
+def _gates_section(envelope: Envelope) -> list[str]:
     if not envelope.get("gates"):
         return []
     return [
@@ -165,7 +166,7 @@ def _gates_section(envelope: dict[str, Any]) -> list[str]:
     ]
 
 
-def _token_section(envelope: dict[str, Any]) -> list[str]:
+def _token_section(envelope: Envelope) -> list[str]:
     tm = envelope["token_measurement"]
     if not tm["total_runs"]:
         return []
@@ -179,7 +180,7 @@ def _token_section(envelope: dict[str, Any]) -> list[str]:
     ]
 
 
-def _harness_error_section(envelope: dict[str, Any]) -> list[str]:
+def _harness_error_section(envelope: Envelope) -> list[str]:
     problems = [r for r in envelope["runs"] if r["outcome"] == "harness_error"]
     if not problems:
         return []
@@ -190,7 +191,7 @@ def _harness_error_section(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _provenance_section(envelope: dict[str, Any]) -> list[str]:
+def _provenance_section(envelope: Envelope) -> list[str]:
     prov = envelope.get("provenance")
     if not prov:
         return []

@@ -22,10 +22,11 @@ from typing import Any
 
 from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
-from ..records import ARMS, CellKey
+from ..records import ARMS, CellKey, of_a_track
 from ..store import shards
 from ..store.samples import STORE_FILE, Cursor, SampleStore, fingerprint_hash, record_fingerprint
 from .envelope import ReportInput
+from .envelope_types import MergeBlock
 from .resume import StoredSamples
 
 
@@ -73,7 +74,7 @@ class Merged:
         said = " ".join(self.checked)
         return [d for store in dict.fromkeys(self.stores) for d in self.damage.get(store, []) if d not in said]
 
-    def block(self) -> dict[str, Any]:
+    def block(self) -> MergeBlock:
         """The envelope's ``merge`` block (docs/report.md)."""
         return {
             "stores": [str(s) for s in self.stores],
@@ -291,7 +292,7 @@ def _conflicts(
         for record in records:
             seed = record.get("seed")
             cell = (str(record.get("task_id")), str(record.get("arm")), seed if type(seed) is int else 0)
-            if cell not in expected or cell in held:
+            if cell not in expected or cell in held or of_a_track(record):
                 continue
             if record_fingerprint(record) == expected[cell][0]:
                 continue

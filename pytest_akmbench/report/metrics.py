@@ -12,19 +12,20 @@ task, domain and category, is in :mod:`transfer`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
 from . import stats
+from .envelope_types import TokenMeasurement
 
 Sample = dict[str, Any]
 ARM_ORDER = ("noakm", "synthetic", "akm")
 DEFAULT_FLOOR = 3
 
 
-def sample_tokens(sample: Sample) -> int | None:
+def sample_tokens(sample: Mapping[str, Any]) -> int | None:
     """Total tokens of a run, or None when they were not measured."""
     tokens = sample.get("tokens")
     if sample.get("token_measurement") != "measured" or not isinstance(tokens, dict):
@@ -143,7 +144,7 @@ def delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] 
     return {k: diff(k) for k in ("pass_rate", "tokens_per_pass", "tokens_per_run", "wallclock_ms")}
 
 
-def token_measurement(runs: Sequence[Sample]) -> dict[str, Any]:
+def token_measurement(runs: Sequence[Sample]) -> TokenMeasurement:
     """How many runs had their tokens measured; ``coverage`` is None when there were no runs."""
     total = len(runs)
     measured = sum(r.get("token_measurement") == "measured" for r in runs)

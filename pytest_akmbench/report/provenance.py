@@ -8,7 +8,9 @@ import json
 import platform
 import socket
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from .envelope_types import ProvenanceBlock
 
 if TYPE_CHECKING:
     from .envelope import ReportInput
@@ -33,7 +35,7 @@ def tampering(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> ProvenanceBlock:
     extra = dict(inp.provenance or {})
     out: dict[str, Any] = {
         "plugin_version": _plugin_version(),
@@ -58,7 +60,8 @@ def provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "store": str(inp.store_dir) if inp.store_dir is not None else None,
     }
     out.update({k: v for k, v in extra.items() if not k.startswith("akm_")})
-    return out
+    # The akm fields and the caller's extras are merged in by name (report/resume.py passes them).
+    return cast("ProvenanceBlock", out)
 
 
 def _network(fp: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from ..cell.context import FROM_TASK, PER_ARM, Recorded
 from ..cell.runner import SAMPLE_SCHEMA
 from ..errors import ConfigError
-from ..records import ARMS, CellKey
+from ..records import ARMS, CellKey, of_a_track
 
 
 def _start(record: Mapping[str, Any]) -> str:
@@ -48,6 +48,7 @@ def samples_of(records: Iterable[dict[str, Any]], agent: str, tasks: Collection[
         and (r.get("agent") or {}).get("name") == agent
         and r.get("task_id") in tasks
         and isinstance(r.get("fingerprint"), dict)
+        and not of_a_track(r)
     ]
 
 

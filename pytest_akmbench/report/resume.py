@@ -16,7 +16,7 @@ from typing import Any
 from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..cell.runner import SAMPLE_SCHEMA
 from ..corpus.tasks import Task
-from ..records import CellKey
+from ..records import CellKey, Sample
 from ..store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
 from .envelope import ReportInput
 
@@ -121,7 +121,7 @@ def report_input(
     ctx: RunContext,
     store_dir: Path,
     floor: int,
-    extra_samples: Iterable[dict[str, Any]] = (),
+    extra_samples: Iterable[Sample] = (),
     complete: bool | None = None,
     warnings: Iterable[str] = (),
     cwd: Path | None = None,
@@ -141,7 +141,7 @@ def report_input(
     stored = stored if stored is not None else StoredSamples.load(store_dir)
     chosen = {(r["task_id"], r["arm"], r["seed"]): r for r in stored.for_report(keys)}
     for sample in extra_samples:  # produced now but not stored (e.g. the disk was full)
-        chosen.setdefault((sample["task_id"], sample["arm"], sample["seed"]), sample)
+        chosen.setdefault((sample["task_id"], sample["arm"], sample["seed"]), dict(sample))
     if complete is None:
         # An empty report is never complete: it proves nothing about the selection.
         complete = bool(wanted) and all(c in chosen and chosen[c]["outcome"] != "harness_error" for c in wanted)

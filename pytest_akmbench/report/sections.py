@@ -7,6 +7,7 @@ from typing import Any
 
 from ..corpus.tasks import MEMORY_ABILITIES
 from . import notes
+from .envelope_types import Envelope
 from .fmt import fmt_pct, fmt_rate_ci, md_table, num, signed
 
 MD_TASK_CAP = 500  # per-run tables above this size are summarised, not listed
@@ -14,7 +15,7 @@ TRAJECTORY_MARKS = ("correct_asset_loaded", "feedback_recorded", "searched_befor
 MD_TASK_ROWS = 50  # per-task rows in the markdown, largest |delta| first when there are more
 
 
-def pass_k_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
+def pass_k_section(envelope: Envelope, arms: list[str]) -> list[str]:
     agg = envelope["aggregate"]
     ks = sorted({k for arm in arms if agg.get(arm) for k in agg[arm]["pass_at_k"]}, key=int)[:10]
     if len(ks) < 2:
@@ -38,7 +39,7 @@ def pass_k_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
     ]
 
 
-def trajectory_section(envelope: dict[str, Any]) -> list[str]:
+def trajectory_section(envelope: Envelope) -> list[str]:
     t = (envelope.get("trajectory") or {}).get("akm")
     if t is None:
         return []
@@ -92,7 +93,7 @@ def _shown_tasks(tasks: list[dict[str, Any]], both: bool) -> list[dict[str, Any]
     return sorted(tasks, key=lambda t: (-abs((t.get("delta") or {}).get("pass_rate") or 0.0), t["id"]))[:MD_TASK_ROWS]
 
 
-def per_task_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
+def per_task_section(envelope: Envelope, arms: list[str]) -> list[str]:
     both = "akm" in arms and "noakm" in arms
     baseline = envelope.get("baseline_by_task_id")
     head = ["task", *arms] + (["delta"] if both else []) + (["baseline", "vs base"] if baseline is not None else [])
@@ -122,7 +123,7 @@ def per_task_section(envelope: dict[str, Any], arms: list[str]) -> list[str]:
     ]
 
 
-def floor_section(envelope: dict[str, Any]) -> list[str]:
+def floor_section(envelope: Envelope) -> list[str]:
     fc = envelope.get("floor_coverage")
     if not fc:
         return []
@@ -152,7 +153,7 @@ def floor_section(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
-def coverage_section(envelope: dict[str, Any]) -> list[str]:
+def coverage_section(envelope: Envelope) -> list[str]:
     cc = envelope["corpus_coverage"]
     counts = cc["coverage"]["memoryAbilityCounts"]
     if not any(counts.get(a) for a in MEMORY_ABILITIES):
@@ -208,7 +209,7 @@ def transfer_noise_line(noise: dict[str, Any]) -> str:
     )
 
 
-def negative_transfer_section(envelope: dict[str, Any]) -> list[str]:
+def negative_transfer_section(envelope: Envelope) -> list[str]:
     if "akm" not in envelope["corpus"]["arms"] or "noakm" not in envelope["corpus"]["arms"]:
         return []
     lines = ["", "## Negative transfer", ""]
@@ -269,7 +270,7 @@ def _domain_deltas_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def failure_section(envelope: dict[str, Any]) -> list[str]:
+def failure_section(envelope: Envelope) -> list[str]:
     by_label = envelope["failure_modes"]["by_label"]
     if not by_label:
         return []
@@ -280,7 +281,7 @@ def failure_section(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
-def bridge_section(envelope: dict[str, Any]) -> list[str]:
+def bridge_section(envelope: Envelope) -> list[str]:
     sb = envelope["searchBridge"]
     if "akm" not in envelope["corpus"]["arms"]:
         return []
@@ -306,7 +307,7 @@ def bridge_section(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
-def overhead_section(envelope: dict[str, Any]) -> list[str]:
+def overhead_section(envelope: Envelope) -> list[str]:
     a = envelope["akm_overhead"]["aggregate"]
     if not a["total_runs"]:
         return []

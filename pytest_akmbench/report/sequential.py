@@ -28,6 +28,7 @@ from typing import Any
 
 from . import boundary
 from .boundary import ALPHA
+from .envelope_types import AdaptiveBlock
 
 METHOD = "sign_group_sequential"
 REFERENCE = (
@@ -208,7 +209,7 @@ def _floor_lift(tasks: Sequence[str], outcomes: Mapping[Key, bool], floor: int) 
 
 def block(
     state: Plan, *, arms: Sequence[str], floor: int, max_seeds: int, alpha: float = ALPHA, futility: float = FUTILITY
-) -> dict[str, Any]:
+) -> AdaptiveBlock:
     """The envelope's ``adaptive`` block (docs/report.md)."""
     last = state.looks[-1] if state.looks else None
     return {

@@ -18,6 +18,7 @@ from typing import Any
 from ..cell.rundir import task_hash
 from ..corpus.tasks import Task
 from ..store import soundness as store
+from .envelope_types import Envelope, SoundnessBlock
 
 CHECKS = ("nop_fails", "solution_passes", "repeatable", "akm_finds_gold")
 
@@ -34,7 +35,7 @@ def record(task: Task, checks: dict[str, bool | None], problems: list[str], **ex
     }
 
 
-def block(tasks: list[Task], store_dir: Path | None) -> dict[str, Any] | None:
+def block(tasks: list[Task], store_dir: Path | None) -> SoundnessBlock | None:
     """The ``soundness`` block for ``tasks``, or None when the store holds no result at all."""
     found = store.latest(store_dir) if store_dir is not None else {}
     if not found:
@@ -79,7 +80,7 @@ def found_by_counts(rows: list[dict[str, Any]]) -> str:
     return f" ({', '.join(parts)})"
 
 
-def headline(b: dict[str, Any]) -> str:
+def headline(b: SoundnessBlock) -> str:
     """What the soundness block shows, in one clause."""
     rows = b["by_task"]
     if not rows:
@@ -99,7 +100,7 @@ def _mark(value: Any) -> str:
     return {True: "✓", False: "✗"}.get(value, "—")
 
 
-def markdown_lines(envelope: dict[str, Any]) -> list[str]:
+def markdown_lines(envelope: Envelope) -> list[str]:
     b = envelope.get("soundness")
     if not b:
         return []
@@ -117,7 +118,7 @@ def markdown_lines(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
-def html_lines(envelope: dict[str, Any]) -> list[str]:
+def html_lines(envelope: Envelope) -> list[str]:
     b = envelope.get("soundness")
     if not b:
         return []

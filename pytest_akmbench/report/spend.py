@@ -18,6 +18,7 @@ from html import escape
 from statistics import fmean
 from typing import Any
 
+from .envelope_types import AggregateBlock, Efficiency, Envelope, SpendBlock, SpendCap, SpendTotals
 from .fmt import md_table, signed
 
 Sample = dict[str, Any]
@@ -39,7 +40,7 @@ def run_cost(sample: Sample) -> float | None:
     return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
-def totals(runs: Sequence[Sample]) -> dict[str, Any]:
+def totals(runs: Sequence[Sample]) -> SpendTotals:
     """Token and cost totals over ``runs``, with how many runs each covers.
 
     ``tokens.<field>`` sums that field over the measured runs that carry it (None when none
@@ -95,7 +96,7 @@ def per_unit(lift: float | None, extra: float | None, unit: float = 1.0) -> floa
     return lift / (extra / unit)
 
 
-def efficiency(runs: Sequence[Sample], arm: str, other: str, lift: float | None) -> dict[str, Any]:
+def efficiency(runs: Sequence[Sample], arm: str, other: str, lift: float | None) -> Efficiency:
     """Lift per 1k extra tokens and per extra dollar of ``arm`` over ``other`` (docs/report.md)."""
     tokens, token_tasks = extra_per_run(runs, arm, other, "tokens")
     cost, cost_tasks = extra_per_run(runs, arm, other, "cost")
@@ -111,8 +112,8 @@ def efficiency(runs: Sequence[Sample], arm: str, other: str, lift: float | None)
 
 
 def block(
-    runs: Sequence[Sample], arms: Sequence[str], aggregate: dict[str, Any], cap: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    runs: Sequence[Sample], arms: Sequence[str], aggregate: AggregateBlock, cap: SpendCap | None = None
+) -> SpendBlock:
     """The envelope's ``spend`` block: per arm, the whole run, the efficiency of each comparison
     the report makes (its ``lift`` is the report's paired pass-rate delta), and the spend cap."""
     lifts = {
@@ -132,7 +133,7 @@ def block(
 # ---------------------------------------------------------------- rendering
 
 
-def tokens_text(t: dict[str, Any]) -> str:
+def tokens_text(t: SpendTotals) -> str:
     """``5200 tokens (input 5000, output 200, cache read 0) over 3 of 4 runs`` or not measured."""
     tokens = t["tokens"]
     if tokens["total"] is None:
@@ -141,13 +142,13 @@ def tokens_text(t: dict[str, Any]) -> str:
     return f"{tokens['total']} tokens ({', '.join(parts)}) over {t['runs_with_tokens']} of {t['runs']} runs"
 
 
-def cost_text(t: dict[str, Any]) -> str:
+def cost_text(t: SpendTotals) -> str:
     if t["cost_usd"] is None:
         return "cost not reported"
     return f"${t['cost_usd']:.4f} over {t['runs_with_cost']} of {t['runs']} runs"
 
 
-def efficiency_text(name: str, e: dict[str, Any]) -> str:
+def efficiency_text(name: str, e: Efficiency) -> str:
     per_1k, per_usd = e["lift_per_1k_tokens"], e["lift_per_usd"]
     return (
         f"{name.replace('_vs_', ' over ')}: lift {signed(e['lift'])}, {signed(e['extra_tokens_per_run'], 0)} tokens and "
@@ -161,7 +162,7 @@ def _usd(v: float | None) -> str:
     return f"{'+' if v > 0 else '-' if v < 0 else ''}${abs(v):.4f}"
 
 
-def cap_text(cap: dict[str, Any] | None) -> str | None:
+def cap_text(cap: SpendCap | None) -> str | None:
     """``stopped: spend cap …`` when the cap kept cells from starting, else where the run stood."""
     if not cap:
         return None
@@ -174,7 +175,7 @@ def cap_text(cap: dict[str, Any] | None) -> str | None:
     return f"spend cap {limit}: {spent} spent by this run, not reached"
 
 
-def terminal_lines(block_: dict[str, Any] | None) -> list[str]:
+def terminal_lines(block_: SpendBlock | None) -> list[str]:
     """The terminal summary's spend lines after the per-arm ones: the run, the efficiency, the cap."""
     if not block_:
         return []
@@ -184,7 +185,7 @@ def terminal_lines(block_: dict[str, Any] | None) -> list[str]:
     return lines + ([capped] if capped else [])
 
 
-def markdown_lines(envelope: dict[str, Any]) -> list[str]:
+def markdown_lines(envelope: Envelope) -> list[str]:
     """The summary's ``## Spend`` section."""
     block_ = envelope.get("spend")
     if not block_ or not block_["run"]["runs"]:
@@ -200,14 +201,14 @@ def markdown_lines(envelope: dict[str, Any]) -> list[str]:
 SPEND_HEAD = ["arm", "runs", "tokens measured", *(k.replace("_", " ") for k in TOKEN_FIELDS), "cost (USD)"]
 
 
-def _row(name: str, t: dict[str, Any]) -> list[str]:
+def _row(name: str, t: SpendTotals) -> list[str]:
     tokens = t["tokens"]
     cost = "n/a" if t["cost_usd"] is None else f"{t['cost_usd']:.4f} ({t['runs_with_cost']} runs)"
     cells = ["n/a" if tokens[k] is None else str(tokens[k]) for k in TOKEN_FIELDS]
     return [name, str(t["runs"]), f"{t['runs_with_tokens']} of {t['runs']}", *cells, cost]
 
 
-def html_lines(envelope: dict[str, Any]) -> list[str]:
+def html_lines(envelope: Envelope) -> list[str]:
     """The page's spend section: the same table, each figure in a ``data-field`` for checks."""
     block_ = envelope.get("spend")
     if not block_ or not block_["run"]["runs"]:
@@ -236,7 +237,7 @@ def spent(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return {"usd": sum(costs), "tokens": float(sum(tokens))}
 
 
-def cap_block(caps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], not_run: int) -> dict[str, Any]:
+def cap_block(caps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], not_run: int) -> SpendCap:
     """The envelope's ``spend.cap`` from the run's own ``records``: the first cap they reach,
     else the first one set (each cap a ``{"kind": "usd"|"tokens", "limit": ...}``)."""
     so_far = spent(records)

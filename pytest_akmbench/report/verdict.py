@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from . import lift, metrics, notes, soundness
+from .envelope_types import Envelope
 from .fmt import fmt_ci, fmt_p, num, signed
 
 # Agents that run no model: their runs check the corpus, they compare nothing.
 CHECK_AGENTS = {"oracle": "solved by its own solution", "nop": "failed by doing nothing"}
 
 
-def _provisional(envelope: dict[str, Any]) -> str:
+def _provisional(envelope: Envelope) -> str:
     fc = envelope.get("floor_coverage")
     if not fc:
         return ""
@@ -62,7 +63,7 @@ def _claim(agg: dict[str, Any], b: str, c: dict[str, Any]) -> str:
     return text
 
 
-def verdict(envelope: dict[str, Any]) -> str:
+def verdict(envelope: Envelope) -> str:
     """One line a reader can act on: each comparison the report tests, and whether it is beyond
     noise; marked provisional, unreliable or at risk of artefact when it is (docs/report.md)."""
     agg = envelope["aggregate"]
@@ -80,7 +81,7 @@ def verdict(envelope: dict[str, Any]) -> str:
     return prefix + _provisional(envelope) + _comparisons(agg, ran) + suffix
 
 
-def _arm_passes(envelope: dict[str, Any], ran: list[str]) -> tuple[int, int, str]:
+def _arm_passes(envelope: Envelope, ran: list[str]) -> tuple[int, int, str]:
     """(passes, valid runs, "noakm 3/4, akm 4/4") over the valid runs of the arms that ran."""
     counts = []
     for arm in ran:
@@ -90,7 +91,7 @@ def _arm_passes(envelope: dict[str, Any], ran: list[str]) -> tuple[int, int, str
     return sum(c[1] for c in counts), sum(c[2] for c in counts), text
 
 
-def _what_it_shows(envelope: dict[str, Any], ran: list[str]) -> str | None:
+def _what_it_shows(envelope: Envelope, ran: list[str]) -> str | None:
     """The verdict of a run that compares nothing: an oracle or nop check of the corpus, or a
     dry run with a scripted model (its answers do not depend on the arm)."""
     agent, model = envelope["agent"]["harness"], envelope["agent"].get("model") or ""

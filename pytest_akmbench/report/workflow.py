@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..corpus.tasks import Task
+from .envelope_types import WorkflowBlock
 from .stats import task_rate_interval
 
 BUCKETS = ("pass", "partial", "fail")
@@ -181,7 +182,7 @@ def _reliability(pairs: list[tuple[dict[str, Any], dict[str, Any]]], ids: list[s
     return {"by_workflow": by_workflow, "corpus": corpus}
 
 
-def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> WorkflowBlock | None:
     """The ``workflow`` block, or None when no selected task has a workflow spec."""
     ids = spec_ids(tasks)
     if not ids:
@@ -191,7 +192,7 @@ def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> dict[str, An
     scores, passes = _per_task(applicable)
     rates = _rates(applicable)
     digests = spec_digests(tasks)
-    return {
+    out: WorkflowBlock = {
         "specs": ids,
         "digests": {sid: digests[sid] for sid in ids},
         "total_checks": len(pairs),
@@ -211,6 +212,7 @@ def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> dict[str, An
         "cross_tab": _cross_tab(runs),
         "reliability": _reliability(pairs, ids),
     }
+    return out
 
 
 def per_task_compliance(runs: Sequence[dict[str, Any]]) -> dict[str, float]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from .envelope_types import Envelope
 from .fmt import fmt_ci, fmt_pct, md_table, num
 from .html_parts import interval_text, table, td
 from .html_parts import section as heading
@@ -22,7 +23,7 @@ def _ci(value: float | None, ci: dict[str, float] | None) -> str:
     return num(value) + (f" {fmt_ci(ci['low'], ci['high'])}" if ci else "")
 
 
-def section(envelope: dict[str, Any]) -> list[str]:
+def section(envelope: Envelope) -> list[str]:
     wf = envelope.get("workflow")
     if not wf:
         return []
@@ -107,7 +108,7 @@ def _reliability(rel: dict[str, Any]) -> list[str]:
     return lines
 
 
-def html_lines(envelope: dict[str, Any]) -> list[str]:
+def html_lines(envelope: Envelope) -> list[str]:
     """The page's section: a row per workflow, the top violations with evidence, the cross-tab."""
     wf = envelope.get("workflow")
     if not wf:

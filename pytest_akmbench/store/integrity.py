@@ -11,19 +11,19 @@ a green run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..records import VALID_OUTCOMES, CellKey
+from ..records import VALID_OUTCOMES, CellKey, Sample
 
 PREFIX = "report mismatch: "
 
 
-def cell_of(sample: dict[str, Any]) -> CellKey:
+def cell_of(sample: Mapping[str, Any]) -> CellKey:
     return (sample["task_id"], sample["arm"], sample["seed"])
 
 
-def identity(sample: dict[str, Any]) -> tuple[Any, ...]:
+def identity(sample: Mapping[str, Any]) -> tuple[Any, ...]:
     """What tells two samples of one cell apart: the run and moment that made them."""
     return (sample.get("run_id"), sample.get("started_at"), sample.get("fingerprint_hash"), sample.get("outcome"))
 
@@ -41,7 +41,7 @@ def _line(count: int, what: str, examples: list[CellKey], tail: str = "") -> str
 def check(
     *,
     chosen: Iterable[dict[str, Any]],
-    received: Iterable[dict[str, Any]],
+    received: Iterable[Sample],
     stored_by_run: Iterable[dict[str, Any]],
     unidentified: Iterable[str] = (),
 ) -> list[str]:
@@ -72,7 +72,9 @@ def _unmatched(missing_ids: list[str]) -> list[str]:
 
 
 def _compare(
-    got: dict[CellKey, dict[str, Any]], chosen_by_cell: dict[CellKey, dict[str, Any]], stored_ids: set[tuple[Any, ...]]
+    got: Mapping[CellKey, Mapping[str, Any]],
+    chosen_by_cell: Mapping[CellKey, Mapping[str, Any]],
+    stored_ids: set[tuple[Any, ...]],
 ) -> tuple[list[CellKey], list[CellKey], list[CellKey]]:
     """The received cells whose sample is not stored, was replaced in the report by another
     sample, or is absent from the report."""

@@ -24,10 +24,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 from ..errors import StoreError
-from ..records import VALID_OUTCOMES
+from ..records import VALID_OUTCOMES, Sample
 
 STORE_FILE = "samples.jsonl"
 LOCK_FILE = "samples.lock"
@@ -93,6 +93,16 @@ def latest_valid(
     return dict(_valid_trials(records, fingerprint_of, valid))  # later keys overwrite earlier
 
 
+def reported(record: dict[str, Any]) -> Sample:
+    """A stored record as the sample a run reports without running its cell (``from_store``).
+
+    Records are read back as plain dicts: a line may be foreign or of an older sample schema,
+    and every reader checks what it uses (:func:`latest_valid`, report/resume.py). Only a
+    record those checks took as this trial's sample becomes a :class:`Sample` again.
+    """
+    return cast(Sample, {**record, "from_store": True})
+
+
 def _share_values(record: dict[str, Any], shared: dict[Any, Any]) -> None:
     """Replace equal fingerprint dicts and short top-level strings by one shared object."""
     # Most records repeat the same fingerprint and task/arm/run/timestamp strings; sharing
@@ -153,8 +163,8 @@ class SampleStore:
     def __repr__(self) -> str:
         return f"SampleStore({str(self.directory)!r})"
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append ``record`` as one JSON line; safe across processes and crashes.
+    def append(self, record: Sample) -> None:
+        """Append the sample ``record`` as one JSON line; safe across processes and crashes.
 
         Creates the directory and files on first use. Raises ``TypeError``/``ValueError``
         if the record is not a JSON-serialisable dict, :class:`StoreError` on I/O failure.

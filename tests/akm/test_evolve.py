@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from pytest_akmbench.cell import akm
+from pytest_akmbench.tracks import evolve
 from tests.support import opencode as oc
 from tests.support import real_akm
 from tests.support.bench import samples as store_samples
@@ -145,12 +146,13 @@ def test_post_beats_pre_with_the_control_flat(learned: tuple[Path, list[str]]) -
 def test_resume_reruns_no_finished_cell_nor_the_step(learned: tuple[Path, list[str]]) -> None:
     out, outputs = learned
     got = samples(out)
-    keys = [(s["task_id"], s["arm"], s["seed"]) for s in got]
+    keys = [(s["task_id"], s["condition"], s["episode"], s["seed"]) for s in got]
     assert len(keys) == len(set(keys)) == 6, keys  # no cell of the -x or the interrupted run ran again
-    arms = sorted(s["arm"] for s in got)
-    assert arms == ["evolve-control", "evolve-post", "evolve-pre", "evolve-synthetic", "evolve-train", "evolve-train"]
-    post = next(s for s in got if s["arm"] == "evolve-post")
-    pre = next(s for s in got if s["arm"] == "evolve-pre")
+    conditions = sorted(evolve.condition_of(s) for s in got)
+    assert conditions == ["control", "post", "pre", "synthetic", "train", "train"]
+    assert {s["arm"] for s in got} == {"akm", "synthetic"}  # a sample's arm is one of records.ARMS
+    post = next(s for s in got if s["condition"] == "post")
+    pre = next(s for s in got if s["condition"] == "pre")
     assert post["fingerprint"]["condition"] == "post" and pre["fingerprint"]["condition"] == "pre"
     assert post["fingerprint"]["stash_hash"] != pre["fingerprint"]["stash_hash"]  # the evolved stash
     assert "PASSED (from store) corpus/tasks/shipyard/lint-command/task.yaml::proposals" in outputs[2]
@@ -238,9 +240,9 @@ def test_a_second_episode_extends_the_run_into_a_learning_curve(
     assert {p["episode"] for p in env["proposals"]["log"]} == {1}  # episode 2 had nothing to fix
     assert "learning over 2 episodes: plateau, slope +0.00/episode" in env["verdict"]
     got = samples(tmp_path)
-    new = sorted(s["arm"] for s in got[before:])  # only episode 2 ran: episode 1 is the stored run's
-    assert new == ["evolve-post-e2", "evolve-train-e2", "evolve-train-e2"], new
-    post2 = next(s for s in got if s["arm"] == "evolve-post-e2")
+    new = sorted(evolve.condition_of(s) for s in got[before:])  # only episode 2 ran: episode 1 is the stored run's
+    assert new == ["post-e2", "train-e2", "train-e2"], new
+    post2 = next(s for s in got if evolve.condition_of(s) == "post-e2")
     assert post2["fingerprint"]["episode"] == 2 and "episode" not in got[0]["fingerprint"]
     assert "PASSED (from store) corpus/tasks/shipyard/lint-command/task.yaml::proposals" in proc.stdout
     assert "| 2 | 1.00 [" in (tmp_path / "report" / "summary.md").read_text()

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -15,8 +15,10 @@ from scipy import stats as sps
 
 from pytest_akmbench.agents.opencode import policies
 from pytest_akmbench.agents.opencode.policies import ScriptedCell
+from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError, CorpusError
+from pytest_akmbench.records import ARMS, Sample
 from pytest_akmbench.tracks.evolve import core as evolve
 from pytest_akmbench.tracks.evolve import learning as evolve_learning
 from pytest_akmbench.tracks.evolve import markdown as evolve_markdown
@@ -368,3 +370,45 @@ class TestLearningCurve:
         assert "; learning over 2 episodes: plateau, slope +0.50/episode (no test: " in env["verdict"]
         md = evolve_markdown.render(env)
         assert "| 2 | 1.00 [" in md and "trend: **plateau**" in md and "needs 3 or more" in md
+
+
+class TestArmContract:
+    """An evolve cell's sample keeps an arm of records.ARMS; its condition and episode are
+    fields of their own, and a store written with ``evolve-<condition>`` arms is still read
+    (issue 31, item 4)."""
+
+    def test_a_marked_sample_runs_as_a_utility_arm(self) -> None:
+        fp = {"track": "evolve", "condition": "post", "episode": 2}
+        marked = evolve.mark(cast(Sample, {"task_id": "d/e1", "arm": "akm", "seed": 1}), "post", 2, fp)
+        assert marked["arm"] in ARMS and (marked["condition"], marked["episode"]) == ("post", 2)
+        assert marked["fingerprint"] == fp and len(marked["fingerprint_hash"]) == 16
+        assert evolve.condition_of(marked) == "post-e2"
+        assert evolve.condition_of({**marked, "episode": 1}) == "post"
+
+    def test_old_and_new_samples_make_the_same_envelope(self) -> None:
+        old = [
+            sample(t, c, s, "pass" if c == "post" else "fail")
+            for t in ("d/e1", "d/e2")
+            for c in ("pre", "post")
+            for s in (1, 2)
+        ]
+        new = [{**s, "arm": "akm", "condition": s["arm"].removeprefix("evolve-"), "episode": 1} for s in old]
+        assert build(new, {}, ["d/e1", "d/e2"])["improvement"] == build(old, {}, ["d/e1", "d/e2"])["improvement"]
+
+    def test_a_utility_report_never_counts_an_evolve_cell(self) -> None:
+        """An evolve cell runs as the akm arm, but its own fields keep it out of the utility
+        report's run facts (report/recorded.py) and fingerprint conflicts (report/merge.py)."""
+        from pytest_akmbench.records import of_a_track
+        from pytest_akmbench.report import recorded
+
+        plain = {
+            "schema": SAMPLE_SCHEMA,
+            "task_id": "d/e1",
+            "arm": "akm",
+            "seed": 1,
+            "agent": {"name": "a"},
+            "fingerprint": {},
+        }
+        marked = evolve.mark(cast(Sample, plain), "post", 1, {"track": "evolve"})
+        assert not of_a_track(plain) and of_a_track(marked)
+        assert recorded.samples_of([plain, marked], "a", {"d/e1"}) == [plain]

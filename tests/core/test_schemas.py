@@ -215,3 +215,45 @@ def test_an_envelope_validates_and_a_broken_one_does_not() -> None:
     broken["runs"][0]["outcome"] = "passed"
     del broken["verdict"]
     assert len(problems(broken, "report")) == 2
+
+
+def _open_objects(node: Any, path: str = "#") -> list[str]:
+    """Where a schema lets an object hold keys it does not name (no additionalProperties)."""
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _open_objects(v, f"{path}/{i}")]
+    if not isinstance(node, dict):
+        return []
+    kinds = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+    here = [path] if ("object" in kinds or "properties" in node) and "additionalProperties" not in node else []
+    return here + [p for k, v in node.items() for p in _open_objects(v, f"{path}/{k}")]
+
+
+@pytest.mark.parametrize("name", ["report", "evolve-report", "attribute"])
+def test_the_report_schemas_are_closed(name: str) -> None:
+    """Every object level says what it holds (issue 31, item 4): named fields and nothing else,
+    or keys that are data (task ids, arms) with typed values."""
+    assert _open_objects(schema(name)) == []
+
+
+def test_a_field_the_report_schema_does_not_list_is_refused() -> None:
+    samples = [sample(t.id, a, s, "pass" if s > 1 else "fail") for t in TASKS for a in ("noakm", "akm") for s in (1, 2)]
+    env = json.loads(json.dumps(report.build(inp(TASKS, samples, seeds=2))))
+    for where in (
+        env,
+        env["aggregate"]["akm"],
+        env["aggregate"]["delta"]["paired"],
+        env["runs"][0],
+        env["spend"]["run"],
+    ):
+        where["unlisted"] = 1
+    assert len(problems(env, "report")) == 5
+
+
+def test_an_attribute_envelope_validates_and_an_unlisted_field_does_not(tmp_path: Path) -> None:
+    from tests.core.test_attribute_html import envelope
+
+    env = json.loads(json.dumps(envelope(tmp_path)))
+    assert problems(env, "attribute") == []
+    env["attributions"][0]["unlisted"] = 1
+    env["attributions"][0]["comparison"]["tasks"] = -1
+    assert len(problems(env, "attribute")) == 2

@@ -12,7 +12,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-NAMES = ("run-config", "providers", "task", "report", "evolve-report")
+NAMES = ("run-config", "providers", "task", "report", "evolve-report", "attribute")
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -27,6 +27,15 @@ def problems(instance: Any, name: str) -> list[str]:
 
 
 def written_reports(root: Path) -> list[Path]:
-    """The report.json files under ``root`` that the report writer wrote (summary.md beside them);
-    a test's hand-made report.json (a broken one, a reference envelope) stands alone."""
-    return sorted(p for p in root.rglob("report.json") if (p.parent / "summary.md").is_file())
+    """The report.json files under ``root`` that the report writer wrote (summary.md beside them),
+    and the attribute.json files the attribute track wrote (attribute.md beside them); a test's
+    hand-made report.json (a broken one, a reference envelope) stands alone."""
+    reports = [p for p in root.rglob("report.json") if (p.parent / "summary.md").is_file()]
+    attributions = [p for p in root.rglob("attribute.json") if (p.parent / "attribute.md").is_file()]
+    return sorted(reports + attributions)
+
+
+def schema_of(data: Any) -> str:
+    """The schema a written envelope answers to, by its track."""
+    track = data.get("track") if isinstance(data, dict) else None
+    return {"evolve": "evolve-report", "attribute": "attribute"}.get(str(track), "report")

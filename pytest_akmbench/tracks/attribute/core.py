@@ -27,6 +27,7 @@ from ...corpus.config import load_run_config
 from ...corpus.tasks import Corpus, select
 from ...errors import ConfigError, CorpusError
 from ...report import lift, metrics, notes
+from ...report.envelope_types import AttributeEnvelope
 from ...report.fmt import fmt_ci, fmt_p, signed
 
 DEFAULT_TOP = 5
@@ -275,7 +276,7 @@ def build(
     complete: bool,
     warnings: Sequence[str],
     timestamp: str,
-) -> dict[str, Any]:
+) -> AttributeEnvelope:
     """The attribute envelope (docs/report.md, "The attribute envelope"); ``masked`` holds
     each asset's masked samples by task, ``reference`` the unmasked reruns by task, at the
     reference ``seeds``."""
@@ -284,7 +285,7 @@ def build(
     for r in rows:
         cmp = r["comparison"]
         r["significant"] = bool(cmp and cmp["significant"])
-    envelope: dict[str, Any] = {
+    envelope: AttributeEnvelope = {
         "schemaVersion": 1,
         "track": "attribute",
         "timestamp": timestamp,
@@ -311,6 +312,7 @@ def build(
         "referenceRunsPerformed": sum(len(runs) for runs in reference.values()),
         "attributions": rows,
         "warnings": list(warnings),
+        "verdict": "",  # read from the rest, next
     }
     envelope["verdict"] = verdict(envelope)
     return envelope
@@ -332,7 +334,7 @@ def _claim(row: dict[str, Any]) -> str:
     return f"{row['asset_ref']}: no significant contribution ({signed(c['delta'])} {ci}, {test}), {size}"
 
 
-def verdict(envelope: Mapping[str, Any]) -> str:
+def verdict(envelope: AttributeEnvelope) -> str:
     """One line, in the style of the utility verdict: each masked asset's contribution
     (base − masked), beyond noise or not; the assets that matter first."""
     prefix = "" if envelope.get("complete", True) else "incomplete run — "

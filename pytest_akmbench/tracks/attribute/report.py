@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ...report import html_attribute
+from ...report.envelope_types import AttributeEnvelope, AttributionRef
 from ...report.files import atomic_write
 from ...report.fmt import fmt_ci, fmt_p, md_table, num, signed
 
@@ -24,7 +25,7 @@ def _tasks(row: dict[str, Any]) -> str:
     return f"{len(ids)}: {shown}"
 
 
-def table(envelope: dict[str, Any]) -> str:
+def table(envelope: AttributeEnvelope) -> str:
     """asset, the tasks it was loaded on, base rate, masked rate, delta [95% CI], Holm p."""
     rows = []
     for r in envelope["attributions"]:
@@ -44,7 +45,7 @@ def table(envelope: dict[str, Any]) -> str:
     return md_table(rows, head)
 
 
-def markdown(envelope: dict[str, Any]) -> str:
+def markdown(envelope: AttributeEnvelope) -> str:
     base, attr = envelope["base"], envelope["attribution"]
     lines = [
         "# Attribute: which assets matter",
@@ -72,8 +73,8 @@ def markdown(envelope: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _reference(reference: dict[str, Any] | None) -> str:
-    seeds = (reference or {}).get("seeds") or []
+def _reference(reference: AttributionRef | None) -> str:
+    seeds = reference["seeds"] if reference else []
     where = f"seeds {seeds[0]}–{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}" if seeds else "no seed"
     return (
         f"the unmasked akm rate of fresh reruns of the same tasks ({where}), not of the base runs "
@@ -85,7 +86,7 @@ def _fill(fh: IO[str], *, text: str) -> None:
     fh.write(text)
 
 
-def write(directory: Path, envelope: dict[str, Any]) -> tuple[Path, Path, Path]:
+def write(directory: Path, envelope: AttributeEnvelope) -> tuple[Path, Path, Path]:
     """Write attribute.json, attribute.md and attribute.html atomically; returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = (directory / JSON_NAME, directory / MARKDOWN_NAME, directory / HTML_NAME)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...cell.context import Cell, cell_fingerprint
 from ...corpus.tasks import Task
+from ...report.envelope_types import AttributeEnvelope
 from ...report.resume import StoredSamples
 from ...store.samples import fingerprint_hash
 from ..track import Run, Track
@@ -42,7 +43,7 @@ class AttributeTrack(Track):
         reference = [Cell(task, "akm", seed) for seed in self.plan.reference_seeds] if refs else []
         return reference + [Cell(task, "akm", seed, mask=ref) for ref in refs for seed in seeds]
 
-    def envelope(self, state: Run, reported: Mapping[Key, dict[str, Any]], interrupted: bool) -> dict[str, Any]:
+    def envelope(self, state: Run, reported: Mapping[Key, dict[str, Any]], interrupted: bool) -> AttributeEnvelope:
         """attribute.json's envelope: each cell of the plan from the store under this run's
         fingerprint, else as this run reported it (``reported``: by task, mask, seed)."""
         plan = self.plan

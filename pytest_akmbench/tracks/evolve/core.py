@@ -12,8 +12,10 @@ Per domain of the selection, its tasks split by slice into train and eval, the r
   untouched stash (a no-evolve control: post - pre is not drift); ``synthetic``: the eval cells
   on the synthetic arm (the agent's own notes, no stash).
 
-A cell's sample is stored like a utility cell's, its arm being ``evolve-<condition>`` and its
-fingerprint naming the condition and the content hash of the stash it ran on, so a resumed run
+A cell's sample is stored like a utility cell's, under the arm it ran as (akm, or synthetic for
+the synthetic condition: records.Sample's contract), its ``condition`` and ``episode`` fields
+saying which of the track's cells it is (a store written before them said it in the arm,
+``evolve-<condition>``, and is still read), and its fingerprint naming the condition and the content hash of the stash it ran on, so a resumed run
 reruns nothing finished, and a post cell reruns only when the evolved stash changed. The
 proposal step is resumed by its input fingerprint (the train samples it read and what it ran
 with). Eval cells always run on throwaway stash copies: their feedback never reaches the
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,7 @@ from ...cell.rundir import index_stash
 from ...corpus.hashes import fixture_hash
 from ...corpus.tasks import Task
 from ...errors import ConfigError, CorpusError
+from ...records import Sample
 from ...store.samples import fingerprint_hash
 from ...system import procs
 from ...system.procs import ProcessTracker
@@ -53,8 +56,26 @@ STEP_SCHEMA = 2  # 2: the proposal log names each proposal's verb
 
 
 def arm_label(condition: str, episode: int = 1) -> str:
-    """The arm a condition's samples carry in the store and the report."""
+    """A condition's name in the envelope's comparisons, and the arm its samples carried in a
+    store written before samples had a ``condition`` field."""
     return f"evolve-{episode_label(condition, episode)}"
+
+
+def mark(sample: Sample, condition: str, episode: int, fingerprint: dict[str, Any]) -> Sample:
+    """An evolve cell's sample: which of the track's cells it is, beside the arm it ran as, and
+    the track's fingerprint of the cell."""
+    marked: Sample = {**sample, "condition": condition, "episode": episode}
+    marked["fingerprint"], marked["fingerprint_hash"] = fingerprint, fingerprint_hash(fingerprint)
+    return marked
+
+
+def condition_of(sample: Mapping[str, Any]) -> str:
+    """The condition a sample is grouped under in the envelope (``post``, ``post-e2``...): from
+    its ``condition`` and ``episode``, or from an older store's ``evolve-<condition>`` arm."""
+    condition, episode = sample.get("condition"), sample.get("episode")
+    if isinstance(condition, str):
+        return episode_label(condition, episode if type(episode) is int else 1)
+    return str(sample["arm"]).removeprefix("evolve-")
 
 
 def episode_label(condition: str, episode: int) -> str:

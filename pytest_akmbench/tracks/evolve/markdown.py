@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...report.envelope_types import EvolveEnvelope
+
 
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
@@ -19,7 +21,7 @@ def _interval(block: dict[str, Any] | None) -> str:
     return f"{block['delta']:+.2f} [{block['low']:+.2f}, {block['high']:+.2f}] (p={block['p_value']:.3g}, {block['tasks']} tasks)"
 
 
-def render(env: dict[str, Any]) -> str:
+def render(env: EvolveEnvelope) -> str:
     """The summary: verdict, improvement, per-task table, proposals, lessons, feedback, leakage."""
     lines = [f"# akm-bench evolve — {env['agent'].get('model') or env['agent'].get('harness')}", ""]
     corpus = env["corpus"]
@@ -52,7 +54,7 @@ def render(env: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _improvement(env: dict[str, Any]) -> list[str]:
+def _improvement(env: EvolveEnvelope) -> list[str]:
     imp, lon = env["improvement"], env["longitudinal"]
     guard = imp["seed_spread_guard"]
     return [
@@ -82,7 +84,7 @@ def _improvement(env: dict[str, Any]) -> list[str]:
     ]
 
 
-def _per_task(env: dict[str, Any]) -> list[str]:
+def _per_task(env: EvolveEnvelope) -> list[str]:
     lines = [
         "## Per-task pre → post (control, synthetic)",
         "",
@@ -98,7 +100,7 @@ def _per_task(env: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _proposals(env: dict[str, Any]) -> list[str]:
+def _proposals(env: EvolveEnvelope) -> list[str]:
     p = env["proposals"]
     lines = ["## Proposals", ""]
     lines.append(
@@ -121,7 +123,7 @@ def _proposals(env: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _lessons(env: dict[str, Any]) -> list[str]:
+def _lessons(env: EvolveEnvelope) -> list[str]:
     les = env["lessons"]
     lines = ["## Lessons", ""]
     lines.append(
@@ -138,7 +140,7 @@ def _lessons(env: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _feedback(env: dict[str, Any]) -> list[str]:
+def _feedback(env: EvolveEnvelope) -> list[str]:
     agg = env["feedback_integrity"]["aggregate"]
     return [
         "## Feedback-signal integrity (the agent's own feedback against the verifier)",

@@ -18,8 +18,9 @@ from typing import Any
 
 from ...cell import akm
 from ...report import lift, metrics, stats
+from ...report.envelope_types import EvolveEnvelope
 from . import learning as evolve_learning
-from .core import EVAL_CONDITIONS, arm_label, episode_label
+from .core import EVAL_CONDITIONS, arm_label, condition_of, episode_label
 
 SCHEMA_VERSION = 1
 Row = dict[str, Any]  # a sample, as the store holds it
@@ -29,7 +30,7 @@ AGREEMENT_THRESHOLD = 0.80
 def _by_condition(samples: Sequence[Row]) -> dict[str, dict[str, list[Row]]]:
     out: dict[str, dict[str, list[Row]]] = {}
     for s in samples:
-        cond = s["arm"].removeprefix("evolve-")
+        cond = condition_of(s)
         out.setdefault(cond, {}).setdefault(s["task_id"], []).append(s)
     return out
 
@@ -195,7 +196,7 @@ def build(
     llm: str,
     missing_steps: list[str],
     episodes: int = 1,
-) -> dict[str, Any]:
+) -> EvolveEnvelope:
     """The evolve envelope of a run (docs/report.md). With several episodes, ``post`` is the
     last episode's (the stash the run ends with) and ``learning`` holds the curve."""
     cond = _by_condition(samples)
@@ -211,7 +212,7 @@ def build(
     imp = improvement(cond, eval_tasks)
     learning = _learning(cond, per_episode, eval_tasks, train_tasks, episodes)
     warnings = _warnings(steps, missing_steps, integrity, leak) + evolve_learning.warnings(learning)
-    envelope: dict[str, Any] = {
+    envelope: EvolveEnvelope = {
         "schemaVersion": SCHEMA_VERSION,
         "track": "evolve",
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -237,6 +238,7 @@ def build(
         "feedback_integrity": integrity,
         "leakage": {"ok": all(x["ok"] for x in leak) if leak else None, "per_fixture": leak},
         "warnings": warnings,
+        "verdict": "",  # read from the rest, next
     }
     envelope["verdict"] = verdict(envelope)
     return envelope
@@ -318,7 +320,7 @@ def _longitudinal(rates: dict[str, float | None], rows: dict[str, dict[str, Any]
     }
 
 
-def verdict(env: dict[str, Any]) -> str:
+def verdict(env: EvolveEnvelope) -> str:
     """One line: whether feedback improved the stash, on what evidence."""
     imp = env["improvement"]
     main, control = imp["post_minus_pre"], imp["control_minus_pre"]

@@ -14,6 +14,7 @@ from typing import Any
 from ...cell.context import Cell, RunContext
 from ...cell.trial import Trial
 from ...corpus.tasks import Task
+from ...report.envelope_types import EvolveEnvelope
 from ..track import ItemSpec, Run, Track
 from . import core
 from . import report as evolve_report
@@ -78,11 +79,16 @@ class EvolveTrack(Track):
         extra: dict[str, Any] = {"track": "evolve", "condition": cond}
         if episode > 1:
             extra["episode"] = episode
-        return Trial.of(Cell(task, core.run_arm(cond), seed), ctx, extra, arm=core.arm_label(cond, episode))
+        # Stored under the arm it ran as, with its condition and episode (records.py); an older
+        # store holds it under evolve-<condition>.
+        marks = {"condition": cond, "episode": episode}
+        cell = Cell(task, core.run_arm(cond), seed)
+        return Trial.of(cell, ctx, extra, marks=marks, legacy=core.arm_label(cond, episode))
 
     def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> dict[str, Any] | None:
         trial = self.trial(task, cond, seed, ctx, episode)
-        return self.state.stored().done(trial.key, trial.hash)
+        index, legacy = self.state.stored(), trial.legacy_key
+        return index.done(trial.key, trial.hash) or (index.done(legacy, trial.hash) if legacy else None)
 
     def train_samples(
         self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
@@ -123,7 +129,7 @@ class EvolveTrack(Track):
         directory = core.step_dir(self.state.store_dir, domain, found[0])
         return directory, core.load_step(directory)
 
-    def envelope(self, agent: dict[str, Any]) -> dict[str, Any]:
+    def envelope(self, agent: dict[str, Any]) -> EvolveEnvelope:
         """The evolve envelope from the store: every stored cell of the plan, every step."""
         state, track = self.state, self
         state.stored().refresh()
