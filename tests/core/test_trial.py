@@ -47,8 +47,9 @@ class Place:
         self.appended: list[dict[str, Any]] = []
         self.released = 0
 
-    def claim(self, key: CellKey, fp: str) -> Place | Ended:
+    def claim(self, key: CellKey, fp: str, legacy: CellKey | None = None) -> Place | Ended:
         self.claimed.append((key, fp))
+        self.legacy = legacy
         return self.ended or self
 
     def release(self) -> None:
@@ -89,19 +90,28 @@ class TestTrial:
         assert trial.hash == fingerprint_hash(trial.fingerprint)
         assert trial.key == ("alpha/script-task", "noakm", 2)
 
-    def test_a_tracks_extras_and_label_make_another_trial(self, task: Task, ctx: RunContext) -> None:
-        trial = Trial.of(Cell(task, "akm", 1), ctx, {"track": "evolve", "condition": "post"}, arm="evolve-post")
+    def test_a_tracks_extras_and_legacy_arm_make_another_trial(self, task: Task, ctx: RunContext) -> None:
+        extra = {"track": "evolve", "condition": "post"}
+        trial = Trial.of(Cell(task, "akm", 1), ctx, extra, marks={"condition": "post"}, legacy="evolve-post")
         plain = cell_fingerprint(Cell(task, "akm", 1), ctx)
         assert trial.fingerprint == {**plain, "track": "evolve", "condition": "post"}
-        assert trial.key == ("alpha/script-task", "evolve-post", 1)
+        assert trial.key == ("alpha/script-task", "akm", 1)
+        assert trial.legacy_key == ("alpha/script-task", "evolve-post", 1)
         assert trial.hash != fingerprint_hash(plain)
 
-    def test_its_sample_carries_its_arm_and_fingerprint(self, task: Task, ctx: RunContext) -> None:
-        trial = Trial.of(Cell(task, "noakm", 1), ctx, {"condition": "pre"}, arm="evolve-pre")
+    def test_its_sample_carries_its_arm_marks_and_fingerprint(self, task: Task, ctx: RunContext) -> None:
+        trial = Trial.of(Cell(task, "noakm", 1), ctx, {"condition": "pre"}, marks={"condition": "pre", "episode": 1})
         sample = trial.run(tracker())
         assert sample["outcome"] == "pass"
-        assert (sample["arm"], sample["fingerprint"]) == ("evolve-pre", trial.fingerprint)
+        assert (sample["arm"], sample["fingerprint"]) == ("noakm", trial.fingerprint)
+        assert (sample.get("condition"), sample.get("episode")) == ("pre", 1)
         assert sample["fingerprint_hash"] == trial.hash
+
+    def test_the_legacy_key_is_asked_of_the_place(self, task: Task, ctx: RunContext) -> None:
+        trial = Trial.of(Cell(task, "akm", 1), ctx, legacy="evolve-post")
+        place = Place(Ended(record={"outcome": "pass"}))
+        run(trial, place)
+        assert place.legacy == ("alpha/script-task", "evolve-post", 1)
 
 
 class TestRunTrial:
