@@ -11,7 +11,7 @@ quantiles, akm pulled toward 0.5 by 40%; asym: half 0.5 -> 0.6, half 1.0 -> 0.9;
 tasks 0.3 -> 0.4, 1 in 10 1.0 -> 0.1). Every run is an independent Bernoulli draw.
 
   fixed     5 seeds per task and arm; the report's paired sign-flip test over tasks
-            (report/significance.py, p < 0.05; 2000 random sign vectors above 14 tasks).
+            (stats/significance.py, p < 0.05; 2000 random sign vectors above 14 tasks).
   before    the adaptive design of commit bc40193 (floor 2, at most 10 seeds, deepening tasks
             where some run failed, a sign e-process), run from a checkout of that commit in a
             subprocess (``--before PATH``; skipped without it).
@@ -55,7 +55,8 @@ sys.path.insert(0, os.environ.get("ADAPTIVE_BENCH_CODE") or str(Path(__file__).r
 
 import smoke
 
-from pytest_akmbench.report import sequential, significance
+from pytest_akmbench.run import sequential
+from pytest_akmbench.stats import significance
 
 ARMS = ("noakm", "akm")
 FIXED_SEEDS = 5

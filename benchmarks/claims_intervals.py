@@ -140,7 +140,7 @@ def _arm_section(reps: int, workdir: Path) -> dict[str, Any]:
 
 
 def _change_section(reps: int) -> dict[str, Any]:
-    from pytest_akmbench.report import compare
+    from pytest_akmbench.report.compare import changes as compare
 
     out: dict[str, Any] = {}
     for name in CHANGES:
@@ -162,7 +162,8 @@ def _change_section(reps: int) -> dict[str, Any]:
 
 
 def _workflow_section(reps: int) -> dict[str, Any]:
-    from pytest_akmbench.report import compare_workflow, workflow
+    from pytest_akmbench.report import workflow
+    from pytest_akmbench.report.compare import workflow as compare_workflow
 
     spec = SimpleNamespace(id="lookup", path="lookup.yaml", digest="d")
     tasks = [SimpleNamespace(workflows=(spec,))]
@@ -269,7 +270,7 @@ def _options(reps: int) -> dict[str, Any]:
             ss.beta.ppf(0.975, s + 1, m - s) if s < m else 1.0
         )
 
-    from pytest_akmbench.report import stats
+    from pytest_akmbench.stats import intervals as stats
 
     out: dict[str, Any] = {}
     gap = 0.0

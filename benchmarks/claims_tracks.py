@@ -7,7 +7,7 @@ applies commit bc40193's rule to the same simulated runs: for attribute, its con
 the base report's own runs as the unmasked side (base_runs_by_task below is its helper, and
 the rest of tracks/attribute/core.py's estimator is unchanged since); for evolve, its claim was
 post − pre significant by the paired test, and its trend the sign-flip test over per-task
-least-squares slopes (both rebuilt here from report/lift.py and report/significance.py, which
+least-squares slopes (both rebuilt here from report/lift.py and stats/significance.py, which
 it called).
 
 attribute: T tasks × S seeds, each task's pass probability from Uniform(0.1, 0.9); 8 assets,
@@ -46,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 import smoke  # noqa: E402
 
-from pytest_akmbench.report import lift, significance  # noqa: E402
+from pytest_akmbench.report import lift  # noqa: E402
+from pytest_akmbench.stats import significance  # noqa: E402
 from pytest_akmbench.tracks.attribute import core as attribute  # noqa: E402
 from pytest_akmbench.tracks.evolve import learning as evolve_learning  # noqa: E402
 from pytest_akmbench.tracks.evolve import report as evolve_report  # noqa: E402

@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import smoke
 from adaptive_bench import ARMS, FIXED_SEEDS, MOST, draw, fixed
 
-from pytest_akmbench.report import sequential
+from pytest_akmbench.run import sequential
 
 ALPHA = 0.05
 NOMINAL_LIFT = 0.1

@@ -22,8 +22,8 @@ import smoke
 from report_bench import make_samples, make_tasks
 
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report import html as html_report
+from pytest_akmbench.report.render import files as report_files
+from pytest_akmbench.report.render import html as html_report
 
 
 def main() -> None:

@@ -24,8 +24,8 @@ import smoke
 
 from pytest_akmbench.corpus.tasks import MEMORY_ABILITIES, Task
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report.render import files as report_files
+from pytest_akmbench.report.render.markdown import render_markdown
 
 N_SAMPLES = 100_000
 N_TASKS = 2_000

@@ -44,8 +44,9 @@ NULL_MEAN = 0.4  # mean of Uniform(0.05, 0.75)
 def _worker(designs: list[tuple[int, int]], reps: int, workdir: Path) -> dict[str, Any]:
     """Run in a process whose pytest_akmbench is the version under test."""
     from pytest_akmbench.corpus.tasks import Task
-    from pytest_akmbench.report import compare, gates
     from pytest_akmbench.report import envelope as report
+    from pytest_akmbench.report import gates
+    from pytest_akmbench.report.compare import changes as compare
 
     report._git = lambda args, cwd: "bench"  # no git subprocess per simulated report
 

@@ -101,7 +101,7 @@ class Place(Protocol):
 
 
 class Index(Protocol):
-    """The store's samples as this process knows them (report/resume.py ``StoredSamples``)."""
+    """The store's samples as this process knows them (run/resume.py ``StoredSamples``)."""
 
     def refresh(self) -> None: ...
 

@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..report.compare import compare, load_report
-from ..report.compare_markdown import render_markdown
+from ..report.compare.changes import compare, load_report
+from ..report.compare.markdown import render_markdown
 
 
 def parser() -> argparse.ArgumentParser:

@@ -19,11 +19,14 @@ from ..corpus.config import Settings, corpus_near, in_file, load_run_config, res
 from ..corpus.settings_table import REPORT
 from ..corpus.tasks import Task, load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
-from ..report import adaptive_run, gates, github, merge, recorded
 from ..report import envelope as report
-from ..report import files as report_files
+from ..report import gates
 from ..report.envelope_types import Envelope
-from ..report.resume import report_input
+from ..report.render import files as report_files
+from ..report.render import github
+from ..run import adaptive as adaptive_run
+from ..run import merge, recorded
+from ..run.resume import report_input
 from ..system import lifecycle
 from . import inputs, report_run, tools
 
@@ -170,7 +173,7 @@ def _stored_run(
 ) -> RunContext:
     """The run the offline report rebuilds: run ``--run-id``, else the stores' latest sample's,
     with the fingerprint facts its cells' samples (of ``flat``, the stores' records) recorded
-    (report/recorded.py)."""
+    (run/recorded.py)."""
     latest = merged.latest(settings.agent)
     if latest is None:
         names = sorted({str((r.get("agent") or {}).get("name")) for r in flat if r.get("agent")})

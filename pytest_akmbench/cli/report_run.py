@@ -17,9 +17,11 @@ from ..cell.context import RunContext, cell_fingerprint
 from ..corpus.config import Settings
 from ..corpus.tasks import Task
 from ..errors import ConfigError
-from ..report import adaptive_run, sequential, spend
+from ..report import spend
 from ..report.envelope_types import AdaptiveBlock, SpendCap
-from ..report.resume import StoredSamples
+from ..run import adaptive as adaptive_run
+from ..run import sequential
+from ..run.resume import StoredSamples
 from ..store import runs
 from ..store.samples import fingerprint_hash
 

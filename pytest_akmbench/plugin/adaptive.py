@@ -1,7 +1,7 @@
 """``--bench-until decisive``: adaptive seeds, wired into pytest (docs/adaptive.md).
 
 Every cell up to ``--bench-max-seeds`` is collected, ordered by seed (a round is a seed). At
-its setup a cell asks the plan (``report/sequential.py``), computed from the store by whichever
+its setup a cell asks the plan (``run/sequential.py``), computed from the store by whichever
 process runs it, whether it is needed. A cell of a round whose predecessor has not finished
 waits for it (the barrier: under xdist a worker idles there); an unneeded cell ends as
 ``NOT NEEDED`` (a skip, never a failure). The controller reports the needed cells only, with
@@ -18,9 +18,10 @@ import pytest
 
 from ..cell.context import Cell
 from ..errors import ConfigError
-from ..report import adaptive_run, sequential
 from ..report.envelope_types import AdaptiveBlock, Envelope
-from ..report.resume import StoredSamples
+from ..run import adaptive as adaptive_run
+from ..run import sequential
+from ..run.resume import StoredSamples
 from ..system import lifecycle
 from ..tracks.track import ADAPTIVE
 from .caps import PLUGIN as CAPS_PLUGIN

@@ -15,7 +15,7 @@ import pytest
 from ..cell.context import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
 from ..report.envelope_types import AttributeEnvelope
-from ..report.resume import StoredSamples
+from ..run.resume import StoredSamples
 from ..store.samples import fingerprint_hash
 from ..tracks.attribute import core as attribute
 from ..tracks.attribute import report as attribute_report

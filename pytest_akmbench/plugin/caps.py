@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from ..report import resume
 from ..report.envelope_types import SpendCap
 from ..report.spend import cap_block, spent
+from ..run import resume
 from ..tracks.track import CAPS
 from .nodes import CELL_KEY, STORED_KEY
 from .state import STATE_KEY, BenchState, register

@@ -33,7 +33,7 @@ from ..cell.trial import Ended, Held, StorePlace, append, cannot_claim
 from ..corpus.hashes import fixtures_stamp, task_corpus_hash
 from ..errors import StoreError
 from ..records import CellKey, Sample
-from ..report.resume import StoredSamples
+from ..run.resume import StoredSamples
 from ..system import lifecycle, procs
 from ..tracks.track import REMOTE
 from . import internals

@@ -27,7 +27,7 @@ def make(config: pytest.Config, state: BenchState) -> dict[str, Any] | None:
     return {
         "run_id": state.run_id,
         "written_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        # The adaptive plan's stream runs over the tasks in this order (report/sequential.py).
+        # The adaptive plan's stream runs over the tasks in this order (run/sequential.py).
         "tasks": list(adaptive.tasks) if adaptive is not None else [t.id for t in state.tasks],
         "arms": list(state.arms),
         "adaptive": None

@@ -17,9 +17,11 @@ import pytest
 from ..errors import BenchError
 from ..records import Sample
 from ..report import envelope as report
-from ..report import files as report_files
-from ..report import github, resume, spend
+from ..report import spend
 from ..report.envelope_types import Envelope
+from ..report.render import files as report_files
+from ..report.render import github
+from ..run import resume
 from ..store import integrity
 from . import adaptive, caps, run_record, shard
 from .attribute import providers_setup
@@ -188,7 +190,7 @@ class BenchSession:
             self._cannot_write(err)
 
     def _annotate(self, session: pytest.Session) -> None:
-        """``::error``/``::warning`` lines for GitHub Actions (report/github.py)."""
+        """``::error``/``::warning`` lines for GitHub Actions (report/render/github.py)."""
         if not github.enabled():
             return
         files = github.task_files(self.state.tasks, self.state.settings.rootdir)

@@ -14,7 +14,7 @@ from ..cell.context import Cell, RunContext
 from ..cell.trial import Trial
 from ..corpus.config import Settings, run_caps
 from ..corpus.tasks import Corpus, Task
-from ..report.resume import StoredSamples
+from ..run.resume import StoredSamples
 from ..store.scrub import Scrubber
 from ..system import lifecycle
 from ..system.interrupts import Interrupts

@@ -17,10 +17,12 @@ from typing import Any, cast
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
-from . import akm_usage, corpus_diff, lift, metrics, notes, soundness, spend, transfer, workflow
+from . import akm_usage, lift, metrics, soundness, spend, transfer, workflow
 from . import gates as gates_mod
+from .compare import corpus_diff
 from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, SpendCap, TokenMeasurement
 from .provenance import provenance, tampering
+from .render import notes
 from .verdict import verdict
 
 SCHEMA_VERSION = 1

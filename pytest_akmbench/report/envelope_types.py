@@ -4,7 +4,7 @@ The builders return these and the readers (markdown, page, gates, compare, verdi
 schemas/report.schema.json lists the same fields, closed, for what reads report.json outside
 Python. A block's deeper parts that are lists of rows keyed by task, asset or arm stay plain
 dicts here: their keys are data. An envelope read back from a file is an :class:`Envelope` as
-far as a reader is concerned; compare checks what it uses (report/compare_refusals.py).
+far as a reader is concerned; compare checks what it uses (report/compare/refusals.py).
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import ARMS
-from . import compare as compare_mod
 from . import lift as lift_mod
+from .compare import changes as compare_mod
 from .envelope_types import Envelope, GateResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {

@@ -21,7 +21,8 @@ from fractions import Fraction
 from statistics import NormalDist, fmean
 from typing import Any
 
-from . import significance, stats
+from ..stats import intervals as stats
+from ..stats import significance
 
 ALPHA = significance.ALPHA
 BOOTSTRAP_ITERATIONS = 2000

@@ -17,7 +17,7 @@ from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
-from . import stats
+from ..stats import intervals as stats
 from .envelope_types import TokenMeasurement
 
 Sample = dict[str, Any]

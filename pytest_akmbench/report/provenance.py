@@ -60,7 +60,7 @@ def provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> ProvenanceBlock:
         "store": str(inp.store_dir) if inp.store_dir is not None else None,
     }
     out.update({k: v for k, v in extra.items() if not k.startswith("akm_")})
-    # The akm fields and the caller's extras are merged in by name (report/resume.py passes them).
+    # The akm fields and the caller's extras are merged in by name (run/resume.py passes them).
     return cast("ProvenanceBlock", out)
 
 

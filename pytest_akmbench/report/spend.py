@@ -19,7 +19,7 @@ from statistics import fmean
 from typing import Any
 
 from .envelope_types import AggregateBlock, Efficiency, Envelope, SpendBlock, SpendCap, SpendTotals
-from .fmt import md_table, signed
+from .render.fmt import md_table, signed
 
 Sample = dict[str, Any]
 TOKEN_FIELDS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..corpus.tasks import MEMORY_ABILITIES, Task
-from . import significance
+from ..stats import significance
 from .akm_usage import counted
 from .metrics import Sample, known_mean
 

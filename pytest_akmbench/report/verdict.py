@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import lift, metrics, notes, soundness
+from . import lift, metrics, soundness
 from .envelope_types import Envelope
-from .fmt import fmt_ci, fmt_p, num, signed
+from .render import notes
+from .render.fmt import fmt_ci, fmt_p, num, signed
 
 # Agents that run no model: their runs check the corpus, they compare nothing.
 CHECK_AGENTS = {"oracle": "solved by its own solution", "nop": "failed by doing nothing"}

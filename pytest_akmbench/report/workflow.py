@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..corpus.tasks import Task
+from ..stats.intervals import task_rate_interval
 from .envelope_types import WorkflowBlock
-from .stats import task_rate_interval
 
 BUCKETS = ("pass", "partial", "fail")
 TOP_CODES = 10
@@ -108,7 +108,7 @@ def _by_workflow(ids: list[str], pairs: list[tuple[dict[str, Any], dict[str, Any
             "partial_rate": rates["partial"],
             "fail_rate": rates["fail"],
             "violation_count": sum(len(c.get("violations") or []) for _, c in applicable),
-            # Per task (the clusters): what compare needs to test a change (report/compare_workflow.py).
+            # Per task (the clusters): what compare needs to test a change (report/compare/workflow.py).
             "per_task": [
                 {"task_id": t, "checks": len(scores[t]), "passes": int(sum(passes[t])), "score": _mean(scores[t])}
                 for t in sorted(scores)

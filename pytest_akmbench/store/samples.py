@@ -97,7 +97,7 @@ def reported(record: dict[str, Any]) -> Sample:
     """A stored record as the sample a run reports without running its cell (``from_store``).
 
     Records are read back as plain dicts: a line may be foreign or of an older sample schema,
-    and every reader checks what it uses (:func:`latest_valid`, report/resume.py). Only a
+    and every reader checks what it uses (:func:`latest_valid`, run/resume.py). Only a
     record those checks took as this trial's sample becomes a :class:`Sample` again.
     """
     return cast(Sample, {**record, "from_store": True})

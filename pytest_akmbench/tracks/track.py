@@ -18,7 +18,7 @@ from ..cell.context import Cell, RunContext
 from ..corpus.config import Settings
 from ..corpus.tasks import Task
 from ..errors import ConfigError
-from ..report.resume import StoredSamples
+from ..run.resume import StoredSamples
 
 SHARDS, CAPS, ADAPTIVE, REMOTE = "shards", "caps", "adaptive", "remote"
 FEATURES = (SHARDS, CAPS, ADAPTIVE, REMOTE)

@@ -19,7 +19,7 @@ from pytest_akmbench.corpus.hashes import task_corpus_hash
 from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
 from pytest_akmbench.corpus.workflows import load_spec, load_specs_lenient
 from pytest_akmbench.errors import CorpusError
-from pytest_akmbench.report.corpus_diff import task_hashes
+from pytest_akmbench.report.compare.corpus_diff import task_hashes
 from pytest_akmbench.system.procs import ProcessTracker
 from tests.support.corpus import standard_corpus, write_task
 

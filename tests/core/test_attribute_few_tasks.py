@@ -13,7 +13,8 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from pytest_akmbench.cell import masks
-from pytest_akmbench.report import notes, significance
+from pytest_akmbench.report.render import notes
+from pytest_akmbench.stats import significance
 from pytest_akmbench.tracks.attribute import core as attribute
 from pytest_akmbench.tracks.attribute import report as attribute_report
 from tests.core.test_attribute import base_of, exact_sign_flip_p, row

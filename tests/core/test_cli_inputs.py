@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.cli.main import main
-from pytest_akmbench.report.compare import compare
+from pytest_akmbench.report.compare.changes import compare
 from tests.core.test_compare import envelope
 from tests.support.corpus import standard_corpus
 

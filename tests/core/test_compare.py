@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.report.compare: refusals, noise verdicts, CLI exit codes."""
+"""Tests for pytest_akmbench.report.compare.changes: refusals, noise verdicts, CLI exit codes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from pytest_akmbench.cli.compare import main
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report.compare import compare
-from pytest_akmbench.report.compare_markdown import render_markdown
+from pytest_akmbench.report.compare.changes import compare
+from pytest_akmbench.report.compare.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 

@@ -15,10 +15,10 @@ from statsmodels.stats.multitest import multipletests
 
 from pytest_akmbench.cli.compare import main
 from pytest_akmbench.corpus.workflows import WorkflowSpec
-from pytest_akmbench.report import compare_workflow
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report.compare import compare
-from pytest_akmbench.report.compare_markdown import render_markdown, verdict
+from pytest_akmbench.report.compare import workflow as compare_workflow
+from pytest_akmbench.report.compare.changes import compare
+from pytest_akmbench.report.compare.markdown import render_markdown, verdict
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 from tests.core.test_workflow import LOOKUP, spec

@@ -7,8 +7,8 @@ import dataclasses
 from html import escape
 
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report.html import render
-from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report.render.html import render
+from pytest_akmbench.report.render.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample, traj
 from tests.core.test_report import inp
 

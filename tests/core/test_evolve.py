@@ -397,9 +397,9 @@ class TestArmContract:
 
     def test_a_utility_report_never_counts_an_evolve_cell(self) -> None:
         """An evolve cell runs as the akm arm, but its own fields keep it out of the utility
-        report's run facts (report/recorded.py) and fingerprint conflicts (report/merge.py)."""
+        report's run facts (run/recorded.py) and fingerprint conflicts (run/merge.py)."""
         from pytest_akmbench.records import of_a_track
-        from pytest_akmbench.report import recorded
+        from pytest_akmbench.run import recorded
 
         plain = {
             "schema": SAMPLE_SCHEMA,

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.report import lift, significance
+from pytest_akmbench.report import lift
+from pytest_akmbench.stats import significance
 from pytest_akmbench.tracks.evolve import learning as evolve_learning
 from pytest_akmbench.tracks.evolve import report as evolve_report
 from tests.core.test_evolve import build, sample

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report import gates, notes, significance
-from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report import gates
+from pytest_akmbench.report.render import notes
+from pytest_akmbench.report.render.markdown import render_markdown
+from pytest_akmbench.stats import significance
 from tests.core.test_report import TS, _bench, inp
 
 
@@ -65,7 +67,7 @@ def test_the_report_states_the_tests_null() -> None:
 
 def test_the_page_states_the_tests_null_beside_the_diamond() -> None:
     """report.html's note under the per-task plot says the same."""
-    from pytest_akmbench.report import html as html_report
+    from pytest_akmbench.report.render import html as html_report
 
     page = html_report.render(build(8, 3))
     assert notes.SIGN_FLIP_NULL.replace("'", "&#x27;") in page or notes.SIGN_FLIP_NULL in page

@@ -295,7 +295,7 @@ class TestStoredSamplesStayValid:
 
 
 class TestRecorded:
-    """The offline report's fingerprints take the run's facts from its samples (report/recorded.py):
+    """The offline report's fingerprints take the run's facts from its samples (run/recorded.py):
     a run with a providers file, another prompt version and akm gives the samples' own hash."""
 
     def stored(self, root: Root, arm: str, started: str, **facts: Any) -> dict[str, Any]:
@@ -312,7 +312,7 @@ class TestRecorded:
         return {"task_id": task.id, "arm": arm, "seed": 1, "run_id": "r", "started_at": started, "fingerprint": fp}
 
     def test_every_run_fact_comes_from_the_samples(self, tmp_path: Path) -> None:
-        from pytest_akmbench.report import recorded
+        from pytest_akmbench.run import recorded
 
         root = Root(tmp_path)
         # An older version's run: another akm prompt.
@@ -339,7 +339,7 @@ class TestRecorded:
 
     def test_one_akm_version_built_twice_is_told_apart_by_the_run(self, tmp_path: Path) -> None:
         from pytest_akmbench.errors import ConfigError
-        from pytest_akmbench.report import recorded
+        from pytest_akmbench.run import recorded
 
         root = Root(tmp_path)
         first = self.stored(root, "akm", "2026-01-01T00:00:01Z")

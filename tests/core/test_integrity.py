@@ -7,7 +7,7 @@ from pathlib import Path
 from pytest_akmbench.agents import NopAgent
 from pytest_akmbench.cell.context import RunContext
 from pytest_akmbench.corpus.tasks import load_corpus
-from pytest_akmbench.report.resume import report_input
+from pytest_akmbench.run.resume import report_input
 from pytest_akmbench.store.integrity import check
 from tests.support.corpus import standard_corpus
 

@@ -1,4 +1,4 @@
-"""Several stores read as one (report/merge.py): the latest valid sample of a trial wins across
+"""Several stores read as one (run/merge.py): the latest valid sample of a trial wins across
 stores as within one, and the stores' shard plans are checked against each other."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pytest_akmbench.agents.base import NopAgent
 from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
 from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.tasks import load_corpus
-from pytest_akmbench.report import merge
+from pytest_akmbench.run import merge
 from pytest_akmbench.store import shards
 from pytest_akmbench.store.samples import SampleStore, fingerprint_hash
 from tests.support.corpus import standard_corpus

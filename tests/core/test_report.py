@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report import lift, metrics, significance
-from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report import lift, metrics
+from pytest_akmbench.report.render import files as report_files
+from pytest_akmbench.report.render.markdown import render_markdown
+from pytest_akmbench.stats import significance
 from tests.core.test_metrics import Z, make_task, sample, traj, wilson
 
 TS = "2026-01-01T00:00:00.000Z"

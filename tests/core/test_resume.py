@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.report.resume: which cells a run skips, and which samples its report is made of.
+"""Tests for pytest_akmbench.run.resume: which cells a run skips, and which samples its report is made of.
 
 Every sample here is a real one (run_cell with a real verifier) appended to a real store; the
 agent fails with a harness error on demand, which leaves the cell's fingerprint unchanged.
@@ -16,7 +16,7 @@ from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
 from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.corpus.tasks import Task, load_corpus
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report.resume import StoredSamples, report_input
+from pytest_akmbench.run.resume import StoredSamples, report_input
 from pytest_akmbench.store.samples import SampleStore, fingerprint_hash
 from tests.core.test_runner import context, tracker
 from tests.support.corpus import standard_corpus

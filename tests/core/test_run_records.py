@@ -1,5 +1,5 @@
 """The store's run records (store/runs.py) and the cap block rebuilt from a run's samples
-(report/adaptive_run.py), as the offline report command reads them."""
+(run/adaptive.py), as the offline report command reads them."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from pytest_akmbench.corpus.config import resolve
 from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
 from pytest_akmbench.corpus.values import MAX_SEEDS
 from pytest_akmbench.errors import ConfigError
-from pytest_akmbench.report.resume import StoredSamples
+from pytest_akmbench.run.resume import StoredSamples
 from pytest_akmbench.store.samples import fingerprint_hash
 from tests.support.corpus import write_stash, write_task
 

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report import html, spend
-from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report import spend
+from pytest_akmbench.report.render import html
+from pytest_akmbench.report.render.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 from tests.support.dom import parse

@@ -1,4 +1,4 @@
-"""Tests for pytest_akmbench.report.stats with golden values worked out by hand."""
+"""Tests for pytest_akmbench.stats.intervals with golden values worked out by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_akmbench.report.stats import (
+from pytest_akmbench.stats.intervals import (
     cluster_rate_interval,
     is_flaky,
     paired_bootstrap_delta,

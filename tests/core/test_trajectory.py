@@ -924,8 +924,8 @@ class TestIntoTheReport:
         trajectory block counts and names it, and the warnings, summary and page say so; an honest
         run beside it is not named."""
         from pytest_akmbench.report import envelope as report
-        from pytest_akmbench.report.html import render
-        from pytest_akmbench.report.markdown import render_markdown
+        from pytest_akmbench.report.render.html import render
+        from pytest_akmbench.report.render.markdown import render_markdown
         from tests.core.test_metrics import sample
         from tests.core.test_report import TS, inp
 

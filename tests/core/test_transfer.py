@@ -271,7 +271,7 @@ def test_the_summary_prints_the_count_beside_what_chance_gives() -> None:
     """summary.md's negative-transfer section: the count beyond noise, how many tasks are below
     noakm at all and how many chance alone puts there, then the regressed tasks."""
     from pytest_akmbench.report import envelope as report
-    from pytest_akmbench.report.markdown import render_markdown
+    from pytest_akmbench.report.render.markdown import render_markdown
     from tests.core.test_report import TS, inp
 
     tasks = [make_task("x/a"), make_task("x/b")]

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.report import envelope as report
 from pytest_akmbench.report import soundness
-from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report.render.markdown import render_markdown
 from pytest_akmbench.store import soundness as soundness_store
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import inp

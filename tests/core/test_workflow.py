@@ -19,10 +19,11 @@ from pytest_akmbench.cell.workflow_trace import build_trace, runs_tests
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.corpus.workflows import WorkflowSpec, load_spec, load_specs
 from pytest_akmbench.errors import CorpusError
-from pytest_akmbench.report import envelope, html
+from pytest_akmbench.report import envelope
 from pytest_akmbench.report import gates as report_gates
 from pytest_akmbench.report import workflow as wf_report
-from pytest_akmbench.report.markdown import render_markdown
+from pytest_akmbench.report.render import html
+from pytest_akmbench.report.render.markdown import render_markdown
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 from tests.core.test_trajectory import bash, tool, write_stream

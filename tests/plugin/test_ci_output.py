@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_akmbench.report import github
+from pytest_akmbench.report.render import github
 from tests.support.corpus import write_task
 
 RUN = ("corpus", "--bench-agent", "nop", "--bench-arms", "noakm", "--bench-seeds", "1", "-p", "no:cacheprovider")

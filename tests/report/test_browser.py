@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_akmbench.report.fmt import num, signed
-from pytest_akmbench.report.html_plots import task_delta_interval
+from pytest_akmbench.report.render.fmt import num, signed
+from pytest_akmbench.report.render.html_plots import task_delta_interval
 from tests.support import browser, real_akm
 from tests.support import opencode as oc
 from tests.support.corpus import write_stash, write_task

@@ -13,11 +13,11 @@ import pytest
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from pytest_akmbench.report import envelope as report
-from pytest_akmbench.report import files as report_files
-from pytest_akmbench.report import html as html_report
-from pytest_akmbench.report import html_plots, svg
-from pytest_akmbench.report.markdown import render_markdown
-from pytest_akmbench.report.sections import MD_TASK_ROWS
+from pytest_akmbench.report.render import files as report_files
+from pytest_akmbench.report.render import html as html_report
+from pytest_akmbench.report.render import html_plots, svg
+from pytest_akmbench.report.render.markdown import render_markdown
+from pytest_akmbench.report.render.sections import MD_TASK_ROWS
 from tests.core.test_metrics import make_task, sample, traj
 from tests.support.dom import Element, parse
 

@@ -16,8 +16,11 @@ from scipy import stats as ss
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from pytest_akmbench.report import compare, metrics, significance, stats
 from pytest_akmbench.report import envelope as report
+from pytest_akmbench.report import metrics
+from pytest_akmbench.report.compare import changes as compare
+from pytest_akmbench.stats import intervals as stats
+from pytest_akmbench.stats import significance
 from tests.core.test_metrics import make_task, sample
 from tests.core.test_report import TS, inp
 

@@ -9,7 +9,9 @@ import math
 import random
 from pathlib import Path
 
-from pytest_akmbench.report import compare, gates, metrics, stats
+from pytest_akmbench.report import gates, metrics
+from pytest_akmbench.report.compare import changes as compare
+from pytest_akmbench.stats import intervals as stats
 from tests.stats.benches import envelope, rows, runs
 
 

@@ -1,4 +1,4 @@
-"""The adaptive design's statistics (report/sequential.py, report/boundary.py) against independent
+"""The adaptive design's statistics (run/sequential.py, stats/boundary.py) against independent
 computations, and seeded simulations of whole adaptive runs: size under the sharp null and under a
 null where akm helps some tasks and hurts others as much, the cells, the unbiased lift, the
 futility figure's wording."""
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_akmbench.report import boundary, sequential
-from pytest_akmbench.report.sequential import plan
+from pytest_akmbench.run import sequential
+from pytest_akmbench.run.sequential import plan
+from pytest_akmbench.stats import boundary
 
 ARMS = ("noakm", "akm")
 MOST = sequential.DEFAULT_MAX_SEEDS  # the design's default; the fixed design it is held to runs 5 seeds

@@ -11,7 +11,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from pytest_akmbench.report import compare, gates, lift, metrics, stats
+from pytest_akmbench.report import gates, lift, metrics
+from pytest_akmbench.report.compare import changes as compare
+from pytest_akmbench.stats import intervals as stats
 from tests.stats.benches import envelope, paired, rows, runs, task_rates
 
 

@@ -26,9 +26,10 @@ from ...cell.masks import canonical
 from ...corpus.config import load_run_config
 from ...corpus.tasks import Corpus, select
 from ...errors import ConfigError, CorpusError
-from ...report import lift, metrics, notes
+from ...report import lift, metrics
 from ...report.envelope_types import AttributeEnvelope
-from ...report.fmt import fmt_ci, fmt_p, signed
+from ...report.render import notes
+from ...report.render.fmt import fmt_ci, fmt_p, signed
 
 DEFAULT_TOP = 5
 RANKING = (

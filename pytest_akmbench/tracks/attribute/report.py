@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from ...report import html_attribute
 from ...report.envelope_types import AttributeEnvelope, AttributionRef
-from ...report.files import atomic_write
-from ...report.fmt import fmt_ci, fmt_p, md_table, num, signed
+from ...report.render import html_attribute
+from ...report.render.files import atomic_write
+from ...report.render.fmt import fmt_ci, fmt_p, md_table, num, signed
 
 JSON_NAME = "attribute.json"
 MARKDOWN_NAME = "attribute.md"

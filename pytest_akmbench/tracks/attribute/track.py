@@ -10,7 +10,7 @@ from typing import Any
 from ...cell.context import Cell, cell_fingerprint
 from ...corpus.tasks import Task
 from ...report.envelope_types import AttributeEnvelope
-from ...report.resume import StoredSamples
+from ...run.resume import StoredSamples
 from ...store.samples import fingerprint_hash
 from ..track import Run, Track
 from .core import Base, Target, build

@@ -20,7 +20,8 @@ import math
 from statistics import fmean
 from typing import Any
 
-from ...report import lift, stats
+from ...report import lift
+from ...stats import intervals as stats
 
 IMPROVEMENT_MARGIN = 0.05  # the reference's time_to_improvement: first episode above pre + this
 

@@ -17,8 +17,9 @@ from statistics import fmean
 from typing import Any
 
 from ...cell import akm
-from ...report import lift, metrics, stats
+from ...report import lift, metrics
 from ...report.envelope_types import EvolveEnvelope
+from ...stats import intervals as stats
 from . import learning as evolve_learning
 from .core import EVAL_CONDITIONS, arm_label, condition_of, episode_label
 

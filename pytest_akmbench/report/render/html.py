@@ -12,8 +12,10 @@ from __future__ import annotations
 from html import escape
 from pathlib import PurePosixPath
 
-from . import adaptive_run, soundness, spend, workflow_sections
-from .envelope_types import Envelope
+from ...run import adaptive as adaptive_run
+from .. import soundness, spend
+from ..envelope_types import Envelope
+from . import workflow_sections
 from .fmt import num, signed
 from .html_parts import interval_text, money, section, table, td
 from .html_plots import (

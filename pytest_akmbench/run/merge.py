@@ -2,7 +2,7 @@
 
 The stores' samples are read as one store would be: each store in its own append order, the
 stores interleaved by each sample's start time, so "the latest valid sample of a trial wins"
-(``report/resume.py``) means the same as in one store, and a trial two stores hold is counted
+(``run/resume.py``) means the same as in one store, and a trial two stores hold is counted
 once. What a merge cannot make whole it says, one line each, and the report is then
 incomplete: a store given that is not there, a shard of the plan that no store ran, a shard
 whose stores lack samples of its own cells (a store cut short, torn or emptied after the run:
@@ -23,10 +23,10 @@ from typing import Any
 from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
 from ..records import ARMS, CellKey, of_a_track
+from ..report.envelope import ReportInput
+from ..report.envelope_types import MergeBlock
 from ..store import shards
 from ..store.samples import STORE_FILE, Cursor, SampleStore, fingerprint_hash, record_fingerprint
-from .envelope import ReportInput
-from .envelope_types import MergeBlock
 from .resume import StoredSamples
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ..envelope_types import AttributeEnvelope
 from . import notes, svg
-from .envelope_types import AttributeEnvelope
 from .fmt import fmt_p, num, signed
 from .html import page_start
 from .html_parts import empty, section, table
@@ -30,7 +30,7 @@ def _cell(text: str, field: str, value: float | None = None, numeric: bool = Tru
 
 def matters(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """The "matters" cell: yes, no, or no with the reason when the asset's paired tasks are too
-    few for its test ever to be significant (report/notes.py)."""
+    few for its test ever to be significant (report/render/notes.py)."""
     if row["significant"]:
         return "yes"
     if notes.asset_cannot_matter(row["comparison"], [r["comparison"] or {} for r in rows]):

@@ -19,9 +19,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .compare_stats import Strata, paired_changes
-from .envelope_types import Envelope, WorkflowBlock
-from .fmt import num, signed
+from ..envelope_types import Envelope, WorkflowBlock
+from ..render.fmt import num, signed
+from .stats import Strata, paired_changes
 
 RULE = (
     "per workflow: strict pass rate (a check passed), stratified permutation test over the tasks both reports "

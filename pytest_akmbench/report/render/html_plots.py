@@ -9,8 +9,8 @@ from collections import Counter
 from html import escape
 from typing import Any
 
+from ..envelope_types import Envelope
 from . import notes, svg
-from .envelope_types import Envelope
 from .fmt import num, signed
 from .html_parts import empty, interval_text, legend, money, section, table, td
 

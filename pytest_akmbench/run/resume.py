@@ -17,8 +17,8 @@ from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..cell.runner import SAMPLE_SCHEMA
 from ..corpus.tasks import Task
 from ..records import CellKey, Sample
+from ..report.envelope import ReportInput
 from ..store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
-from .envelope import ReportInput
 
 
 class StoredSamples:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
-from ..corpus.hashes import task_body
-from ..corpus.tasks import Task
-from .envelope_types import Envelope
+from ...corpus.hashes import task_body
+from ...corpus.tasks import Task
+from ..envelope_types import Envelope
 
 SHOWN = 10
 

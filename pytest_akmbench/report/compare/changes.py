@@ -24,10 +24,14 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-from . import compare_workflow, corpus_diff, metrics, significance, stats
-from .compare_refusals import corpus_field, refusal
-from .compare_stats import Strata, holm_flag, paired_changes
-from .envelope_types import Envelope
+from ...stats import intervals as stats
+from ...stats import significance
+from .. import metrics
+from ..envelope_types import Envelope
+from . import corpus_diff
+from . import workflow as compare_workflow
+from .refusals import corpus_field, refusal
+from .stats import Strata, holm_flag, paired_changes
 
 FLAT = 0.005
 NOISE_RULE = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .envelope_types import Envelope
+from ..envelope_types import Envelope
 from .fmt import fmt_ci, fmt_pct, md_table, num
 from .html_parts import interval_text, table, td
 from .html_parts import section as heading

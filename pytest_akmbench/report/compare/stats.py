@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from . import significance, stats
+from ...stats import intervals as stats
+from ...stats import significance
 
 Strata = list[tuple[int, int, int, int]]  # per task: (passes, runs) of current, then of base
 

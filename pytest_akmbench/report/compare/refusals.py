@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import compare_workflow, corpus_diff
-from .envelope_types import Envelope
+from ..envelope_types import Envelope
+from . import corpus_diff
+from . import workflow as compare_workflow
 
 
 def corpus_field(envelope: Envelope, key: str) -> Any:

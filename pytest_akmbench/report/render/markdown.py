@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import notes, sequential, soundness, spend, workflow_sections
-from .envelope_types import Envelope
+from ...run import sequential
+from .. import soundness, spend
+from ..envelope_types import Envelope
+from ..verdict import verdict
+from . import notes, workflow_sections
 from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
 from .sections import (
     bridge_section,
@@ -23,7 +26,6 @@ from .sections import (
     per_task_section,
     trajectory_section,
 )
-from .verdict import verdict
 
 # ---------------------------------------------------------------- markdown
 

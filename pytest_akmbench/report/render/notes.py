@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .significance import ALPHA, min_paired_tasks, smallest_p
+from ...stats.significance import ALPHA, min_paired_tasks, smallest_p
 
 
 def trajectory_not_observed(counts: dict[str, Any]) -> str:

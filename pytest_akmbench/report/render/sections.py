@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..corpus.tasks import MEMORY_ABILITIES
+from ...corpus.tasks import MEMORY_ABILITIES
+from ..envelope_types import Envelope
 from . import notes
-from .envelope_types import Envelope
 from .fmt import fmt_pct, fmt_rate_ci, md_table, num, signed
 
 MD_TASK_CAP = 500  # per-run tables above this size are summarised, not listed

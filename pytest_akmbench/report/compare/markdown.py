@@ -6,9 +6,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .compare import FLAT, sign
-from .compare_workflow import markdown_lines as workflow_lines
-from .fmt import num, signed
+from ..render.fmt import num, signed
+from .changes import FLAT, sign
+from .workflow import markdown_lines as workflow_lines
 
 _GLYPH = {"improve": "▲", "regress": "▼", "flat": "▬"}
 

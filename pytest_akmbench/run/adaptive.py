@@ -1,7 +1,7 @@
 """An adaptive run's plan read from the store and its report part, shared by the
 session and the offline ``report`` command so both give the same envelope (docs/adaptive.md).
 
-The plan is ``report/sequential.py``'s, over the valid samples under the run's fingerprints
+The plan is ``run/sequential.py``'s, over the valid samples under the run's fingerprints
 plus the run's own harness errors (a round whose cell errored still counts as run).
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 from ..cell.context import Cell
 from ..corpus.tasks import Task
+from ..report.envelope_types import AdaptiveBlock, Envelope
 from . import sequential
-from .envelope_types import AdaptiveBlock, Envelope
 from .resume import StoredSamples
 
 CAVEAT = (

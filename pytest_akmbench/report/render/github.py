@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .envelope_types import Envelope
+from ..envelope_types import Envelope
 
 MAX_PER_KIND = 10  # GitHub shows at most 10 errors and 10 warnings of a step
 

@@ -4,7 +4,7 @@ The design is a pure function of the valid samples. Round r runs seed r of every
 task has run the same seeds at every look and no outcome decides which task runs more: the
 deepening cannot follow the direction of an effect. From round ``floor`` on, each round ends
 with a look: a group-sequential sign test on the discordant akm/noakm pairs so far
-(report/boundary.py) decides, spending alpha with the share of the rounds run. The run stops
+(stats/boundary.py) decides, spending alpha with the share of the rounds run. The run stops
 when it rejects (decisive), when every run so far passed (settled), when rejecting at a later
 look has become unlikely at the trend so far (futile), or after round ``max_seeds``: never more
 cells than a fixed run of ``max_seeds`` seeds. Every process computes the same plan from the
@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import boundary
-from .boundary import ALPHA
-from .envelope_types import AdaptiveBlock
+from ..report.envelope_types import AdaptiveBlock
+from ..stats import boundary
+from ..stats.boundary import ALPHA
 
 METHOD = "sign_group_sequential"
 REFERENCE = (

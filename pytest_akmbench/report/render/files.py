@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .envelope_types import Envelope
+from ..envelope_types import Envelope
 from .markdown import render_markdown
 
 FILE_MODE = 0o644

@@ -1,0 +1,1 @@
+"""Comparing two envelopes: changes beyond noise, refusals, markdown, workflow compliance."""

@@ -1,0 +1,1 @@
+"""Rendering an envelope: the markdown summary, report.html, the report directory."""

@@ -1,0 +1,1 @@
+"""Statistics with no import from the package: intervals, tests, the sequential boundary."""
