@@ -1,4 +1,5 @@
-"""Reporting: statistics (``stats``, ``significance``), per-arm figures (``metrics``, and for the akm
-arm ``akm_usage`` and ``transfer``), paired comparisons (``lift``), the envelope (``envelope``), its
-markdown (``markdown``), ``compare`` of two envelopes, ``gates``, and the samples a report is made
-of (``resume``)."""
+"""Reporting: per-arm figures (``metrics``, and for the akm arm ``akm_usage`` and ``transfer``),
+paired comparisons (``lift``), the envelope (``envelope``), ``gates`` and the ``verdict``; the
+summary, report.html and the report directory in ``render/``; two envelopes compared in
+``compare/``. The statistics are in ``pytest_akmbench.stats``, the samples a report is made of
+in ``pytest_akmbench.run``."""

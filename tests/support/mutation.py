@@ -3,7 +3,7 @@
 The modules under mutation are the ``only_mutate`` files of ``[tool.mutmut]`` in pyproject.toml;
 ``[tool.akmbench-mutation] functions`` narrows a file to some of its functions (runner.py: only
 the fingerprint). This runs ``mutmut run`` on exactly those mutants, then prints the score per
-module and every surviving mutant. ``--module report/stats`` (or ``stats``; repeatable) runs one module; ``--report``
+module and every surviving mutant. ``--module stats/intervals`` (or ``intervals``; repeatable) runs one module; ``--report``
 only prints the score of the last run (``--markdown``: as the table of docs/testing.md); ``--retry-survivors`` runs the survivors (and mutants no
 test ran) again, after tests were added; ``--sample N`` runs a seeded subset of N mutants per module. mutmut keeps its results in ``mutants/``, so an
 interrupted run resumes where it stopped.
@@ -37,7 +37,7 @@ def config() -> tuple[list[str], dict[str, list[str]]]:
 
 
 def module_of(path: str) -> str:
-    """The name a module goes by in ``--module`` and the table: its path in the package, e.g. report/stats."""
+    """The name a module goes by in ``--module`` and the table: its path in the package, e.g. stats/intervals."""
     return str(Path(path).relative_to("pytest_akmbench").with_suffix("")).replace("\\", "/")
 
 
@@ -156,7 +156,7 @@ def _markdown_row(name: str, c: Counter[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.mutation", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--module", action="append", default=[], help="a module, e.g. report/stats or stats (repeatable)"
+        "--module", action="append", default=[], help="a module, e.g. stats/intervals or intervals (repeatable)"
     )
     parser.add_argument("--report", action="store_true", help="only print the score of the last run")
     parser.add_argument("--markdown", action="store_true", help="print the score table in markdown (docs/testing.md)")
