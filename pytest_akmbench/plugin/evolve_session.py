@@ -12,6 +12,7 @@ import pytest
 
 from ..errors import BenchError
 from ..report.envelope_types import EvolveEnvelope
+from ..store import atomic
 from ..tracks.evolve import markdown as evolve_markdown
 from ..tracks.evolve.track import EvolveTrack
 
@@ -59,7 +60,5 @@ def write(directory: Path, envelope: EvolveEnvelope) -> tuple[Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     out = (directory / "report.json", directory / "summary.md")
     for path, text in zip(out, (json.dumps(envelope, indent=2) + "\n", evolve_markdown.render(envelope))):
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        atomic.write_text(path, text)
     return out

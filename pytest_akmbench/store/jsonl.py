@@ -1,8 +1,11 @@
-"""Small record files of the store (``shards.jsonl``, ``runs.jsonl``): one JSON object a line.
+"""The one JSONL appender of the package, and the store's small record files
+(``shards.jsonl``, ``runs.jsonl``): one JSON object a line.
 
-Benches and shards may share a store, so a line is appended whole under a lock and fsync'd; a
-reader skips a line it cannot use (torn by a crash, or of another schema) with a warning rather
-than failing the report.
+Benches, shards and xdist workers may share a store, so every line (a sample, a shard or run
+record, a soundness result) is appended whole under an exclusive lock, after terminating a
+line a killed writer left torn, and fsync'd (the directory too when the file is new). A reader
+skips a line it cannot use (torn by a crash, or of another schema) with a warning rather than
+failing the report.
 """
 
 from __future__ import annotations
@@ -17,20 +20,57 @@ from typing import Any
 from ..errors import StoreError
 
 
+def append_line(path: Path, payload: bytes, *, lock: Path | None = None, fsync: bool = True) -> None:
+    """Append ``payload`` (one line, ending in a newline) to ``path``; raises OSError.
+
+    The lock is ``lock`` when given (the samples file's readers take it shared for a snapshot),
+    else the file itself.
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600) if lock is not None else -1
+    fd = -1
+    try:
+        if lock_fd >= 0:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        # O_RDWR, not O_WRONLY: the torn-line check preads the last byte; O_APPEND still
+        # sends every write to the end of the file.
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        held = lock_fd if lock_fd >= 0 else fd
+        if lock_fd < 0:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload  # terminate a killed writer's torn line
+        view = memoryview(payload)
+        while view:  # regular files rarely write short, but never assume it
+            view = view[os.write(fd, view) :]
+        # Unlock before fsync so writers are not serialised on disk latency; the fsync still
+        # covers our bytes.
+        fcntl.flock(held, fcntl.LOCK_UN)
+        if fsync:
+            os.fsync(fd)
+            if size == 0:  # a new file: make its directory entry durable too
+                _sync_dir(path.parent)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        if lock_fd >= 0:
+            os.close(lock_fd)  # also releases the lock after an error
+
+
+def _sync_dir(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def append(path: Path, record: Mapping[str, Any], what: str) -> None:
-    """One fsync'd line under a lock; ``what`` names the record in the error ("the shard")."""
+    """One record appended (``append_line``); ``what`` names it in the error ("the shard")."""
     payload = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_line(path, payload)
     except OSError as exc:
         raise StoreError(f"{path}: cannot record {what} ({exc.strerror or exc}); check the store is writable") from exc
 

@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from ..errors import StoreError
 from ..records import VALID_OUTCOMES, Sample
+from . import jsonl
 
 STORE_FILE = "samples.jsonl"
 LOCK_FILE = "samples.lock"
@@ -174,35 +175,7 @@ class SampleStore:
         # Serialise before taking the lock: a bad record must fail without touching the file.
         payload = (json.dumps(record, separators=(",", ":"), sort_keys=False, ensure_ascii=False) + "\n").encode()
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            fd = -1
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX)
-                # O_RDWR, not O_WRONLY: the torn-line check preads the last byte; O_APPEND
-                # still sends every write to the end of the file.
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    payload = b"\n" + payload  # terminate a killed writer's torn line
-                view = memoryview(payload)
-                while view:  # regular files rarely write short, but never assume it
-                    view = view[os.write(fd, view) :]
-                # Unlock before fsync so workers are not serialised on disk latency; the
-                # fsync still covers our bytes.
-                fcntl.flock(lock_fd, fcntl.LOCK_UN)
-                if self.fsync:
-                    os.fsync(fd)
-                    if size == 0:  # a new file: make its directory entry durable too
-                        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_CLOEXEC)
-                        try:
-                            os.fsync(dir_fd)
-                        finally:
-                            os.close(dir_fd)
-            finally:
-                if fd >= 0:
-                    os.close(fd)
-                os.close(lock_fd)  # also releases the lock after an error
+            jsonl.append_line(self.path, payload, lock=self.lock_path, fsync=self.fsync)
         except OSError as exc:
             raise StoreError(
                 f"{self.path}: cannot append sample ({exc.strerror or exc}); "

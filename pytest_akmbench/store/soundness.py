@@ -7,27 +7,19 @@ content hash is the task's current one, so an edited task is shown as unchecked,
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from . import jsonl
 
 SOUNDNESS_FILE = "soundness.jsonl"
 
 
 def append(store_dir: Path, record: dict[str, Any]) -> None:
-    """Append one task's result (one write under an exclusive lock: xdist workers append at once)."""
+    """Append one task's result with the store's guarantees (xdist workers append at once); raises OSError."""
     payload = (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-    store_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(store_dir / SOUNDNESS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
+    jsonl.append_line(store_dir / SOUNDNESS_FILE, payload)
 
 
 def latest(store_dir: Path) -> dict[str, dict[str, Any]]:

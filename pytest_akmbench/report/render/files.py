@@ -16,11 +16,11 @@ import json
 import os
 import shutil
 import stat
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ...store import atomic
 from ..envelope_types import Envelope
 from .markdown import render_markdown
 
@@ -167,9 +167,9 @@ def write(
     envelope = copy_transcripts(directory, envelope, store_dir, more_stores)
     json_path, md_path, html_path = directory / "report.json", directory / "summary.md", directory / "report.html"
     markdown = render_markdown(envelope)
-    atomic_write(json_path, lambda fh: fh.writelines(_json_chunks(envelope)))
-    atomic_write(md_path, lambda fh: fh.write(markdown))
-    atomic_write(html_path, lambda fh: fh.write(html.render(envelope)))
+    atomic.write(json_path, lambda fh: fh.writelines(_json_chunks(envelope)))
+    atomic.write(md_path, lambda fh: fh.write(markdown))
+    atomic.write(html_path, lambda fh: fh.write(html.render(envelope)))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as fh:
@@ -203,18 +203,3 @@ def _json_chunks(value: Any, level: int = 0) -> Iterator[str]:
         yield "\n" + "  " * level + "]"
     else:
         yield json.dumps(value)
-
-
-def atomic_write(path: Path, fill: Callable[[IO[str]], object]) -> None:
-    """Write ``path`` whole or not at all, readable by all (as every report file is)."""
-    # json.dump streams its chunks into the file: a 100k-run envelope never exists as one string.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fill(fh)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is read by the next CI step
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -11,8 +11,8 @@ from typing import IO, Any
 
 from ...report.envelope_types import AttributeEnvelope, AttributionRef
 from ...report.render import html_attribute
-from ...report.render.files import atomic_write
 from ...report.render.fmt import fmt_ci, fmt_p, md_table, num, signed
+from ...store.atomic import write as atomic_write
 
 JSON_NAME = "attribute.json"
 MARKDOWN_NAME = "attribute.md"
