@@ -7,14 +7,12 @@ plus the run's own harness errors (a round whose cell errored still counts as ru
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from html import escape
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from ..cell.context import Cell
 from ..corpus.tasks import Task
 from ..report.envelope_types import AdaptiveBlock, Envelope
+from ..report.render.adaptive import headline
 from . import sequential
 from .resume import StoredSamples
 
@@ -74,71 +72,6 @@ def stamp(envelope: Envelope, block: AdaptiveBlock | None) -> Envelope:
     return {
         **envelope,
         "adaptive": block,
-        "verdict": f"{sequential.headline(block)} — {envelope['verdict']}",
+        "verdict": f"{headline(block)} — {envelope['verdict']}",
         "warnings": [*envelope["warnings"], CAVEAT],
     }
-
-
-# ---------------------------------------------------------------- the page's section
-
-_LOOK_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("round", "look"),
-    ("tasks", "tasks run"),
-    ("pairs", "pairs"),
-    ("akm_only", "akm only"),
-    ("noakm_only", "noakm only"),
-    ("lead_needed", "lead needed"),
-    ("alpha_spent", "alpha spent"),
-)
-_FACTS = (
-    ("stopping_reason", "stopping reason"),
-    ("akm_only", "akm only"),
-    ("noakm_only", "noakm only"),
-    ("lead_needed", "lead needed at the last look"),
-    ("direction", "ahead"),
-    ("floor_lift", "lift over the floor seeds (unbiased)"),
-    ("conditional_power", "conditional power at a futile stop"),
-    ("cells_used", "cells used"),
-    ("cells_max", "cells at most"),
-    ("barrier_wait_s", "time cells waited at the barrier (s)"),
-)
-
-
-def _shown(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else "n/a" if value is None else str(value)
-
-
-def _value(value: Any) -> str:
-    """The exact figure, for a reader (or a check) that needs the JSON's number."""
-    return escape(json.dumps(value))
-
-
-def html_lines(envelope: Mapping[str, Any]) -> list[str]:
-    """The page's "Adaptive seeds" section: the design, why it stopped, each look and its bound,
-    with the same text as the summary's (``sequential.markdown_lines``); nothing for a fixed run."""
-    block = envelope.get("adaptive")
-    if not block:
-        return []
-    design = next((line for line in sequential.markdown_lines(envelope) if line.startswith("Design:")), "")
-    facts = "".join(
-        f'<tr><th>{escape(label)}</th><td data-field="{key}" data-value="{_value(block.get(key))}">'
-        f"{escape(_shown(block.get(key)))}</td></tr>"
-        for key, label in _FACTS
-    )
-    head = "".join(f"<th>{escape(label)}</th>" for _, label in _LOOK_COLUMNS)
-    rows = "".join(
-        f'<tr data-look="{look["round"]}">'
-        + "".join(
-            f'<td class="n" data-field="{key}" data-value="{_value(look[key])}">{escape(_shown(look[key]))}</td>'
-            for key, _ in _LOOK_COLUMNS
-        )
-        + "</tr>"
-        for look in block["history"]
-    )
-    return [
-        '<h2 id="adaptive">Adaptive seeds</h2>',
-        f'<p class="note" id="adaptive-headline">{escape(sequential.headline(block))}.</p>',
-        f'<p class="note">{escape(design)}</p>',
-        f'<table id="adaptive-facts"><tbody>{facts}</tbody></table>',
-        f'<table id="adaptive-looks"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>',
-    ]

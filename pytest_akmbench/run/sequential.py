@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..report.envelope_types import AdaptiveBlock
+from ..report.render.adaptive import STOP_TEXT
 from ..stats import boundary
 from ..stats.boundary import ALPHA
 
@@ -52,7 +53,7 @@ Key = tuple[str, str, int]  # (task id, arm, seed)
 DEFAULT_FLOOR = 2
 DEFAULT_MAX_SEEDS = 5
 
-__all__ = ["ALPHA", "FUTILITY", "Look", "Plan", "block", "headline", "markdown_lines", "plan"]
+__all__ = ["ALPHA", "FUTILITY", "STOP_TEXT", "Look", "Plan", "block", "plan"]
 
 
 @dataclass
@@ -239,62 +240,3 @@ def block(
         "seeds_by_task": dict(state.seeds),
         "history": [look.as_dict() for look in state.looks],
     }
-
-
-STOP_TEXT = {
-    "decisive": "decisive",
-    "futile": "futile",
-    "max_seeds": "the most seeds ran",
-    "settled": "every run passed, no room left for akm",
-    None: "not finished (interrupted, or cells still to run)",
-}
-
-
-def headline(adaptive: Mapping[str, Any]) -> str:
-    """One line: the design, its looks, why it stopped, what the test says and the unbiased lift."""
-    reason = STOP_TEXT.get(adaptive["stopping_reason"], str(adaptive["stopping_reason"]))
-    if adaptive.get("conditional_power") is not None:
-        reason += (
-            f" (conditional power {adaptive['conditional_power']:.1%} at the trend so far, below "
-            f"{adaptive['futility']:.0%}; not the chance that more seeds would have been decisive)"
-        )
-    looks = adaptive["looks"]
-    lead = adaptive["akm_only"] - adaptive["noakm_only"]
-    text = (
-        f"adaptive seeds: {looks} look{'s' if looks != 1 else ''}, stopped: {reason}; "
-        f"{adaptive['cells_used']} of at most {adaptive['cells_max']} cells; "
-        f"sign test lead {abs(lead)} of {adaptive['akm_only'] + adaptive['noakm_only']} discordant pairs"
-    )
-    if adaptive.get("lead_needed") is not None:
-        text += f" (decisive at {adaptive['lead_needed']})"
-    if adaptive["decisive"]:
-        text += f": {adaptive['direction']} ahead"
-    if adaptive.get("floor_lift") is not None:
-        text += f"; lift {adaptive['floor_lift']:+.2f} over seeds 1–{adaptive['floor']} of every task (unbiased)"
-    return text
-
-
-def markdown_lines(envelope: Mapping[str, Any]) -> list[str]:
-    """The summary's section on an adaptive run; nothing for a fixed design."""
-    adaptive = envelope.get("adaptive")
-    if not adaptive:
-        return []
-    lines = ["", "## Adaptive seeds", "", headline(adaptive) + ".", ""]
-    lines += [
-        f"Design: every task runs seeds 1..{adaptive['floor']}, then one more seed per round, up to "
-        f"{adaptive['max_seeds']} (never more cells than a fixed run of {adaptive['max_seeds']} seeds); after "
-        f"each round from seed {adaptive['floor']} on, a two-sided sign test on the discordant akm − noakm pairs, "
-        f"spending alpha {adaptive['alpha']:g} over the rounds (O'Brien–Fleming-like); futile once its "
-        f"conditional power falls below {adaptive.get('futility', 0):.0%} (docs/adaptive.md). "
-        "The p-values, intervals and lifts above assume a fixed design: under adaptive stopping the sign test "
-        "decides, and the lift over the first seeds is the unbiased one.",
-        "",
-        "| look | tasks run | pairs | akm only | noakm only | lead needed | alpha spent |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for look in adaptive["history"]:
-        lines.append(
-            f"| {look['round']} | {look['tasks']} | {look['pairs']} | {look['akm_only']} | "
-            f"{look['noakm_only']} | {look['lead_needed']} | {look['alpha_spent']:.4f} |"
-        )
-    return lines

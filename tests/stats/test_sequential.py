@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pytest_akmbench.report.render.adaptive import headline
 from pytest_akmbench.run import sequential
 from pytest_akmbench.run.sequential import plan
 from pytest_akmbench.stats import boundary
@@ -160,7 +161,7 @@ class TestFutility:
         assert (p.stop, len(p.looks), p.power, p.direction) == ("futile", 1, 0.0, None)
         block = sequential.block(p, arms=ARMS, floor=2, max_seeds=5)
         assert (block["stopping_reason"], block["conditional_power"], block["futility"]) == ("futile", 0.0, 0.1)
-        line = sequential.headline(block)
+        line = headline(block)
         assert "stopped: futile (conditional power 0.0% at the trend so far, below 10%; " in line
         assert "not the chance that more seeds would have been decisive)" in line
         assert "chance 0.0%" not in line
@@ -312,7 +313,7 @@ class TestSimulation:
         error = 3 * float(np.std(lifts)) / math.sqrt(len(lifts))
         assert abs(float(np.mean(lifts)) - truth) <= error
         block = sequential.block(p, arms=ARMS, floor=2, max_seeds=5)
-        assert f"lift {p.floor_lift:+.2f} over seeds 1–2 of every task (unbiased)" in sequential.headline(block)
+        assert f"lift {p.floor_lift:+.2f} over seeds 1–2 of every task (unbiased)" in headline(block)
 
     def test_the_futility_stop_only_removes_rejections(self) -> None:
         """The same 300 benches with and without the futility stop: every run decisive with it

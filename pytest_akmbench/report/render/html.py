@@ -12,10 +12,9 @@ from __future__ import annotations
 from html import escape
 from pathlib import PurePosixPath
 
-from ...run import adaptive as adaptive_run
 from .. import soundness, spend
 from ..envelope_types import Envelope
-from . import workflow_sections
+from . import adaptive, workflow_sections
 from .fmt import num, signed
 from .html_parts import interval_text, money, section, table, td
 from .html_plots import (
@@ -79,7 +78,7 @@ def render(envelope: Envelope) -> str:
         + outcomes_section(envelope)
         + tokens_section(envelope)
         + spend.html_lines(envelope)
-        + adaptive_run.html_lines(envelope)
+        + adaptive.html_lines(envelope)
     )
     parts += trajectory_section(envelope)
     parts += workflow_sections.html_lines(envelope)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...run import sequential
 from .. import soundness, spend
 from ..envelope_types import Envelope
 from ..verdict import verdict
-from . import notes, workflow_sections
+from . import adaptive, notes, workflow_sections
 from .fmt import fmt_ci, fmt_obs, fmt_p, fmt_pct, md_table, num, signed
 from .sections import (
     bridge_section,
@@ -35,7 +34,7 @@ def render_markdown(envelope: Envelope) -> str:
     arms = envelope["corpus"]["arms"]
     lines = _header(envelope)
     lines += _aggregate_section(envelope, arms)
-    lines += sequential.markdown_lines(envelope)
+    lines += adaptive.markdown_lines(envelope)
     lines += pass_k_section(envelope, arms)
     lines += _gates_section(envelope)
     lines += soundness.markdown_lines(envelope)
