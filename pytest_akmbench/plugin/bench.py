@@ -233,7 +233,7 @@ def _start(config: pytest.Config, state: BenchState, controller: bool) -> None:
         startup.start_agent(config, state, _agent_options(state))
         state.started = True
     # An agent that says it never calls akm (oracle, nop) still gets one when it is there.
-    needed = not state.settings.soundness and state.agent.uses_akm
+    needed = state.track.runs_agent and state.agent.uses_akm
     state.akm = startup.find_akm(config, state, needed)
     if state.akm is not None and state.akm.warning and controller:
         state.warnings.append(state.akm.warning)
