@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from pytest_akmbench.cell import akm
-from pytest_akmbench.tracks import evolve
+from pytest_akmbench.tracks.evolve import core as evolve
 from tests.support import opencode as oc
 from tests.support import real_akm
 from tests.support.bench import samples as store_samples
