@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -63,3 +64,17 @@ def bench(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> pytest.P
         agent=getattr(module, "BENCH_AGENT", None),
         **getattr(module, "BENCH_FILES", {}),
     )
+
+
+@pytest.fixture
+def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths os.fsync is called on (the real fsync still runs)."""
+    paths: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return paths

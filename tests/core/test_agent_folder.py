@@ -6,7 +6,6 @@ same run."""
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,7 @@ from pytest_akmbench.cell.trajectory import analyse_cell
 from pytest_akmbench.cell.workflow_trace import build_trace
 from pytest_akmbench.corpus.tasks import load_corpus
 from tests.core.test_runner import context, tracker
-from tests.core.test_trajectory import DATA, RECORDED, TASK
+from tests.core.test_trajectory import DATA, RECORDED, TASK, recorded_log
 from tests.support import real_akm
 from tests.support.corpus import write_stash, write_task
 
@@ -158,13 +157,8 @@ def test_a_recorded_run_told_by_the_toy_analyses_the_same(toy: Agent, tmp_path: 
     stem = DATA / f"{name}-akm-{version}"
     if not Path(f"{stem}.jsonl").is_file():
         pytest.skip(f"no recorded {stem.name}")
-    rec = json.loads(Path(f"{stem}.akm-log.json").read_text())
-    if version.startswith("0.7"):
-        events = [e for e in map(akm.normalise_event, json.loads(rec["log"])) if e is not None]
-    else:
-        events = akm.parse_log(rec["log"])
-    assert events is not None
-    started, original = rec["agent_started_ms"], Path(f"{stem}.jsonl")
+    events, started = recorded_log(stem, version)
+    original = Path(f"{stem}.jsonl")
     told = retold(toy, original, tmp_path / "toy.log")
     assert not told.read_text().startswith("{")  # not opencode's events
 

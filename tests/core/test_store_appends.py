@@ -4,7 +4,6 @@ file's guarantees (lock, torn line terminated, fsync), every report file appears
 from __future__ import annotations
 
 import json
-import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -33,20 +32,6 @@ def _soundness(directory: Path, record: dict[str, Any]) -> Path:
 
 
 APPENDERS = [_samples, _records, _soundness]
-
-
-@pytest.fixture
-def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths os.fsync is called on (the real fsync still runs)."""
-    paths: list[str] = []
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        paths.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    return paths
 
 
 @pytest.mark.parametrize("append", APPENDERS)

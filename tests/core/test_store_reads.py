@@ -4,10 +4,7 @@ lines are in test_store.py."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-import pytest
 
 from pytest_akmbench.store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
 
@@ -154,19 +151,6 @@ class TestSharedValues:
 
 
 class TestDurability:
-    @pytest.fixture
-    def synced(self, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-        """The paths os.fsync is called on (the real fsync still runs)."""
-        paths: list[str] = []
-        real = os.fsync
-
-        def fsync(fd: int) -> None:
-            paths.append(os.readlink(f"/proc/self/fd/{fd}"))
-            real(fd)
-
-        monkeypatch.setattr(os, "fsync", fsync)
-        return paths
-
     def test_a_new_store_syncs_its_directory_entry_once(self, tmp_path: Path, synced: list[str]) -> None:
         """Without the directory's fsync a power cut right after the first sample could lose the
         whole samples.jsonl, not only its last record; later appends need only the file's."""

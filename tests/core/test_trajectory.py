@@ -82,16 +82,22 @@ def write_stream(path: Path, events: list[dict[str, Any]]) -> Path:
     return path
 
 
-def recorded(name: str, version: str) -> dict[str, Any]:
-    """analyse_cell on a recorded transcript with its recorded akm log, read as the runner reads it."""
-    stem = DATA / f"{name}-akm-{version}"
+def recorded_log(stem: Path, version: str) -> tuple[list[dict[str, Any]], int]:
+    """A recorded run's akm log as the runner reads it (0.7's events file or 0.9's log), and when
+    its agent started."""
     rec = json.loads(Path(f"{stem}.akm-log.json").read_text())
     if version.startswith("0.7"):
         events = [e for e in map(akm.normalise_event, json.loads(rec["log"])) if e is not None]
     else:
         events = akm.parse_log(rec["log"])
     assert events is not None
-    started = rec["agent_started_ms"]
+    return events, rec["agent_started_ms"]
+
+
+def recorded(name: str, version: str) -> dict[str, Any]:
+    """analyse_cell on a recorded transcript with its recorded akm log, read as the runner reads it."""
+    stem = DATA / f"{name}-akm-{version}"
+    events, started = recorded_log(stem, version)
     return analyse_cell(TASK, Path(f"{stem}.jsonl"), akm.since(events, started), None, agent_started_ms=started)
 
 
