@@ -53,6 +53,10 @@ class Run(Protocol):
 
     def stored(self) -> StoredSamples: ...
 
+    def fingerprint_hash(self, cell: Cell) -> str:
+        """The hash of the cell's fingerprint, computed once per cell in this process."""
+        ...
+
 
 class Track:
     """A track: its name, what it supports, the items of a task. Utility is the plain one."""

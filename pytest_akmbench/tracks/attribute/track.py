@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ...cell.context import Cell, cell_fingerprint
+from ...cell.context import Cell
 from ...corpus.tasks import Task
 from ...report.envelope_types import AttributeEnvelope
 from ...run.resume import StoredSamples
-from ...store.samples import fingerprint_hash
 from ..track import Run, Track
 from .core import Base, Target, build
 
@@ -58,7 +57,7 @@ class AttributeTrack(Track):
         wanted += [("", task_id, seed) for task_id in sorted(plan.masks) for seed in plan.reference_seeds]
         for ref, task_id, seed in wanted:
             cell = Cell(by_id[task_id], "akm", seed, mask=ref or None)
-            found = stored.for_report([((task_id, "akm", seed), fingerprint_hash(cell_fingerprint(cell, ctx)))])
+            found = stored.for_report([((task_id, "akm", seed), state.fingerprint_hash(cell))])
             record = found[0] if found else reported.get((task_id, ref, seed))
             if record is None:
                 missing += 1
