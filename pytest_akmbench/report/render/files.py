@@ -24,7 +24,7 @@ from ...store import atomic
 from ..envelope_types import Envelope
 from .markdown import render_markdown
 
-FILE_MODE = 0o644
+FILE_MODE = atomic.FILE_MODE  # a copied transcript is readable as the written files are
 DIR_MODE = 0o755
 TRANSCRIPTS = "transcripts"
 _LONG_LIST = 8  # report.json writes lists longer than this one compact element per line

@@ -41,6 +41,7 @@ from ...corpus.hashes import fixture_hash
 from ...corpus.tasks import Task
 from ...errors import ConfigError, CorpusError
 from ...records import Sample
+from ...store import atomic
 from ...store.samples import fingerprint_hash
 from ...system import procs
 from ...system.procs import ProcessTracker
@@ -230,9 +231,7 @@ def run_step(
         part["evolved_stash_hash"] = fixture_hash(published)
         part["original_stash_hash"] = inputs["fixtures"][fixture]
         record["fixtures"][fixture] = part
-    tmp = directory / "step.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(directory / "step.json")  # the record appears whole or not at all
+    atomic.write_text(directory / "step.json", json.dumps(record, indent=2, sort_keys=True))
     return record
 
 
