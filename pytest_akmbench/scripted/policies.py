@@ -17,7 +17,8 @@ Policies (the model name is ``scripted/<policy>``):
            akm cells pass while skipping the lookup a workflow spec asks for.
 ``idle``   answers with text at once, no tools.
 ``hang``   accepts the request and never answers until the server stops.
-``error``  HTTP 500 with ``retry-after-ms: 50`` so the agent's retries are fast, then it gives up.
+``error``  the wire's failure, a 5xx the agent retries fast (chat: HTTP 500 with
+           ``retry-after-ms: 50``), then it gives up.
 ``loop``   calls a harmless, always different shell command forever.
 ``learner`` fails a task until the stash holds a lesson on its gold asset (the evolve track).
 ``lesson``, ``garbage``  stand in for akm's own LLM (``akm distill``): a valid lesson, or prose
