@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_akmbench.agents.opencode.providers import load_providers_file
+from pytest_akmbench.agents.providers import load_providers_file
 from pytest_akmbench.agents.settings import table
 from pytest_akmbench.cell.checks import static_problems
 from pytest_akmbench.cell.rundir import LARGE_WORKSPACE, copy_workspace, large_workspace, tree_hash

@@ -16,7 +16,7 @@ import tomllib
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_akmbench.agents.opencode import providers
+from pytest_akmbench.agents import providers
 from pytest_akmbench.agents.settings import table
 from pytest_akmbench.corpus import config, config_fields, tasks
 from pytest_akmbench.errors import BenchError

@@ -9,16 +9,9 @@ from typing import Any
 
 from ...errors import ConfigError
 from ..base import setup_digest
+from ..providers import SCRIPTED_PREFIX, ModelChoice, ProvidersFile, provider_key
 from .discovery import discover_providers
-from .providers import (
-    CLOUD_PREFIXES,
-    FIX_HINT,
-    OPENCODE_CONFIG,
-    SCRIPTED_PREFIX,
-    ModelChoice,
-    ProvidersFile,
-    provider_key,
-)
+from .providers import CLOUD_PREFIXES, FIX_HINT, OPENCODE_CONFIG
 
 
 def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ModelChoice:
