@@ -134,8 +134,13 @@ def read_run_config(path: Path) -> dict[str, Any]:
 
 def config_options(cfg: RunConfig | None, table: Table = CORE) -> dict[str, Any]:
     """The run config's provider and model fields, as the agent adapter's discovery reads them;
-    an agent's own run-config fields (rows of ``table`` it owns) under their attribute names."""
-    own = {row.field: cfg.get(str(row.key)) if cfg else None for row in table.fields if row.owner != "bench"}
+    an agent's own run-config fields that are no option (rows of ``table`` it owns; an option's
+    field is a layer of its resolved value) under their attribute names."""
+    own = {
+        row.field: cfg.get(str(row.key)) if cfg else None
+        for row in table.fields
+        if row.owner != "bench" and not row.option
+    }
     return {
         "config_providers": cfg.get("providers") if cfg else None,
         "config_providers_ref": cfg.get("providersRef") if cfg else None,
