@@ -311,10 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("doctor", help="what is installed and reachable")
     doc.add_argument("--config", help="run config (for its providers and model)")
     doc.add_argument("--providers", help="providers file")
-    doc.add_argument("--opencode-config", help="standard opencode config (opencode.json)")
     doc.add_argument("--model", help="model to check")
-    doc.add_argument("--opencode", help="opencode executable")
     doc.add_argument("--akm", help="akm executable")
+    doc.add_argument("--agent", help="check only this agent (default: every built-in one)")
+    for row in table().options:  # each agent's own options (its binary, its own provider file)
+        if row.owner != "bench":
+            doc.add_argument("--" + row.name.replace("_", "-"), metavar=row.metavar, help=row.help)
     doc.set_defaults(func=cmd_doctor)
 
     tools.add_parser(sub)
