@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..agents.settings import table
 from ..cell.context import RunContext
 from ..corpus.config import Settings, corpus_near, in_file, load_run_config, resolve, run_caps
-from ..corpus.settings_table import REPORT
 from ..corpus.tasks import Task, load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import envelope as report
@@ -130,7 +130,8 @@ def _report_status(envelope: Envelope, problems: list[str]) -> int:
 
 def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """The report command's settings: its options over the run config, as a bench resolves them."""
-    config = load_run_config(Path(args.config)) if args.config else None
+    settings = table()
+    config = load_run_config(Path(args.config), settings) if args.config else None
     for gate in args.gate or ():
         try:
             gates.parse(gate)
@@ -141,9 +142,10 @@ def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
         cwd=cwd,
         config=config,
         ini={},
-        cli={row.name: getattr(args, row.name) for row in REPORT if row.parse is not None and not row.many},
+        cli={row.name: getattr(args, row.name) for row in settings.report if row.parse is not None and not row.many},
         tasks_root=inputs.tasks_root(args.corpus),
         stashes_root=Path(args.stashes).resolve(),
+        table=settings,
     )
 
 
@@ -264,7 +266,7 @@ def _report_parser(sub: Any) -> None:
         help="the akm whose samples the akm arm counts, when the store holds several (default: the one)",
     )
     rep.add_argument("--run-id", help="which run counts as this report's own (default: the latest)")
-    for row in REPORT:  # the settings it shares with a bench run, from the settings table
+    for row in table().report:  # the settings it shares with a bench run, from the settings table
         flag = "--" + row.name.replace("_", "-")
         if row.many:
             rep.add_argument(flag, action="append", metavar=row.metavar, help=row.report)
@@ -309,10 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("doctor", help="what is installed and reachable")
     doc.add_argument("--config", help="run config (for its providers and model)")
     doc.add_argument("--providers", help="providers file")
-    doc.add_argument("--opencode-config", help="standard opencode config (opencode.json)")
     doc.add_argument("--model", help="model to check")
-    doc.add_argument("--opencode", help="opencode executable")
     doc.add_argument("--akm", help="akm executable")
+    doc.add_argument("--agent", help="check only this agent (default: every built-in one)")
+    for row in table().options:  # each agent's own options (its binary, its own provider file)
+        if row.owner != "bench":
+            doc.add_argument("--" + row.name.replace("_", "-"), metavar=row.metavar, help=row.help)
     doc.set_defaults(func=cmd_doctor)
 
     tools.add_parser(sub)
