@@ -40,6 +40,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", default="corpus/tasks", help="tasks root (default: corpus/tasks)")
     p.add_argument("--stashes", default="corpus/stashes", help="stash fixtures (default: corpus/stashes)")
     p.add_argument("--config", help="the run config the benches ran with")
+    for name, text in (
+        ("tasks", "the tasks each store's report selects, as report --tasks"),
+        ("arms", "the arms, as report --arms"),
+        ("seeds", "the seeds per arm each bench ran, as report --seeds (without it or --config: the default)"),
+    ):
+        p.add_argument(f"--{name}", help=text)
     p.add_argument("--json", action="store_true", help="print the document as JSON instead of markdown")
     p.add_argument("--out", metavar="DIR", help="also write lift.json and lift.md into DIR")
     return p
@@ -52,7 +58,10 @@ def _agents_in(store: Path) -> list[str]:
 
 def _report_options(args: argparse.Namespace) -> list[str]:
     options = ["--corpus", args.corpus, "--stashes", args.stashes]
-    return options + (["--config", args.config] if args.config else [])
+    for name in ("config", "tasks", "arms", "seeds"):
+        if getattr(args, name):
+            options += [f"--{name}", getattr(args, name)]
+    return options
 
 
 def _read(args: argparse.Namespace, report: Reporter) -> tuple[list[tuple[str, Envelope]], list[str]]:
