@@ -17,7 +17,7 @@ def _level(block: dict[str, Any]) -> str:
 
 def _lift_clause(agent: dict[str, Any]) -> str:
     c = agent["lift"]
-    text = f"{agent['agent']} {signed(c['delta'])} {fmt_ci(c['low'], c['high'], with_sign=True)}"
+    text = f"{agent['agent']} {signed(c['delta'])} {fmt_ci(c['low'], c['high'], with_sign=True)}{_level(c)}"
     if not c["reliable"]:
         return text + " (unreliable)"
     return text + (" (significant)" if c["significant"] else "")
