@@ -86,6 +86,9 @@ def _read(args: argparse.Namespace, report: Reporter) -> tuple[list[tuple[str, E
         envelope = load_report(file)
         if envelope.get("schemaVersion") != 1 or envelope.get("track") != "utility":
             raise ValueError(f"{file} is not a utility report (schemaVersion 1, track utility)")
+        rows = [t.get(arm) for t in envelope.get("tasks") or [] for arm in lift_agents.ARMS]
+        if any(isinstance(r, dict) and not {"passes", "valid_count", "harness_error_count"} <= r.keys() for r in rows):
+            raise ValueError(f"{file} has no per-task run counts (an older report): rebuild it with the report command")
         out.append((str(file), envelope))
     seen: dict[str, str] = {}
     for where, envelope in out:

@@ -174,6 +174,11 @@ class TestCommand:
         evolve = self.write(tmp_path, "evolve", {**agent_report("beta", [1], [1]), "track": "evolve"})
         assert main(["lift", a, evolve]) == 2
         assert "is not a utility report" in capsys.readouterr().err
+        old = agent_report("beta", [1] * 6, [1] * 6)
+        for t in old["tasks"]:
+            t["akm"].pop("passes")
+        assert main(["lift", a, self.write(tmp_path, "old", old)]) == 2
+        assert "has no per-task run counts (an older report)" in capsys.readouterr().err
         assert main(["lift", a]) == 1
         assert "fewer than two agents" in capsys.readouterr().err
         assert main(["lift"]) == 2
