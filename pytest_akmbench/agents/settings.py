@@ -49,7 +49,8 @@ def table() -> Table:
     """The bench's rows and every agent folder's, in the folders' order (found anew each call,
     so a folder added to the package's path is read), with the defaults a folder gives the
     bench's rows (``DEFAULTS``: the default agent's folder names itself), each given once."""
-    whole, given = CORE, dict[str, object]()
+    whole = CORE
+    given: dict[str, object] = {}
     for package in agent_packages():
         whole = whole.with_rows(agent_rows(package))
         defaults: dict[str, object] = dict(getattr(_module(package), "DEFAULTS", {}))
