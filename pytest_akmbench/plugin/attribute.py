@@ -14,6 +14,7 @@ import pytest
 
 from ..cell.context import Cell, cell_fingerprint
 from ..errors import BenchError, ConfigError
+from ..records import Sample
 from ..report.envelope_types import AttributeEnvelope
 from ..run.resume import StoredSamples
 from ..store.samples import fingerprint_hash
@@ -150,7 +151,7 @@ class AttributeSession:
     def __init__(self, state: BenchState, config: pytest.Config) -> None:
         self.state = state
         self.config = config
-        self.samples: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self.samples: dict[tuple[str, str, int], Sample] = {}
         self.envelope: AttributeEnvelope | None = None
         self.paths: tuple[Path, Path, Path] | None = None
         self.error: str | None = None

@@ -17,10 +17,10 @@ from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
+from ..records import Sample
 from ..stats import intervals as stats
 from .envelope_types import TokenMeasurement
 
-Sample = dict[str, Any]
 ARM_ORDER = ("noakm", "synthetic", "akm")
 DEFAULT_FLOOR = 3
 

@@ -15,10 +15,9 @@ from scipy import stats as sps
 
 from pytest_akmbench.agents.opencode import policies
 from pytest_akmbench.agents.opencode.policies import ScriptedCell
-from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError, CorpusError
-from pytest_akmbench.records import ARMS, Sample
+from pytest_akmbench.records import ARMS, SAMPLE_SCHEMA, Sample
 from pytest_akmbench.tracks.evolve import core as evolve
 from pytest_akmbench.tracks.evolve import learning as evolve_learning
 from pytest_akmbench.tracks.evolve import markdown as evolve_markdown

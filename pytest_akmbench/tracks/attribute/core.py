@@ -26,6 +26,7 @@ from ...cell.masks import canonical
 from ...corpus.config import load_run_config
 from ...corpus.tasks import Corpus, select
 from ...errors import ConfigError, CorpusError
+from ...records import Sample
 from ...report import lift, metrics
 from ...report.envelope_types import AttributeEnvelope
 from ...report.render import notes
@@ -215,8 +216,8 @@ def reference_seeds(base: Base, seeds: int) -> tuple[int, ...]:
 
 def contribution(
     target: Target,
-    reference: Mapping[str, Sequence[dict[str, Any]]],
-    masked: Mapping[str, Sequence[dict[str, Any]]],
+    reference: Mapping[str, Sequence[Sample]],
+    masked: Mapping[str, Sequence[Sample]],
 ) -> dict[str, Any]:
     """One asset's row of ``attributions``: per-task rates, the paired delta and its test;
     ``reference`` holds the unmasked runs by task (the ``base_*`` fields are theirs)."""
@@ -270,8 +271,8 @@ def build(
     targets: Sequence[Target],
     assets_loaded: int,
     top: int,
-    masked: Mapping[str, Mapping[str, Sequence[dict[str, Any]]]],
-    reference: Mapping[str, Sequence[dict[str, Any]]],
+    masked: Mapping[str, Mapping[str, Sequence[Sample]]],
+    reference: Mapping[str, Sequence[Sample]],
     seeds: Sequence[int],
     agent: Mapping[str, Any],
     complete: bool,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from ...cell.context import Cell
 from ...corpus.tasks import Task
+from ...records import Sample
 from ...report.envelope_types import AttributeEnvelope
 from ...run.resume import StoredSamples
 from ..track import Run, Track
@@ -42,14 +42,14 @@ class AttributeTrack(Track):
         reference = [Cell(task, "akm", seed) for seed in self.plan.reference_seeds] if refs else []
         return reference + [Cell(task, "akm", seed, mask=ref) for ref in refs for seed in seeds]
 
-    def envelope(self, state: Run, reported: Mapping[Key, dict[str, Any]], interrupted: bool) -> AttributeEnvelope:
+    def envelope(self, state: Run, reported: Mapping[Key, Sample], interrupted: bool) -> AttributeEnvelope:
         """attribute.json's envelope: each cell of the plan from the store under this run's
         fingerprint, else as this run reported it (``reported``: by task, mask, seed)."""
         plan = self.plan
         ctx = state.context()
         stored = StoredSamples.load(state.store_dir)
         by_id = {t.id: t for t in state.tasks}
-        runs: dict[str, dict[str, list[dict[str, Any]]]] = {}  # mask ("" for the reference) -> task -> samples
+        runs: dict[str, dict[str, list[Sample]]] = {}  # mask ("" for the reference) -> task -> samples
         missing = errors = 0
         wanted = [
             (t.ref, task_id, seed) for t in plan.targets for task_id in t.tasks for seed in range(1, state.seeds + 1)

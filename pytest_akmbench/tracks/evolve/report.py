@@ -17,6 +17,7 @@ from statistics import fmean
 from typing import Any
 
 from ...cell import akm
+from ...records import Sample
 from ...report import lift, metrics
 from ...report.envelope_types import EvolveEnvelope
 from ...stats import intervals as stats
@@ -24,12 +25,11 @@ from . import learning as evolve_learning
 from .core import EVAL_CONDITIONS, arm_label, condition_of, episode_label
 
 SCHEMA_VERSION = 1
-Row = dict[str, Any]  # a sample, as the store holds it
 AGREEMENT_THRESHOLD = 0.80
 
 
-def _by_condition(samples: Sequence[Row]) -> dict[str, dict[str, list[Row]]]:
-    out: dict[str, dict[str, list[Row]]] = {}
+def _by_condition(samples: Sequence[Sample]) -> dict[str, dict[str, list[Sample]]]:
+    out: dict[str, dict[str, list[Sample]]] = {}
     for s in samples:
         cond = condition_of(s)
         out.setdefault(cond, {}).setdefault(s["task_id"], []).append(s)
@@ -41,7 +41,7 @@ def _rate(rows: dict[str, dict[str, Any] | None]) -> float | None:
     return None if agg is None else agg.get("pass_rate")
 
 
-def _seed_spread(runs: dict[str, list[Row]]) -> float | None:
+def _seed_spread(runs: dict[str, list[Sample]]) -> float | None:
     """Standard deviation, over seeds, of the pass rate over the eval tasks (None below 2 seeds)."""
     per_seed: dict[int, list[bool]] = {}
     for task_runs in runs.values():
@@ -52,7 +52,7 @@ def _seed_spread(runs: dict[str, list[Row]]) -> float | None:
     return stats.stdev(rates) if len(rates) >= 2 else None
 
 
-def _compare(cond: dict[str, dict[str, list[Row]]], a: str, b: str, tasks: list[str]) -> dict[str, Any] | None:
+def _compare(cond: dict[str, dict[str, list[Sample]]], a: str, b: str, tasks: list[str]) -> dict[str, Any] | None:
     if a not in cond or b not in cond:
         return None
     runs_a = [cond[a].get(t, []) for t in tasks]
@@ -65,7 +65,7 @@ def _compare(cond: dict[str, dict[str, list[Row]]], a: str, b: str, tasks: list[
     return block if block["tasks"] else None
 
 
-def improvement(cond: dict[str, dict[str, list[Row]]], tasks: list[str]) -> dict[str, Any]:
+def improvement(cond: dict[str, dict[str, list[Sample]]], tasks: list[str]) -> dict[str, Any]:
     """post - pre with its interval, the control's delta, the seed-spread guard, and the claim,
     made on post - control (no control, no claim)."""
     main = _compare(cond, "post", "pre", tasks)
@@ -148,7 +148,7 @@ def _proposals(steps: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _lessons(proposals: dict[str, Any], post: dict[str, list[Row]]) -> dict[str, Any]:
+def _lessons(proposals: dict[str, Any], post: dict[str, list[Sample]]) -> dict[str, Any]:
     """Each lesson proposal and its reuse: post runs that showed it (from their trajectories)."""
     runs = sorted((s for r in post.values() for s in r), key=lambda s: (s["task_id"], s["seed"]))
     lessons = []
@@ -185,7 +185,7 @@ def _lessons(proposals: dict[str, Any], post: dict[str, list[Row]]) -> dict[str,
 
 
 def build(
-    samples: Sequence[Row],
+    samples: Sequence[Sample],
     steps: dict[str, dict[str, Any]],
     *,
     eval_tasks: list[str],
@@ -246,7 +246,7 @@ def build(
 
 
 def _phases(
-    cond: dict[str, dict[str, list[Row]]], rates: dict[str, float | None], train_rows: dict[str, Any]
+    cond: dict[str, dict[str, list[Sample]]], rates: dict[str, float | None], train_rows: dict[str, Any]
 ) -> dict[str, Any]:
     runs = {c: sum(len(v) for v in cond.get(c, {}).values()) for c in ("train", *EVAL_CONDITIONS)}
     return {
@@ -256,15 +256,15 @@ def _phases(
 
 
 def _learning(
-    cond: dict[str, dict[str, list[Row]]],
-    per_episode: list[dict[str, list[Row]]],
+    cond: dict[str, dict[str, list[Sample]]],
+    per_episode: list[dict[str, list[Sample]]],
     eval_tasks: list[str],
     train_tasks: list[str],
     episodes: int,
 ) -> dict[str, Any]:
     """The curve over the episodes' post cells, each point with its episode's train pass rate."""
 
-    def outcomes(runs: dict[str, list[Row]], tasks: list[str]) -> dict[str, list[bool]]:
+    def outcomes(runs: dict[str, list[Sample]], tasks: list[str]) -> dict[str, list[bool]]:
         return {t: metrics.valid_outcomes(runs.get(t, [])) for t in tasks}
 
     pre = outcomes(cond.get("pre", {}), eval_tasks)

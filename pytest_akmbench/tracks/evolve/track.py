@@ -14,6 +14,7 @@ from typing import Any
 from ...cell.context import Cell, RunContext
 from ...cell.trial import Trial
 from ...corpus.tasks import Task
+from ...records import Sample
 from ...report.envelope_types import EvolveEnvelope
 from ..track import ItemSpec, Run, Track
 from . import core
@@ -85,14 +86,14 @@ class EvolveTrack(Track):
         cell = Cell(task, core.run_arm(cond), seed)
         return Trial.of(cell, ctx, extra, marks=marks, legacy=core.arm_label(cond, episode))
 
-    def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> dict[str, Any] | None:
+    def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> Sample | None:
         trial = self.trial(task, cond, seed, ctx, episode)
         index, legacy = self.state.stored(), trial.legacy_key
         return index.done(trial.key, trial.hash) or (index.done(legacy, trial.hash) if legacy else None)
 
     def train_samples(
         self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
-    ) -> tuple[list[dict[str, Any]], int]:
+    ) -> tuple[list[Sample], int]:
         """The valid train samples of an episode the store holds for the plan (its train cells
         ran in ``ctx`` when given), and how many were wanted."""
         self.state.stored().refresh()
@@ -101,7 +102,7 @@ class EvolveTrack(Track):
         found = [self.stored(t, "train", s, ctx, episode) for t, s in wanted] if ready else []
         return [f for f in found if f is not None], len(wanted)
 
-    def inputs(self, domain: str, episode: int) -> tuple[dict[str, Any], Path, list[dict[str, Any]], int] | None:
+    def inputs(self, domain: str, episode: int) -> tuple[dict[str, Any], Path, list[Sample], int] | None:
         """An episode's step inputs, the stash it starts from (the fixtures, or the previous
         episode's evolved stash), its train samples and how many were wanted; None while the
         previous episode's step has not run."""
@@ -133,7 +134,7 @@ class EvolveTrack(Track):
         """The evolve envelope from the store: every stored cell of the plan, every step."""
         state, track = self.state, self
         state.stored().refresh()
-        samples: list[dict[str, Any]] = []
+        samples: list[Sample] = []
         steps: dict[str, dict[str, Any]] = {}
         missing: list[str] = []
         for domain, plan in track.plans.items():
