@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -22,6 +21,7 @@ from ..records import Sample
 from ..report.envelope_types import SpendCap
 from ..report.spend import cap_block, spent
 from ..run import resume
+from ..store.runs import CapRecord
 from ..tracks.track import CAPS
 from .nodes import CELL_KEY, STORED_KEY
 from .state import STATE_KEY, BenchState, register
@@ -107,7 +107,7 @@ class SpendCaps:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
         return cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[CapRecord]:
         """The caps as the store's run record keeps them (store/runs.py)."""
         return [{"kind": c.kind, "limit": c.limit, "origin": c.origin} for c in self.caps]
 

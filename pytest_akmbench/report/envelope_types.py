@@ -120,12 +120,25 @@ class ProvenanceBlock(TypedDict):
     store: str | None
 
 
+class SoundnessRow(TypedDict):
+    """A task's stored soundness result as the report shows it (a result stored before a
+    field was recorded has it None)."""
+
+    task_id: str
+    sound: bool | None
+    checks: dict[str, bool | None] | None
+    problems: list[str] | None
+    found_by: str | None
+    akm_version: str | None
+    checked_at: str | None
+
+
 class SoundnessBlock(TypedDict):
     tasks: int
     checked: int
     sound: int
     unchecked: list[str]
-    by_task: list[dict[str, Any]]
+    by_task: list[SoundnessRow]
 
 
 class WorkflowBlock(TypedDict):

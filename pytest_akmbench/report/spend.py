@@ -13,12 +13,12 @@ Also the markdown and page sections of the ``spend`` block, and the terminal sum
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from html import escape
 from statistics import fmean
-from typing import Any
 
 from ..records import Sample
+from ..store.runs import CapRecord
 from .envelope_types import AggregateBlock, Efficiency, Envelope, SpendBlock, SpendCap, SpendTotals
 from .render.fmt import md_table, signed
 
@@ -237,7 +237,7 @@ def spent(records: Sequence[Sample]) -> dict[str, float]:
     return {"usd": sum(costs), "tokens": float(sum(tokens))}
 
 
-def cap_block(caps: Sequence[Mapping[str, Any]], records: Sequence[Sample], not_run: int) -> SpendCap:
+def cap_block(caps: Sequence[CapRecord], records: Sequence[Sample], not_run: int) -> SpendCap:
     """The envelope's ``spend.cap`` from the run's own ``records``: the first cap they reach,
     else the first one set (each cap a ``{"kind": "usd"|"tokens", "limit": ...}``)."""
     so_far = spent(records)

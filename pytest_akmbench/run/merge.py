@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ class Merged:
         }
 
 
-def _start(record: dict[str, Any]) -> str:
+def _start(record: Mapping[str, Any]) -> str:
     started = record.get("started_at")
     return started if isinstance(started, str) else ""
 
@@ -131,7 +131,7 @@ def _damage(path: Path, skipped: list[str], cursor: Cursor) -> list[str]:
     return out
 
 
-def _read_plan(merged: Merged, per_store: list[list[dict[str, Any]]]) -> None:
+def _read_plan(merged: Merged, per_store: list[list[shards.ShardRecord]]) -> None:
     """The newest plan of all stores; the shards that ran it; stores whose newest plan differs."""
     latest = [(store, max(recs, key=_start)) for store, recs in zip(merged.stores, per_store) if recs]
     if not latest:
