@@ -13,7 +13,8 @@ import pytest
 from pytest_akmbench.corpus.config import Settings
 from pytest_akmbench.corpus.config_fields import TRACKS
 from pytest_akmbench.corpus.tasks import load_corpus
-from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.errors import ConfigError, CorpusError
+from pytest_akmbench.tracks import catalog
 from pytest_akmbench.tracks.attribute.track import AttributeTrack
 from pytest_akmbench.tracks.evolve.track import EvolveTrack
 from pytest_akmbench.tracks.track import ADAPTIVE, CAPS, FEATURES, REMOTE, SHARDS, SoundnessTrack, Track, chosen
@@ -33,7 +34,18 @@ def test_the_tracks_import_without_pytest() -> None:
 
 def test_every_track_the_settings_name_has_a_class() -> None:
     names = {Track.name, SoundnessTrack.name, AttributeTrack.name, EvolveTrack.name}
-    assert set(TRACKS) | {"soundness"} == names
+    assert set(TRACKS) | {"soundness"} == names == set(catalog.CLASSES)
+    assert catalog.named(None) is Track and catalog.named("evolve") is EvolveTrack
+
+
+def test_a_track_checks_the_selection_it_runs() -> None:
+    corpus = load_corpus(SETTINGS.tasks_root, SETTINGS.stashes_root)
+    eval_only = [t for t in corpus.tasks if t.slice == "eval"]
+    for track in (Track, SoundnessTrack, AttributeTrack):
+        track.check_selection(eval_only)  # no refusal
+    EvolveTrack.check_selection(corpus.tasks)
+    with pytest.raises(CorpusError, match=r"^evolve: domain '.+' has no train-slice task in the selection"):
+        EvolveTrack.check_selection(eval_only)
 
 
 def test_utility_supports_every_feature() -> None:

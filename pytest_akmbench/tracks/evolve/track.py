@@ -7,7 +7,7 @@ The pytest side (plugin/evolve.py) runs the items; everything here reads the run
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,10 @@ class EvolveTrack(Track):
     def prepare(self, plans: list[core.DomainPlan], llm: str) -> None:
         self.plans = {p.domain: p for p in plans}
         self.llm = llm
+
+    @classmethod
+    def check_selection(cls, tasks: Sequence[Task]) -> None:
+        core.plan(tasks)  # every domain needs train and eval tasks
 
     def conditions(self) -> list[tuple[str, int]]:
         """Every (condition, episode) of the run: pre once, train and post in each episode,
