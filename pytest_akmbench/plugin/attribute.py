@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cell.context import Cell, cell_fingerprint
+from ..cell.context import Cell
 from ..errors import BenchError, ConfigError
 from ..records import Sample
 from ..report.envelope_types import AttributeEnvelope
 from ..run.resume import StoredSamples
-from ..store.samples import fingerprint_hash
 from ..tracks.attribute import core as attribute
 from ..tracks.attribute import report as attribute_report
-from ..tracks.attribute.track import AttributeTrack, Plan
+from ..tracks.attribute.track import AttributeTrack, Plan, providers
 
 if TYPE_CHECKING:
     from .state import BenchState
@@ -92,7 +91,7 @@ def check_base(state: BenchState) -> None:
 def providers_setup(state: BenchState) -> dict[str, Any]:
     """The digest of the provider/model configuration this run's agent is given (the
     report's ``provenance.providers``)."""
-    return state.context().providers or {}
+    return providers(state.context())
 
 
 def _check_providers(state: BenchState, plan: Plan) -> None:
@@ -116,12 +115,13 @@ def _check_providers(state: BenchState, plan: Plan) -> None:
 
 
 def _check_fingerprints(state: BenchState, plan: Plan) -> None:
-    ctx = state.context()
     stored: StoredSamples | None = None
     for task in state.tasks:
-        mine = cell_fingerprint(Cell(task, "akm", 1), ctx)
-        if fingerprint_hash(mine) in plan.base.fingerprints:
+        # The task's plain akm cell, fingerprinted once in this process like every cell.
+        probe = state.trial(Cell(task, "akm", 1))
+        if probe.hash in plan.base.fingerprints:
             continue
+        mine = probe.fingerprint
         stored = stored or StoredSamples.load(state.store_dir)
         runs = [r for r in plan.base.akm_runs if r["task_id"] == task.id]
         keys = [((task.id, "akm", r["seed"]), fp) for r in runs for fp in plan.base.fingerprints]

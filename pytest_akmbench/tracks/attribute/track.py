@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
-from ...cell.context import Cell
+from ...cell.context import Cell, RunContext
 from ...corpus.tasks import Task
 from ...records import Sample
 from ...report.envelope_types import AttributeEnvelope
@@ -15,6 +16,12 @@ from ..track import Run, Track
 from .core import Base, Target, build
 
 Key = tuple[str, str, int]  # task id, mask ("" for the reference), seed
+
+
+def providers(ctx: RunContext) -> dict[str, Any]:
+    """The digest of the provider/model configuration the run's agent is given: the report's
+    ``provenance.providers``, which an attribute run's must equal its base's."""
+    return ctx.providers or {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +88,7 @@ class AttributeTrack(Track):
                 "harness": ctx.agent.name,
                 "version": ctx.agent.version,
                 "model": ctx.model,
-                "providers": ctx.providers or {},
+                "providers": providers(ctx),
             },
             complete=not (missing or errors or interrupted),
             warnings=warnings,

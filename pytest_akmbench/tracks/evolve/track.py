@@ -32,6 +32,10 @@ class EvolveTrack(Track):
         self.plans: dict[str, core.DomainPlan] = {}  # by domain, once planned
         self.llm = ""  # akm's LLM
         self.episodes = state.settings.evolve_episodes
+        # Each cell's trial, fingerprinted once in this process: the item, the next step's
+        # inputs and the session's report ask for it. A condition's context differs from the
+        # run's only in its stash (``context``), so the stash completes the key.
+        self._trials: dict[tuple[str, str, int, int, Path], Trial] = {}
 
     def prepare(self, plans: list[core.DomainPlan], llm: str) -> None:
         self.plans = {p.domain: p for p in plans}
@@ -81,6 +85,12 @@ class EvolveTrack(Track):
     def trial(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> Trial:
         """A condition's cell as a trial (cell/trial.py): stored under the condition's label, its
         fingerprint naming the track, the condition and a later episode."""
+        key = (task.id, cond, seed, episode, ctx.stashes_root)
+        if key not in self._trials:
+            self._trials[key] = self._trial(task, cond, seed, ctx, episode)
+        return self._trials[key]
+
+    def _trial(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int) -> Trial:
         extra: dict[str, Any] = {"track": "evolve", "condition": cond}
         if episode > 1:
             extra["episode"] = episode
