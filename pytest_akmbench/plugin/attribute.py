@@ -17,7 +17,7 @@ from ..errors import BenchError, ConfigError
 from ..records import Sample
 from ..report.envelope_types import AttributeEnvelope
 from ..run.resume import StoredSamples
-from ..tracks.attribute import core as attribute
+from ..tracks.attribute import core
 from ..tracks.attribute import report as attribute_report
 from ..tracks.attribute.track import AttributeTrack, Plan, providers
 
@@ -34,12 +34,12 @@ def setup(config: pytest.Config, state: BenchState) -> AttributeTrack:
             "--bench-track attribute: needs --bench-base <report.json of a utility run> (or base in the run config)",
             usage=True,
         )
-    if attribute.is_run_config(s.base):
-        base = attribute.load_base(attribute.report_of_config(s.base, state.report_dir, state.corpus), s.base)
+    if core.is_run_config(s.base):
+        base = core.load_base(core.report_of_config(s.base, state.report_dir, state.corpus), s.base)
     else:
-        base = attribute.load_base(s.base)
+        base = core.load_base(s.base)
     present = {t.id: t for t in state.corpus.tasks}
-    targets, loaded = attribute.plan(base, set(present), s.top)
+    targets, loaded = core.plan(base, set(present), s.top)
     if not targets:
         raise ConfigError(
             f"--bench-base {s.base}: no valid akm run of the base loaded an asset of a task in "
@@ -55,7 +55,7 @@ def setup(config: pytest.Config, state: BenchState) -> AttributeTrack:
     state.tasks = tasks
     state.selected = {t.yaml_path: t for t in tasks}
     state.slice = "base"
-    reference = attribute.reference_seeds(base, seeds)
+    reference = core.reference_seeds(base, seeds)
     track = AttributeTrack()
     track.plan = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()}, reference)
     gone = sorted(set(base.task_ids) - set(present))

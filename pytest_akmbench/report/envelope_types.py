@@ -266,7 +266,7 @@ class Envelope(_EnvelopeFields, total=False):
 
 class EvolveEnvelope(TypedDict):
     """report.json of the evolve track (docs/report.md, "The evolve envelope"; its own schema,
-    schemas/evolve-report.schema.json). Its blocks are built and read in tracks/evolve_report.py."""
+    schemas/evolve-report.schema.json). Its blocks are built and read in tracks/evolve/report.py."""
 
     schemaVersion: int
     track: str

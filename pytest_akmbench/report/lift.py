@@ -21,8 +21,7 @@ from fractions import Fraction
 from statistics import NormalDist, fmean
 from typing import Any
 
-from ..stats import intervals as stats
-from ..stats import significance
+from ..stats import intervals, significance
 
 ALPHA = significance.ALPHA
 BOOTSTRAP_ITERATIONS = 2000
@@ -62,7 +61,7 @@ def _run_noise(kept: Sequence[tuple[list[bool], list[bool]]], alpha: float = ALP
         for a, b in kept
         for c, n in ((sum(a), len(a)), (sum(b), len(b)))
     )
-    z = stats.Z_95 if alpha == ALPHA else NormalDist().inv_cdf(1 - alpha / 2)
+    z = intervals.Z_95 if alpha == ALPHA else NormalDist().inv_cdf(1 - alpha / 2)
     return z * math.sqrt(var) / len(kept)
 
 
@@ -122,8 +121,8 @@ def compare_arms(
     kept = [(a, b) for a, b in zip(outcomes_a, outcomes_b) if a and b]
     deltas = [Fraction(sum(a), len(a)) - Fraction(sum(b), len(b)) for a, b in kept]
     test = significance.sign_flip_test(deltas, resamples=resamples)
-    boot = stats.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
-    sign = stats.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
+    boot = intervals.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
+    sign = intervals.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
     errors = {arms[0]: _errors(rows_a), arms[1]: _errors(rows_b)}
     shares = [Fraction(e["harness_errors"], e["runs"]) if e["runs"] else Fraction(0) for e in errors.values()]
     reason = unreliable(errors)

@@ -20,8 +20,8 @@ from ...cell import akm
 from ...records import Sample
 from ...report import lift, metrics
 from ...report.envelope_types import EvolveEnvelope
-from ...stats import intervals as stats
-from . import learning as evolve_learning
+from ...stats import intervals
+from . import learning
 from .core import EVAL_CONDITIONS, arm_label, condition_of, episode_label
 
 SCHEMA_VERSION = 1
@@ -49,7 +49,7 @@ def _seed_spread(runs: dict[str, list[Sample]]) -> float | None:
             if s["outcome"] != "harness_error":
                 per_seed.setdefault(s["seed"], []).append(s["outcome"] == "pass")
     rates = [fmean(v) for v in per_seed.values() if v]
-    return stats.stdev(rates) if len(rates) >= 2 else None
+    return intervals.stdev(rates) if len(rates) >= 2 else None
 
 
 def _compare(cond: dict[str, dict[str, list[Sample]]], a: str, b: str, tasks: list[str]) -> dict[str, Any] | None:
@@ -211,8 +211,8 @@ def build(
     integrity = _feedback_integrity(log)
     leak = [part["leakage"] for step in steps.values() for part in step["fixtures"].values()]
     imp = improvement(cond, eval_tasks)
-    learning = _learning(cond, per_episode, eval_tasks, train_tasks, episodes)
-    warnings = _warnings(steps, missing_steps, integrity, leak) + evolve_learning.warnings(learning)
+    curve = _learning(cond, per_episode, eval_tasks, train_tasks, episodes)
+    warnings = _warnings(steps, missing_steps, integrity, leak) + learning.warnings(curve)
     envelope: EvolveEnvelope = {
         "schemaVersion": SCHEMA_VERSION,
         "track": "evolve",
@@ -231,7 +231,7 @@ def build(
         "lessons": _lessons(proposals, cond.get("post", {})),
         "longitudinal": _longitudinal(rates, rows),
         "improvement": imp,
-        "learning": learning,
+        "learning": curve,
         "phases": _phases(cond, rates, train_rows),
         "per_task": [
             {"task_id": t, **{c: (rows[c][t] or {}).get("pass_rate") for c in EVAL_CONDITIONS}} for t in eval_tasks
@@ -268,12 +268,12 @@ def _learning(
         return {t: metrics.valid_outcomes(runs.get(t, [])) for t in tasks}
 
     pre = outcomes(cond.get("pre", {}), eval_tasks)
-    learning = evolve_learning.curve(pre, [outcomes(runs, eval_tasks) for runs in per_episode], eval_tasks)
-    for point in learning["episodes"]:
+    curve = learning.curve(pre, [outcomes(runs, eval_tasks) for runs in per_episode], eval_tasks)
+    for point in curve["episodes"]:
         train = outcomes(cond.get(episode_label("train", point["episode"]), {}), train_tasks)
         rates = [fmean(v) for v in train.values() if v]
         point["train_pass_rate"] = fmean(rates) if rates else None
-    return learning
+    return curve
 
 
 def _warnings(
@@ -334,7 +334,7 @@ def verdict(env: EvolveEnvelope) -> str:
     guard = imp["seed_spread_guard"]
     guard_text = "" if guard is None else f"; 2x seed-spread guard {'passed' if guard else 'not passed'}"
     props = f"{accepted} of {env['proposals']['total_proposals']} proposals accepted"
-    curve = evolve_learning.verdict_part(env["learning"]) if env["learning"] else None
+    curve = learning.verdict_part(env["learning"]) if env["learning"] else None
     props += f"; {curve}" if curve else ""
     if over is None:
         why = "no control: post - pre alone cannot tell learning from drift"

@@ -17,8 +17,7 @@ from ...corpus.tasks import Task
 from ...records import Sample
 from ...report.envelope_types import EvolveEnvelope
 from ..track import ItemSpec, Run, Track
-from . import core
-from . import report as evolve_report
+from . import core, report
 
 
 class EvolveTrack(Track):
@@ -168,7 +167,7 @@ class EvolveTrack(Track):
                         if found is not None:
                             samples.append(found)
         plans = list(track.plans.values())
-        return evolve_report.build(
+        return report.build(
             samples,
             steps,
             eval_tasks=[t.id for p in plans for t in p.eval],
