@@ -21,7 +21,7 @@ from ..records import Sample
 from . import akm_usage, lift, metrics, soundness, spend, transfer, workflow
 from . import gates as gates_mod
 from .compare import corpus_diff
-from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, SpendCap, TokenMeasurement
+from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, RunRow, SpendCap, TokenMeasurement
 from .provenance import provenance, tampering
 from .render import notes
 from .verdict import verdict
@@ -324,7 +324,7 @@ def _warnings(
     return out
 
 
-def _run_row(s: Sample, label: str | None) -> dict[str, Any]:
+def _run_row(s: Sample, label: str | None) -> RunRow:
     """A ``runs[]`` row: the reference's fields first, then what it left out (docs/report.md)."""
     traj = akm_usage.observed(s)
     return {

@@ -209,6 +209,47 @@ class MergeBlock(TypedDict):
     problems: list[str]
 
 
+class RunTrajectory(TypedDict):
+    """A ``runs[]`` row's trajectory: the observed run's figures (None when not observed)."""
+
+    correct_asset_loaded: bool | None
+    feedback_recorded: bool | None
+    searched_before_acting: bool | None
+    akm_answered: bool | None
+    unconfirmed_events: int | None
+
+
+class _RunKeys(TypedDict):
+    task_id: str
+    arm: str
+    seed: int
+    outcome: str
+
+
+class RunRow(_RunKeys, total=False):
+    """One ``runs[]`` row, a reported sample (report/envelope.py writes every field). A row read
+    back from a report another version wrote (the attribute track's base) is checked for its
+    keys only; the other fields may be missing there."""
+
+    model: str | None
+    tokens: dict[str, int] | None
+    wallclock_ms: int | None
+    verifier_exit_code: int
+    trajectory: RunTrajectory
+    assets_loaded: list[str] | None
+    failure_mode: str | None
+    token_measurement: str | None
+    reason: str | None
+    budget: str | None
+    budget_tag: str | None
+    cost_usd: float | None
+    turns: int | None
+    tool_calls: int | None
+    transcript: str | None
+    from_store: bool
+    tamper: list[str] | None
+
+
 class GateResult(TypedDict):
     gate: str
     ok: bool
@@ -241,7 +282,7 @@ class _EnvelopeFields(TypedDict):
     warnings: list[str]
     tamper: list[dict[str, Any]]
     searchBridge: dict[str, Any]
-    runs: list[dict[str, Any]]  # one row per reported sample (envelope.run_row)
+    runs: list[RunRow]  # one row per reported sample
     perAsset: dict[str, Any]
     akm_overhead: dict[str, Any]
     flaky_tasks: list[dict[str, Any]]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...store import atomic
-from ..envelope_types import Envelope
+from ..envelope_types import Envelope, RunRow
 from .markdown import render_markdown
 
 FILE_MODE = atomic.FILE_MODE  # a copied transcript is readable as the written files are
@@ -105,7 +105,7 @@ def copy_transcripts(
     _prune(out, wanted)
     if not missing:
         return envelope
-    runs = [dict(r, transcript=None) if r.get("transcript") in missing else r for r in envelope["runs"]]
+    runs: list[RunRow] = [{**r, "transcript": None} if r.get("transcript") in missing else r for r in envelope["runs"]]
     return {**envelope, "runs": runs}
 
 

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ...cell.masks import canonical
 from ...corpus.config import load_run_config
@@ -28,7 +28,7 @@ from ...corpus.tasks import Corpus, select
 from ...errors import ConfigError, CorpusError
 from ...records import Sample
 from ...report import lift, metrics
-from ...report.envelope_types import AttributeEnvelope
+from ...report.envelope_types import AttributeEnvelope, RunRow
 from ...report.render import notes
 from ...report.render.fmt import fmt_ci, fmt_p, signed
 
@@ -53,7 +53,7 @@ class Base:
     akm_version: str | None
     seeds: int
     task_ids: tuple[str, ...]
-    akm_runs: tuple[dict[str, Any], ...]  # the base's akm-arm runs[] rows
+    akm_runs: tuple[RunRow, ...]  # the base's akm-arm runs[] rows
     fingerprints: frozenset[str]
     complete: bool
     providers: dict[str, Any] | None = None  # provenance.providers: absent in reports made before it
@@ -160,7 +160,7 @@ def _obj(data: Mapping[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _row_ok(row: Mapping[str, Any]) -> bool:
+def _row_ok(row: Mapping[str, Any]) -> TypeGuard[RunRow]:
     return (
         isinstance(row.get("task_id"), str)
         and isinstance(row.get("seed"), int)
@@ -168,7 +168,7 @@ def _row_ok(row: Mapping[str, Any]) -> bool:
     )
 
 
-def _loaded(row: Mapping[str, Any]) -> list[str]:
+def _loaded(row: RunRow) -> list[str]:
     """The assets a base run loaded, as ``kind:name``, each once."""
     out: list[str] = []
     for ref in row.get("assets_loaded") or ():
