@@ -200,12 +200,22 @@ class AdaptiveBlock(_AdaptiveFields, total=False):
     barrier_wait_s: float  # a live run's; the offline report cannot know it
 
 
+class IncompleteShard(TypedDict):
+    """A shard a store recorded running whose own cells lack samples (run/merge.py)."""
+
+    shard: int
+    stores: list[str]
+    cells: int
+    without_sample: int
+    unreadable_lines: int
+
+
 class MergeBlock(TypedDict):
     stores: list[str]
     shards: int | None
     present: list[int]
     missing: list[int]
-    incomplete: list[dict[str, Any]]
+    incomplete: list[IncompleteShard]
     problems: list[str]
 
 

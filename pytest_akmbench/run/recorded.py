@@ -17,7 +17,7 @@ from typing import Any
 from ..cell.context import FROM_TASK, PER_ARM, Recorded
 from ..errors import ConfigError
 from ..records import ARMS, CellKey, Sample, of_a_track
-from ..store.samples import as_sample
+from ..store.samples import Line, as_sample
 
 
 def _start(record: Mapping[str, Any]) -> str:
@@ -38,7 +38,7 @@ def _akm(record: Mapping[str, Any]) -> tuple[str, str]:
     return str(tool.get("version")), str(tool.get("sha256"))
 
 
-def samples_of(records: Iterable[dict[str, Any]], agent: str, tasks: Collection[str]) -> list[Sample]:
+def samples_of(records: Iterable[Line], agent: str, tasks: Collection[str]) -> list[Sample]:
     """The samples of ``agent`` for ``tasks`` that a report can read (this sample schema, a fingerprint)."""
     return [
         r

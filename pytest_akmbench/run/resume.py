@@ -17,7 +17,7 @@ from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
 from ..records import SAMPLE_SCHEMA, CellKey, Sample
 from ..report.envelope import ReportInput
-from ..store.samples import Cursor, SampleStore, TrialKey, as_sample, fingerprint_hash, latest_valid
+from ..store.samples import Cursor, Line, SampleStore, TrialKey, as_sample, fingerprint_hash, latest_valid
 
 
 class StoredSamples:
@@ -29,7 +29,7 @@ class StoredSamples:
     so a sample another bench stored meanwhile is used instead of running the trial twice.
     """
 
-    def __init__(self, records: Iterable[dict[str, Any]] = (), warnings: list[str] | None = None) -> None:
+    def __init__(self, records: Iterable[Line] = (), warnings: list[str] | None = None) -> None:
         self._read_warnings = list(warnings or [])
         self._valid: dict[TrialKey, Sample] = {}
         self._attempt: dict[TrialKey, Sample] = {}
@@ -59,7 +59,7 @@ class StoredSamples:
         if self._store is not None:
             self.add(self._store.iter_records(self._read_warnings, self._cursor))
 
-    def add(self, records: Iterable[dict[str, Any]]) -> None:
+    def add(self, records: Iterable[Line]) -> None:
         known: list[Sample] = []
         for record in records:
             # A record of another schema (a newer plugin's, or a hand-made line) may mean

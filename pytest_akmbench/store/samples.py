@@ -35,6 +35,8 @@ LOCK_FILE = "samples.lock"
 TRANSCRIPTS_DIR = "transcripts"
 
 TrialKey = tuple[str, str, str, int]  # (task_id, arm, fingerprint_hash, seed)
+# A line of the store as read: a JSON object nothing has checked yet (``as_sample`` checks it).
+Line = dict[str, Any]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _BATCH = 1000  # lines decoded per json.loads call (~1.5 MB): see SampleStore._decode
@@ -62,7 +64,7 @@ def is_valid(record: Sample) -> bool:
     return record.get("outcome") in VALID_OUTCOMES
 
 
-def as_sample(record: dict[str, Any]) -> Sample | None:
+def as_sample(record: Line) -> Sample | None:
     """A stored line as a :class:`Sample` when it is one of this sample schema, else ``None``.
 
     Lines are read back as plain objects: a line may be foreign or of another sample schema,
@@ -112,7 +114,7 @@ def reported(record: Sample) -> Sample:
     return {**record, "from_store": True}
 
 
-def _share_values(record: dict[str, Any], shared: dict[Any, Any]) -> None:
+def _share_values(record: Line, shared: dict[Any, Any]) -> None:
     """Replace equal fingerprint dicts and short top-level strings by one shared object."""
     # Most records repeat the same fingerprint and task/arm/run/timestamp strings; sharing
     # them cuts the memory of 100k loaded samples by ~30% (410 -> 280 MB) for ~0.3 s.
@@ -204,7 +206,7 @@ class SampleStore:
         finally:
             os.close(lock_fd)  # closing releases the lock
 
-    def iter_records(self, warnings: list[str] | None = None, cursor: Cursor | None = None) -> Iterator[dict[str, Any]]:
+    def iter_records(self, warnings: list[str] | None = None, cursor: Cursor | None = None) -> Iterator[Line]:
         """Yield the stored records in append order, streaming the file in line batches.
 
         Blank lines are ignored; a line that is not UTF-8 JSON or not an object is skipped
@@ -258,7 +260,7 @@ class SampleStore:
 
     def _decode(
         self, linenos: list[int], lines: list[bytes], warnings: list[str] | None, shared: dict[Any, Any]
-    ) -> list[dict[str, Any]]:
+    ) -> list[Line]:
         # Fast path: decode a whole batch as one JSON array. One C call beats per-line
         # calls, and the decoder's key memo then shares key strings across the batch
         # (~40% less memory). It is trusted only if it yields one object per line: each
@@ -288,7 +290,7 @@ class SampleStore:
             _share_values(record, shared)
         return records
 
-    def read(self) -> tuple[list[dict[str, Any]], list[str]]:
+    def read(self) -> tuple[list[Line], list[str]]:
         """Return ``(records, warnings)``: all readable records in append order, plus one
         warning per skipped line. Never raises for bad lines; a missing store is ``([], [])``."""
         warnings: list[str] = []
