@@ -21,7 +21,8 @@ from ..records import Sample
 from . import akm_usage, lift, metrics, soundness, spend, transfer, workflow
 from . import gates as gates_mod
 from .compare import corpus_diff
-from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, RunRow, SpendCap, TokenMeasurement
+from .envelope_rows import RunRow
+from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, SpendCap, TokenMeasurement
 from .provenance import provenance, tampering
 from .render import notes
 from .verdict import verdict

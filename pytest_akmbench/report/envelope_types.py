@@ -2,14 +2,17 @@
 
 The builders return these and the readers (markdown, page, gates, compare, verdict) take them;
 schemas/report.schema.json lists the same fields, closed, for what reads report.json outside
-Python. A block's deeper parts that are lists of rows keyed by task, asset or arm stay plain
-dicts here: their keys are data. An envelope read back from a file is an :class:`Envelope` as
-far as a reader is concerned; compare checks what it uses (report/compare/refusals.py).
+Python. The rows of its lists are in report/envelope_rows.py; a block's deeper parts keyed by
+task, asset or arm stay plain dicts here: their keys are data. An envelope read back from a file
+is an :class:`Envelope` as far as a reader is concerned; compare checks what it uses
+(report/compare/refusals.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
+
+from .envelope_rows import AttributionRow, IncompleteShard, RunRow, SoundnessRow
 
 
 class AgentBlock(TypedDict):
@@ -120,19 +123,6 @@ class ProvenanceBlock(TypedDict):
     store: str | None
 
 
-class SoundnessRow(TypedDict):
-    """A task's stored soundness result as the report shows it (a result stored before a
-    field was recorded has it None)."""
-
-    task_id: str
-    sound: bool | None
-    checks: dict[str, bool | None] | None
-    problems: list[str] | None
-    found_by: str | None
-    akm_version: str | None
-    checked_at: str | None
-
-
 class SoundnessBlock(TypedDict):
     tasks: int
     checked: int
@@ -200,16 +190,6 @@ class AdaptiveBlock(_AdaptiveFields, total=False):
     barrier_wait_s: float  # a live run's; the offline report cannot know it
 
 
-class IncompleteShard(TypedDict):
-    """A shard a store recorded running whose own cells lack samples (run/merge.py)."""
-
-    shard: int
-    stores: list[str]
-    cells: int
-    without_sample: int
-    unreadable_lines: int
-
-
 class MergeBlock(TypedDict):
     stores: list[str]
     shards: int | None
@@ -217,47 +197,6 @@ class MergeBlock(TypedDict):
     missing: list[int]
     incomplete: list[IncompleteShard]
     problems: list[str]
-
-
-class RunTrajectory(TypedDict):
-    """A ``runs[]`` row's trajectory: the observed run's figures (None when not observed)."""
-
-    correct_asset_loaded: bool | None
-    feedback_recorded: bool | None
-    searched_before_acting: bool | None
-    akm_answered: bool | None
-    unconfirmed_events: int | None
-
-
-class _RunKeys(TypedDict):
-    task_id: str
-    arm: str
-    seed: int
-    outcome: str
-
-
-class RunRow(_RunKeys, total=False):
-    """One ``runs[]`` row, a reported sample (report/envelope.py writes every field). A row read
-    back from a report another version wrote (the attribute track's base) is checked for its
-    keys only; the other fields may be missing there."""
-
-    model: str | None
-    tokens: dict[str, int] | None
-    wallclock_ms: int | None
-    verifier_exit_code: int
-    trajectory: RunTrajectory
-    assets_loaded: list[str] | None
-    failure_mode: str | None
-    token_measurement: str | None
-    reason: str | None
-    budget: str | None
-    budget_tag: str | None
-    cost_usd: float | None
-    turns: int | None
-    tool_calls: int | None
-    transcript: str | None
-    from_store: bool
-    tamper: list[str] | None
 
 
 class GateResult(TypedDict):
@@ -375,6 +314,6 @@ class AttributeEnvelope(TypedDict):
     maskingStrategy: str
     runsPerformed: int
     referenceRunsPerformed: int
-    attributions: list[dict[str, Any]]  # one row per masked asset (tracks/attribute.py, contribution)
+    attributions: list[AttributionRow]  # one row per masked asset
     warnings: list[str]
     verdict: str

@@ -18,7 +18,8 @@ from typing import Any, cast
 from ..cell.rundir import task_hash
 from ..corpus.tasks import Task
 from ..store import soundness as store
-from .envelope_types import Envelope, SoundnessBlock, SoundnessRow
+from .envelope_rows import SoundnessRow
+from .envelope_types import Envelope, SoundnessBlock
 
 CHECKS = ("nop_fails", "solution_passes", "repeatable", "akm_finds_gold")
 

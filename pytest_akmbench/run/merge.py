@@ -24,7 +24,8 @@ from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
 from ..records import ARMS, CellKey, of_a_track
 from ..report.envelope import ReportInput
-from ..report.envelope_types import IncompleteShard, MergeBlock
+from ..report.envelope_rows import IncompleteShard
+from ..report.envelope_types import MergeBlock
 from ..store import shards
 from ..store.samples import STORE_FILE, Cursor, Line, SampleStore, fingerprint_hash, record_fingerprint
 from .resume import StoredSamples

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ...store import atomic
-from ..envelope_types import Envelope, RunRow
+from ..envelope_rows import RunRow
+from ..envelope_types import Envelope
 from .markdown import render_markdown
 
 FILE_MODE = atomic.FILE_MODE  # a copied transcript is readable as the written files are

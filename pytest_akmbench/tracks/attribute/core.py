@@ -28,7 +28,8 @@ from ...corpus.tasks import Corpus, select
 from ...errors import ConfigError, CorpusError
 from ...records import Sample
 from ...report import lift, metrics
-from ...report.envelope_types import AttributeEnvelope, RunRow
+from ...report.envelope_rows import AttributionRow, AttributionTask, RunRow
+from ...report.envelope_types import AttributeEnvelope
 from ...report.render import notes
 from ...report.render.fmt import fmt_ci, fmt_p, signed
 
@@ -218,10 +219,11 @@ def contribution(
     target: Target,
     reference: Mapping[str, Sequence[Sample]],
     masked: Mapping[str, Sequence[Sample]],
-) -> dict[str, Any]:
+) -> AttributionRow:
     """One asset's row of ``attributions``: per-task rates, the paired delta and its test;
     ``reference`` holds the unmasked runs by task (the ``base_*`` fields are theirs)."""
-    per_task, rows_b, rows_m, out_b, out_m = [], [], [], [], []
+    per_task: list[AttributionTask] = []
+    rows_b, rows_m, out_b, out_m = [], [], [], []
     for task_id in target.tasks:
         runs_b = sorted(reference.get(task_id, ()), key=lambda r: r["seed"])
         runs_m = sorted(masked.get(task_id, ()), key=lambda r: r["seed"])
@@ -320,8 +322,8 @@ def build(
     return envelope
 
 
-def _claim(row: dict[str, Any]) -> str:
-    c = row["comparison"]
+def _claim(row: AttributionRow, c: dict[str, Any]) -> str:
+    """An asset's clause of the verdict, from its comparison ``c``."""
     ci = fmt_ci(c["low"], c["high"], with_sign=True)
     if c["holm_family"] > 1:
         test = f"paired permutation p={fmt_p(c['p_value_holm'])}, Holm-adjusted over {c['holm_family']} assets"
@@ -340,11 +342,11 @@ def verdict(envelope: AttributeEnvelope) -> str:
     """One line, in the style of the utility verdict: each masked asset's contribution
     (base − masked), beyond noise or not; the assets that matter first."""
     prefix = "" if envelope.get("complete", True) else "incomplete run — "
-    rows = [r for r in envelope["attributions"] if r["comparison"] is not None]
-    if not rows:
+    rated = [(r, c) for r in envelope["attributions"] if (c := r["comparison"]) is not None]
+    if not rated:
         return prefix + "no masked asset has a valid run on a task its base loaded it on: no contribution measured"
-    rows.sort(key=lambda r: (not r["significant"], -(r["comparison"]["delta"] or 0.0), r["rank"]))
-    matter = sum(r["significant"] for r in rows)
-    head = f"{matter} of {len(rows)} masked asset{'' if len(rows) == 1 else 's'} matter"
-    head += notes.few_paired_assets([r["comparison"] for r in rows])
-    return prefix + head + ": " + "; ".join(_claim(r) for r in rows)
+    rated.sort(key=lambda rc: (not rc[0]["significant"], -(rc[1]["delta"] or 0.0), rc[0]["rank"]))
+    matter = sum(r["significant"] for r, _ in rated)
+    head = f"{matter} of {len(rated)} masked asset{'' if len(rated) == 1 else 's'} matter"
+    head += notes.few_paired_assets([c for _, c in rated])
+    return prefix + head + ": " + "; ".join(_claim(r, c) for r, c in rated)
