@@ -21,7 +21,7 @@ from ..records import Sample
 from . import akm_usage, lift, metrics, soundness, spend, transfer, workflow
 from . import gates as gates_mod
 from .compare import corpus_diff
-from .envelope_rows import RunRow
+from .envelope_rows import RunRow, TaskArmRow
 from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, SpendCap, TokenMeasurement
 from .provenance import provenance, tampering
 from .render import notes
@@ -73,7 +73,7 @@ def ordered_arms(arms: tuple[str, ...]) -> list[str]:
     return [a for a in metrics.ARM_ORDER if a in arms]
 
 
-Rows = dict[str, list[dict[str, Any] | None]]  # arm -> one per-task row (or None) per task
+Rows = dict[str, list[TaskArmRow | None]]  # arm -> one per-task row (or None) per task
 Outcomes = dict[str, list[list[bool]]]  # arm -> the valid runs' outcomes, per task
 
 

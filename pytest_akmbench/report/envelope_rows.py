@@ -7,6 +7,29 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 
+class TaskArmRow(TypedDict):
+    """One task's figures under one arm (report/metrics.py ``per_task``): a ``tasks[]`` row's
+    entry per arm, what the per-arm aggregate and the paired comparisons are made of."""
+
+    pass_rate: float | None
+    pass_at_1: int | None
+    tokens_per_pass: float | None
+    tokens_per_run: float | None
+    wallclock_ms: float | None
+    pass_rate_stdev: float | None
+    budget_exceeded_count: int
+    harness_error_count: int
+    count: int
+    valid_count: int
+    runs_with_measured_tokens: int
+    passes: int
+    pass_rate_ci: dict[str, float] | None
+    pass_at_k: dict[str, float | None]
+    pass_hat_k: dict[str, float | None]
+    flaky: bool
+    floor_status: str
+
+
 class RunTrajectory(TypedDict):
     """A ``runs[]`` row's trajectory: the observed run's figures (None when not observed)."""
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..records import Sample
 from ..stats import intervals
+from .envelope_rows import TaskArmRow
 from .envelope_types import TokenMeasurement
 
 ARM_ORDER = ("noakm", "synthetic", "akm")
@@ -58,7 +59,7 @@ def floor_status(valid: int, floor: int) -> str:
     return "covered" if valid >= floor else "partial" if valid else "missing"
 
 
-def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = DEFAULT_FLOOR) -> dict[str, Any] | None:
+def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = DEFAULT_FLOOR) -> TaskArmRow | None:
     """Metrics of one task under one arm; None when the arm has no run of the task."""
     if not runs:
         return None
@@ -94,7 +95,7 @@ def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = D
     }
 
 
-def aggregate(per_task_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+def aggregate(per_task_rows: Sequence[TaskArmRow | None]) -> dict[str, Any] | None:
     """Macro average over the tasks the arm ran; None when it ran none.
 
     ``pass_rate_ci`` is the interval of the mean over a population of tasks like these
@@ -107,7 +108,7 @@ def aggregate(per_task_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any] 
         return None
     rated = [r for r in rows if r["pass_rate"] is not None]
     passes, valid = sum(r["passes"] for r in rows), sum(r["valid_count"] for r in rows)
-    interval = intervals.task_rate_interval([r["pass_rate"] for r in rated])
+    interval = intervals.task_rate_interval([rate for r in rated if (rate := r["pass_rate"]) is not None])
     ci = None if interval is None else {"low": interval[0], "high": interval[1], "method": "clopper_pearson_tasks"}
     kmax = min((r["valid_count"] for r in rated), default=0)
     keys = [str(k) for k in range(1, kmax + 1)]

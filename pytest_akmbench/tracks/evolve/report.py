@@ -19,6 +19,7 @@ from typing import Any
 from ...cell import akm
 from ...records import Sample
 from ...report import lift, metrics
+from ...report.envelope_rows import TaskArmRow
 from ...report.envelope_types import EvolveEnvelope
 from ...stats import intervals
 from . import learning
@@ -36,7 +37,11 @@ def _by_condition(samples: Sequence[Sample]) -> dict[str, dict[str, list[Sample]
     return out
 
 
-def _rate(rows: dict[str, dict[str, Any] | None]) -> float | None:
+def _pass_rate(row: TaskArmRow | None) -> float | None:
+    return row["pass_rate"] if row else None
+
+
+def _rate(rows: dict[str, TaskArmRow | None]) -> float | None:
     agg = metrics.aggregate(list(rows.values()))
     return None if agg is None else agg.get("pass_rate")
 
@@ -233,9 +238,7 @@ def build(
         "improvement": imp,
         "learning": curve,
         "phases": _phases(cond, rates, train_rows),
-        "per_task": [
-            {"task_id": t, **{c: (rows[c][t] or {}).get("pass_rate") for c in EVAL_CONDITIONS}} for t in eval_tasks
-        ],
+        "per_task": [{"task_id": t, **{c: _pass_rate(rows[c][t]) for c in EVAL_CONDITIONS}} for t in eval_tasks],
         "feedback_integrity": integrity,
         "leakage": {"ok": all(x["ok"] for x in leak) if leak else None, "per_fixture": leak},
         "warnings": warnings,
