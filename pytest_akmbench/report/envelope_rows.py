@@ -1,6 +1,6 @@
 """The rows of the envelopes' lists, one TypedDict each: a task's figures under an arm, a
-reported run, a task's soundness result, a shard whose cells lack samples, a masked asset (report/envelope_types.py has the
-blocks that hold them; docs/report.md documents every field)."""
+reported run, a task's soundness result, a shard whose cells lack samples, a masked asset
+(report/envelope_types.py has the blocks that hold them; docs/report.md documents every field)."""
 
 from __future__ import annotations
 
