@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 Arm = Literal["noakm", "akm", "synthetic"]
 Outcome = Literal["pass", "fail", "budget_exceeded", "harness_error"]
 
+# The version of the sample record: a stored line of another schema (a newer plugin's, a
+# hand-made one) may mean something else by the same keys, and is never read as a Sample.
+SAMPLE_SCHEMA = 1
+
 # A cell of the matrix: (task id, arm, seed). A trial is a cell under one fingerprint.
 CellKey = tuple[str, str, int]
 

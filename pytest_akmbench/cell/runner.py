@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.base import AgentRequest, AgentResult, as_agent
-from ..records import Outcome, Sample
+from ..records import SAMPLE_SCHEMA, Outcome, Sample
 from ..store.samples import SampleStore, fingerprint_hash
 from ..system.procs import ProcessTracker
 from ..system.sandbox import Sandbox
@@ -46,7 +46,6 @@ from .trajectory import analyse_cell
 from .verifiers import Verdict, verifier_env, verify
 from .workflow import check_cell
 
-SAMPLE_SCHEMA = 1
 _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
 
 

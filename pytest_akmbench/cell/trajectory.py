@@ -36,6 +36,7 @@ from typing import Any
 
 from ..agents.transcript import TranscriptReader
 from ..corpus.tasks import Task
+from ..records import Sample
 from . import akm
 from .akm_evidence import cross_check, describe
 from .transcript import Transcript, cap_refs
@@ -349,7 +350,7 @@ FAILURE_LABELS = (
 )
 
 
-def failure_mode(sample: dict[str, Any], gold: str | None) -> str | None:
+def failure_mode(sample: Sample, gold: str | None) -> str | None:
     """Why an akm-arm run did not pass, from its trajectory (docs/report.md, "Failure modes").
 
     ``budget_exceeded`` runs get their budget tag (``hung``/``confused``, else

@@ -75,7 +75,7 @@ class Ended:
     one of the reasons it has neither."""
 
     sample: Sample | None = None
-    record: dict[str, Any] | None = None  # the store held the trial (it is reported, not run)
+    record: Sample | None = None  # the store held the trial (it is reported, not run)
     claimed_by: str | None = None  # another run stored it while this one waited for the claim
     unstored: str | None = None  # the fresh sample could not be appended: why (the run stops)
     error: str | None = None  # the trial could not be claimed: the one line that stops the run
@@ -105,7 +105,7 @@ class Index(Protocol):
 
     def refresh(self) -> None: ...
 
-    def done(self, cell: CellKey, fingerprint_hash: str) -> dict[str, Any] | None: ...
+    def done(self, cell: CellKey, fingerprint_hash: str) -> Sample | None: ...
 
 
 class StorePlace:

@@ -27,6 +27,7 @@ from ..report.render import github
 from ..run import adaptive as adaptive_run
 from ..run import merge, recorded
 from ..run.resume import report_input
+from ..store.samples import Line
 from ..system import lifecycle
 from . import inputs, report_run, tools
 
@@ -179,7 +180,7 @@ def _stored_agent(settings: Settings, merged: merge.Merged) -> Settings:
     return dataclasses.replace(settings, agent=found[0]) if len(found) == 1 else settings
 
 
-def _flat(records: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _flat(records: list[list[Line]]) -> list[Line]:
     """Every store's records, the stores interleaved by start time (each keeps its own order)."""
     return sorted((r for store in records for r in store), key=lambda r: str(r.get("started_at") or ""))
 
@@ -188,7 +189,7 @@ def _stored_run(
     args: argparse.Namespace,
     settings: Settings,
     merged: merge.Merged,
-    flat: list[dict[str, Any]],
+    flat: list[Line],
     cells: Sequence[tuple[str, str, int]],
     arms: Sequence[str],
     store_dir: Path,

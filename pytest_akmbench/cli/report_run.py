@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..cell.context import RunContext, cell_fingerprint
 from ..corpus.config import Settings
@@ -84,17 +83,17 @@ def recall(
     return Recalled(tasks, arms, floor, most, sorted(needed), block, cap)
 
 
-def _from_settings(settings: Settings, selected: Sequence[Task]) -> dict[str, Any] | None:
+def _from_settings(settings: Settings, selected: Sequence[Task]) -> runs.RunRecord | None:
     """A record from the run config or options, for a run that wrote none; None when they set
     neither adaptive seeds nor a cap."""
-    caps = [
+    caps: list[runs.CapRecord] = [
         {"kind": kind, "limit": value}
         for kind, value in (("usd", settings.budget_usd), ("tokens", settings.budget_run_tokens))
         if value is not None
     ]
     if settings.until is None and not caps:
         return None
-    adaptive = None
+    adaptive: runs.AdaptiveRecord | None = None
     if settings.until is not None:
         floor = settings.floor if "floor" in settings.origins else sequential.DEFAULT_FLOOR
         adaptive = {"floor": floor, "max_seeds": settings.max_seeds or sequential.DEFAULT_MAX_SEEDS}

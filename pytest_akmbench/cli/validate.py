@@ -13,7 +13,7 @@ from ..cell.checks import static_problems
 from ..corpus.config import RunConfig, config_options, in_file, read_run_config, run_config_problems
 from ..corpus.tasks import Corpus, select
 from ..errors import BenchError
-from ..tracks.evolve.core import plan as evolve_plan
+from ..tracks import catalog
 
 
 def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
@@ -41,8 +41,8 @@ def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
         chosen, _ = select(corpus, cfg.get("tasks"))
         if not chosen:
             errors.append(f"{path}: tasks: the selection matched no task")
-        elif data.get("track") == "evolve":
-            evolve_plan(chosen)  # every domain needs train and eval tasks
+        else:
+            catalog.named(data.get("track")).check_selection(chosen)
     except BenchError as err:
         errors.append(in_file(path, err))
     return errors, warnings

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cell.context import Cell, cell_fingerprint
+from ..cell.context import Cell
 from ..errors import BenchError, ConfigError
+from ..records import Sample
 from ..report.envelope_types import AttributeEnvelope
 from ..run.resume import StoredSamples
-from ..store.samples import fingerprint_hash
-from ..tracks.attribute import core as attribute
+from ..tracks.attribute import core
 from ..tracks.attribute import report as attribute_report
-from ..tracks.attribute.track import AttributeTrack, Plan
+from ..tracks.attribute.track import AttributeTrack, Plan, providers
 
 if TYPE_CHECKING:
     from .state import BenchState
@@ -34,12 +34,12 @@ def setup(config: pytest.Config, state: BenchState) -> AttributeTrack:
             "--bench-track attribute: needs --bench-base <report.json of a utility run> (or base in the run config)",
             usage=True,
         )
-    if attribute.is_run_config(s.base):
-        base = attribute.load_base(attribute.report_of_config(s.base, state.report_dir, state.corpus), s.base)
+    if core.is_run_config(s.base):
+        base = core.load_base(core.report_of_config(s.base, state.report_dir, state.corpus), s.base)
     else:
-        base = attribute.load_base(s.base)
+        base = core.load_base(s.base)
     present = {t.id: t for t in state.corpus.tasks}
-    targets, loaded = attribute.plan(base, set(present), s.top)
+    targets, loaded = core.plan(base, set(present), s.top)
     if not targets:
         raise ConfigError(
             f"--bench-base {s.base}: no valid akm run of the base loaded an asset of a task in "
@@ -55,7 +55,7 @@ def setup(config: pytest.Config, state: BenchState) -> AttributeTrack:
     state.tasks = tasks
     state.selected = {t.yaml_path: t for t in tasks}
     state.slice = "base"
-    reference = attribute.reference_seeds(base, seeds)
+    reference = core.reference_seeds(base, seeds)
     track = AttributeTrack()
     track.plan = Plan(base, tuple(targets), loaded, {k: tuple(v) for k, v in masks.items()}, reference)
     gone = sorted(set(base.task_ids) - set(present))
@@ -91,7 +91,7 @@ def check_base(state: BenchState) -> None:
 def providers_setup(state: BenchState) -> dict[str, Any]:
     """The digest of the provider/model configuration this run's agent is given (the
     report's ``provenance.providers``)."""
-    return state.context().providers or {}
+    return providers(state.context())
 
 
 def _check_providers(state: BenchState, plan: Plan) -> None:
@@ -115,12 +115,13 @@ def _check_providers(state: BenchState, plan: Plan) -> None:
 
 
 def _check_fingerprints(state: BenchState, plan: Plan) -> None:
-    ctx = state.context()
     stored: StoredSamples | None = None
     for task in state.tasks:
-        mine = cell_fingerprint(Cell(task, "akm", 1), ctx)
-        if fingerprint_hash(mine) in plan.base.fingerprints:
+        # The task's plain akm cell, fingerprinted once in this process like every cell.
+        probe = state.trial(Cell(task, "akm", 1))
+        if probe.hash in plan.base.fingerprints:
             continue
+        mine = probe.fingerprint
         stored = stored or StoredSamples.load(state.store_dir)
         runs = [r for r in plan.base.akm_runs if r["task_id"] == task.id]
         keys = [((task.id, "akm", r["seed"]), fp) for r in runs for fp in plan.base.fingerprints]
@@ -150,7 +151,7 @@ class AttributeSession:
     def __init__(self, state: BenchState, config: pytest.Config) -> None:
         self.state = state
         self.config = config
-        self.samples: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self.samples: dict[tuple[str, str, int], Sample] = {}
         self.envelope: AttributeEnvelope | None = None
         self.paths: tuple[Path, Path, Path] | None = None
         self.error: str | None = None

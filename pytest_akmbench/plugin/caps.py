@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
+from ..records import Sample
 from ..report.envelope_types import SpendCap
 from ..report.spend import cap_block, spent
 from ..run import resume
+from ..store.runs import CapRecord
 from ..tracks.track import CAPS
 from .nodes import CELL_KEY, STORED_KEY
 from .state import STATE_KEY, BenchState, register
@@ -57,7 +58,7 @@ class SpendCaps:
         self._counted = 0  # this run's records already summed into _so_far (the store only grows)
         self._so_far = {"usd": 0.0, "tokens": 0.0}
 
-    def reached(self, records: list[dict[str, Any]]) -> tuple[Cap, float] | None:
+    def reached(self, records: list[Sample]) -> tuple[Cap, float] | None:
         """The first cap ``records`` (this run's, in store order) reach, with what they spent."""
         for kind, value in spent(records[self._counted :]).items():
             self._so_far[kind] += value
@@ -78,7 +79,7 @@ class SpendCaps:
         if why is not None:
             pytest.skip(why)
 
-    def reason(self, records: list[dict[str, Any]]) -> str | None:
+    def reason(self, records: list[Sample]) -> str | None:
         """Why no further cell starts, once ``records`` (this run's) reach a cap; else None."""
         hit = self.reached(records)
         if hit is None:
@@ -106,7 +107,7 @@ class SpendCaps:
         """The envelope's ``spend.cap``: the cap that stopped the run, else the first one set."""
         return cap_block(self.records(), stored.of_run(self.state.run_id), self.not_run)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[CapRecord]:
         """The caps as the store's run record keeps them (store/runs.py)."""
         return [{"kind": c.kind, "limit": c.limit, "origin": c.origin} for c in self.caps]
 

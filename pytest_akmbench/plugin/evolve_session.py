@@ -13,7 +13,7 @@ import pytest
 from ..errors import BenchError
 from ..report.envelope_types import EvolveEnvelope
 from ..store import atomic
-from ..tracks.evolve import markdown as evolve_markdown
+from ..tracks.evolve import markdown
 from ..tracks.evolve.track import EvolveTrack
 
 if TYPE_CHECKING:
@@ -59,6 +59,6 @@ def write(directory: Path, envelope: EvolveEnvelope) -> tuple[Path, Path]:
     """report.json and summary.md of an evolve run, each written whole."""
     directory.mkdir(parents=True, exist_ok=True)
     out = (directory / "report.json", directory / "summary.md")
-    for path, text in zip(out, (json.dumps(envelope, indent=2) + "\n", evolve_markdown.render(envelope))):
+    for path, text in zip(out, (json.dumps(envelope, indent=2) + "\n", markdown.render(envelope))):
         atomic.write_text(path, text)
     return out

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 CELL_KEY = pytest.StashKey[Cell]()
 SAMPLE_KEY = pytest.StashKey[Sample]()
-STORED_KEY = pytest.StashKey[dict[str, Any]]()
+STORED_KEY = pytest.StashKey[Sample]()
 TASK_KEY = pytest.StashKey[Any]()
 CLAIMED_KEY = pytest.StashKey[str]()
 

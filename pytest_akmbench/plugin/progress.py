@@ -8,6 +8,7 @@ and the live count. The terminal summary adds the tokens and cost of each arm.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ def describe(sample: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def arm_totals(runs: list[dict[str, Any]], arms: list[str]) -> list[str]:
+def arm_totals(runs: Sequence[Mapping[str, Any]], arms: list[str]) -> list[str]:
     """One line per arm: the tokens and cost of the report's runs (measured ones only)."""
     lines = []
     for arm in arms:

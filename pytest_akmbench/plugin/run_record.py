@@ -4,7 +4,6 @@ offline ``report`` command rebuilds the report this session writes (docs/report.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,7 @@ from .caps import SpendCaps
 from .state import BenchState
 
 
-def make(config: pytest.Config, state: BenchState) -> dict[str, Any] | None:
+def make(config: pytest.Config, state: BenchState) -> runs.RunRecord | None:
     """This run's record, or None for a run neither adaptive nor capped (its samples say it all)."""
     hooks = state.plugins.get("akmbench-adaptive")
     capper = state.plugins.get(CAPS_PLUGIN)

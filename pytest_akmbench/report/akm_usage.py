@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
+from ..records import Sample
 from .envelope_types import FailureModes
-from .metrics import Sample, known_mean, sample_tokens
+from .metrics import known_mean, sample_tokens
 
 
 def observed(sample: Sample) -> dict[str, Any] | None:

@@ -17,9 +17,11 @@ from typing import Any, cast
 
 from ..cell.trajectory import failure_mode
 from ..corpus.tasks import Task, fixtures_stamp, task_corpus_hash
+from ..records import Sample
 from . import akm_usage, lift, metrics, soundness, spend, transfer, workflow
 from . import gates as gates_mod
 from .compare import corpus_diff
+from .envelope_rows import RunRow, TaskArmRow
 from .envelope_types import AggregateBlock, CorpusBlock, Envelope, FloorCoverage, SpendCap, TokenMeasurement
 from .provenance import provenance, tampering
 from .render import notes
@@ -43,7 +45,7 @@ class ReportInput:
     seeds: int
     slice: str
     stashes_root: Path
-    samples: list[dict[str, Any]]
+    samples: list[Sample]
     model: str | None
     agent: str
     agent_version: str
@@ -71,7 +73,7 @@ def ordered_arms(arms: tuple[str, ...]) -> list[str]:
     return [a for a in metrics.ARM_ORDER if a in arms]
 
 
-Rows = dict[str, list[dict[str, Any] | None]]  # arm -> one per-task row (or None) per task
+Rows = dict[str, list[TaskArmRow | None]]  # arm -> one per-task row (or None) per task
 Outcomes = dict[str, list[list[bool]]]  # arm -> the valid runs' outcomes, per task
 
 
@@ -137,7 +139,7 @@ def build(inp: ReportInput, *, timestamp: str | None = None) -> Envelope:
     return envelope
 
 
-def _add_optional(envelope: dict[str, Any], inp: ReportInput, runs: list[dict[str, Any]], warnings: list[str]) -> None:
+def _add_optional(envelope: dict[str, Any], inp: ReportInput, runs: list[Sample], warnings: list[str]) -> None:
     """The blocks between ``runs`` and ``perAsset`` that only some reports have."""
     wf = workflow.block(inp.tasks, runs)
     if wf is not None:  # only when a selected task has a workflow spec (docs/report.md)
@@ -148,11 +150,11 @@ def _add_optional(envelope: dict[str, Any], inp: ReportInput, runs: list[dict[st
         envelope["baseline_by_task_id"] = dict(inp.baseline)
 
 
-def _by_cell(inp: ReportInput, arms: list[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _by_cell(inp: ReportInput, arms: list[str]) -> dict[tuple[str, str], list[Sample]]:
     """The samples of each (task, arm) of the selection, in task, arm and seed order."""
     arm_rank = {a: i for i, a in enumerate(arms)}
     order = {t.id: i for i, t in enumerate(inp.tasks)}
-    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_cell: dict[tuple[str, str], list[Sample]] = defaultdict(list)
     for s in sorted(
         (s for s in inp.samples if s["task_id"] in order and s["arm"] in arm_rank),
         key=lambda s: (order[s["task_id"]], arm_rank[s["arm"]], s["seed"]),
@@ -162,7 +164,7 @@ def _by_cell(inp: ReportInput, arms: list[str]) -> dict[tuple[str, str], list[di
 
 
 def _task_rows(
-    inp: ReportInput, arms: list[str], by_cell: dict[tuple[str, str], list[dict[str, Any]]]
+    inp: ReportInput, arms: list[str], by_cell: dict[tuple[str, str], list[Sample]]
 ) -> tuple[list[dict[str, Any]], Rows, Outcomes]:
     """The ``tasks[]`` entries, and each arm's per-task rows and outcomes for the aggregates."""
     tasks_out: list[dict[str, Any]] = []
@@ -272,8 +274,8 @@ def _floor_coverage(inp: ReportInput, arms: list[str], tasks_out: list[dict[str,
 
 def _warnings(
     inp: ReportInput,
-    runs: list[dict[str, Any]],
-    akm_runs: list[dict[str, Any]],
+    runs: list[Sample],
+    akm_runs: list[Sample],
     tm: TokenMeasurement,
     floor: FloorCoverage,
 ) -> list[str]:
@@ -323,7 +325,7 @@ def _warnings(
     return out
 
 
-def _run_row(s: dict[str, Any], label: str | None) -> dict[str, Any]:
+def _run_row(s: Sample, label: str | None) -> RunRow:
     """A ``runs[]`` row: the reference's fields first, then what it left out (docs/report.md)."""
     traj = akm_usage.observed(s)
     return {

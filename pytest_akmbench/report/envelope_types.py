@@ -2,14 +2,17 @@
 
 The builders return these and the readers (markdown, page, gates, compare, verdict) take them;
 schemas/report.schema.json lists the same fields, closed, for what reads report.json outside
-Python. A block's deeper parts that are lists of rows keyed by task, asset or arm stay plain
-dicts here: their keys are data. An envelope read back from a file is an :class:`Envelope` as
-far as a reader is concerned; compare checks what it uses (report/compare/refusals.py).
+Python. The rows of its lists are in report/envelope_rows.py; a block's deeper parts keyed by
+task, asset or arm stay plain dicts here: their keys are data. An envelope read back from a file
+is an :class:`Envelope` as far as a reader is concerned; compare checks what it uses
+(report/compare/refusals.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
+
+from .envelope_rows import AttributionRow, IncompleteShard, RunRow, SoundnessRow
 
 
 class AgentBlock(TypedDict):
@@ -125,7 +128,7 @@ class SoundnessBlock(TypedDict):
     checked: int
     sound: int
     unchecked: list[str]
-    by_task: list[dict[str, Any]]
+    by_task: list[SoundnessRow]
 
 
 class WorkflowBlock(TypedDict):
@@ -192,7 +195,7 @@ class MergeBlock(TypedDict):
     shards: int | None
     present: list[int]
     missing: list[int]
-    incomplete: list[dict[str, Any]]
+    incomplete: list[IncompleteShard]
     problems: list[str]
 
 
@@ -228,7 +231,7 @@ class _EnvelopeFields(TypedDict):
     warnings: list[str]
     tamper: list[dict[str, Any]]
     searchBridge: dict[str, Any]
-    runs: list[dict[str, Any]]  # one row per reported sample (envelope.run_row)
+    runs: list[RunRow]  # one row per reported sample
     perAsset: dict[str, Any]
     akm_overhead: dict[str, Any]
     flaky_tasks: list[dict[str, Any]]
@@ -253,7 +256,7 @@ class Envelope(_EnvelopeFields, total=False):
 
 class EvolveEnvelope(TypedDict):
     """report.json of the evolve track (docs/report.md, "The evolve envelope"; its own schema,
-    schemas/evolve-report.schema.json). Its blocks are built and read in tracks/evolve_report.py."""
+    schemas/evolve-report.schema.json). Its blocks are built and read in tracks/evolve/report.py."""
 
     schemaVersion: int
     track: str
@@ -311,6 +314,6 @@ class AttributeEnvelope(TypedDict):
     maskingStrategy: str
     runsPerformed: int
     referenceRunsPerformed: int
-    attributions: list[dict[str, Any]]  # one row per masked asset (tracks/attribute.py, contribution)
+    attributions: list[AttributionRow]  # one row per masked asset
     warnings: list[str]
     verdict: str

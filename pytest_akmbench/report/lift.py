@@ -19,10 +19,10 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 from statistics import NormalDist, fmean
-from typing import Any
+from typing import Any, Literal
 
-from ..stats import intervals as stats
-from ..stats import significance
+from ..stats import intervals, significance
+from .envelope_rows import TaskArmRow
 
 ALPHA = significance.ALPHA
 BOOTSTRAP_ITERATIONS = 2000
@@ -33,9 +33,14 @@ BOOTSTRAP_SEED = 20261129
 MIN_PAIRED_TASKS = significance.min_paired_tasks(1)
 # Above this share of harness errors in an arm, a verdict on that arm is refused ("unreliable").
 MAX_HARNESS_ERROR_SHARE = 0.10
-_FIGURES = ("pass_rate", "tokens_per_pass", "tokens_per_run", "wallclock_ms")
+_FIGURES: tuple[Literal["pass_rate", "tokens_per_pass", "tokens_per_run", "wallclock_ms"], ...] = (
+    "pass_rate",
+    "tokens_per_pass",
+    "tokens_per_run",
+    "wallclock_ms",
+)
 
-Row = dict[str, Any] | None
+Row = TaskArmRow | None
 
 
 def _valid(row: Row) -> bool:
@@ -48,7 +53,7 @@ def delta(rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, float | Non
     both = [(a, b) for a, b in zip(rows_a, rows_b) if _valid(a) and _valid(b)]
     out: dict[str, float | None] = {}
     for key in _FIGURES:
-        diffs = [a[key] - b[key] for a, b in both if a[key] is not None and b[key] is not None]  # type: ignore[index]
+        diffs = [x - y for a, b in both if (x := a[key]) is not None and (y := b[key]) is not None]  # type: ignore[index]
         out[key] = fmean(diffs) if diffs else None
     return out
 
@@ -62,7 +67,7 @@ def _run_noise(kept: Sequence[tuple[list[bool], list[bool]]], alpha: float = ALP
         for a, b in kept
         for c, n in ((sum(a), len(a)), (sum(b), len(b)))
     )
-    z = stats.Z_95 if alpha == ALPHA else NormalDist().inv_cdf(1 - alpha / 2)
+    z = intervals.Z_95 if alpha == ALPHA else NormalDist().inv_cdf(1 - alpha / 2)
     return z * math.sqrt(var) / len(kept)
 
 
@@ -99,7 +104,7 @@ def _artefact_bounds(rows_a: Sequence[Row], rows_b: Sequence[Row]) -> dict[str, 
     if not both:
         return None
 
-    def rate(row: dict[str, Any], errors_pass: bool) -> float:
+    def rate(row: TaskArmRow, errors_pass: bool) -> float:
         value: float = (row["passes"] + (row["harness_error_count"] if errors_pass else 0)) / row["count"]
         return value
 
@@ -122,8 +127,8 @@ def compare_arms(
     kept = [(a, b) for a, b in zip(outcomes_a, outcomes_b) if a and b]
     deltas = [Fraction(sum(a), len(a)) - Fraction(sum(b), len(b)) for a, b in kept]
     test = significance.sign_flip_test(deltas, resamples=resamples)
-    boot = stats.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
-    sign = stats.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
+    boot = intervals.paired_bootstrap_delta(kept, iterations=BOOTSTRAP_ITERATIONS, seed=BOOTSTRAP_SEED)
+    sign = intervals.sign_test([(sum(a) / len(a), sum(b) / len(b)) for a, b in kept])
     errors = {arms[0]: _errors(rows_a), arms[1]: _errors(rows_b)}
     shares = [Fraction(e["harness_errors"], e["runs"]) if e["runs"] else Fraction(0) for e in errors.values()]
     reason = unreliable(errors)

@@ -20,10 +20,11 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Any
+from typing import Any, cast
 
 from ..stats import significance
 from . import lift, metrics
+from .envelope_rows import TaskArmRow
 from .envelope_types import Envelope
 
 ALPHA = significance.ALPHA
@@ -84,7 +85,8 @@ def outcomes(row: dict[str, Any] | None) -> Outcomes:
 
 
 def _arm(rows: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    agg = metrics.aggregate(rows)
+    # report.json's rows, read back: the TaskArmRow shape metrics.per_task wrote
+    agg = metrics.aggregate(cast(list[TaskArmRow | None], rows))
     if agg is None:
         return None
     ci = agg["pass_rate_ci"] or {}

@@ -17,10 +17,11 @@ from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
-from ..stats import intervals as stats
+from ..records import Sample
+from ..stats import intervals
+from .envelope_rows import TaskArmRow
 from .envelope_types import TokenMeasurement
 
-Sample = dict[str, Any]
 ARM_ORDER = ("noakm", "synthetic", "akm")
 DEFAULT_FLOOR = 3
 
@@ -45,7 +46,7 @@ def _ci(pair: tuple[float, float] | None) -> dict[str, float] | None:
 
 @lru_cache(maxsize=65536)
 def _pass_k(n: int, c: int, k: int) -> tuple[float | None, float | None]:
-    return stats.pass_at_k(n, c, k), stats.pass_hat_k(n, c, k)
+    return intervals.pass_at_k(n, c, k), intervals.pass_hat_k(n, c, k)
 
 
 def valid_outcomes(runs: Sequence[Sample]) -> list[bool]:
@@ -58,7 +59,7 @@ def floor_status(valid: int, floor: int) -> str:
     return "covered" if valid >= floor else "partial" if valid else "missing"
 
 
-def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = DEFAULT_FLOOR) -> dict[str, Any] | None:
+def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = DEFAULT_FLOOR) -> TaskArmRow | None:
     """Metrics of one task under one arm; None when the arm has no run of the task."""
     if not runs:
         return None
@@ -72,7 +73,7 @@ def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = D
     hat_k: dict[str, float | None] = {}
     for k in range(1, kmax + 1):
         at_k[str(k)], hat_k[str(k)] = _pass_k(n, c, k) if n else (None, None)
-    sd = stats.stdev([1.0 if r["outcome"] == "pass" else 0.0 for r in valid])
+    sd = intervals.stdev([1.0 if r["outcome"] == "pass" else 0.0 for r in valid])
     return {
         "pass_rate": c / n if n else None,
         "pass_at_1": (1 if first["outcome"] == "pass" else 0) if first else None,
@@ -86,19 +87,19 @@ def per_task(runs: Sequence[Sample], *, seeds: int | None = None, floor: int = D
         "valid_count": n,
         "runs_with_measured_tokens": len(measured),
         "passes": c,
-        "pass_rate_ci": _ci(stats.wilson_interval(c, n)) if n else None,
+        "pass_rate_ci": _ci(intervals.wilson_interval(c, n)) if n else None,
         "pass_at_k": at_k,
         "pass_hat_k": hat_k,
-        "flaky": stats.is_flaky([r["outcome"] == "pass" for r in valid]),
+        "flaky": intervals.is_flaky([r["outcome"] == "pass" for r in valid]),
         "floor_status": floor_status(n, floor),
     }
 
 
-def aggregate(per_task_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+def aggregate(per_task_rows: Sequence[TaskArmRow | None]) -> dict[str, Any] | None:
     """Macro average over the tasks the arm ran; None when it ran none.
 
     ``pass_rate_ci`` is the interval of the mean over a population of tasks like these
-    (:func:`stats.task_rate_interval`): it assumes nothing about how task difficulty is spread.
+    (:func:`intervals.task_rate_interval`): it assumes nothing about how task difficulty is spread.
     ``pass_at_k``/``pass_hat_k`` run over one task set for every k (the tasks with valid runs)
     and stop at the fewest valid runs any of them has, so the curves are monotone in k.
     """
@@ -107,7 +108,7 @@ def aggregate(per_task_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any] 
         return None
     rated = [r for r in rows if r["pass_rate"] is not None]
     passes, valid = sum(r["passes"] for r in rows), sum(r["valid_count"] for r in rows)
-    interval = stats.task_rate_interval([r["pass_rate"] for r in rated])
+    interval = intervals.task_rate_interval([rate for r in rated if (rate := r["pass_rate"]) is not None])
     ci = None if interval is None else {"low": interval[0], "high": interval[1], "method": "clopper_pearson_tasks"}
     kmax = min((r["valid_count"] for r in rated), default=0)
     keys = [str(k) for k in range(1, kmax + 1)]

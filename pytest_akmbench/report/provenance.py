@@ -10,6 +10,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
+from ..records import Sample
 from .envelope_types import ProvenanceBlock
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def _plugin_version() -> str:
         return "0.0.0"
 
 
-def tampering(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def tampering(runs: list[Sample]) -> list[dict[str, Any]]:
     """The runs whose agent left something that could stand in for the verifier's tools
     (cell/tamper.py), each with what was found."""
     return [
@@ -35,7 +36,7 @@ def tampering(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def provenance(inp: ReportInput, runs: list[dict[str, Any]]) -> ProvenanceBlock:
+def provenance(inp: ReportInput, runs: list[Sample]) -> ProvenanceBlock:
     extra = dict(inp.provenance or {})
     out: dict[str, Any] = {
         "plugin_version": _plugin_version(),
@@ -70,7 +71,7 @@ def _network(fp: dict[str, Any]) -> str:
     return str(fp.get("network") or ("isolated" if fp.get("boundary") else "host"))
 
 
-def _providers(runs: list[dict[str, Any]], found: Any) -> Any:
+def _providers(runs: list[Sample], found: Any) -> Any:
     """The agent's provider setup the samples record (so the offline ``report`` says the same);
     the run's own when none does; a list when the samples disagree."""
     distinct = {json.dumps(s["providers"], sort_keys=True) for s in runs if isinstance(s.get("providers"), dict)}
@@ -80,10 +81,10 @@ def _providers(runs: list[dict[str, Any]], found: Any) -> Any:
     return got[0] if len(got) == 1 else got
 
 
-def _akm_provenance(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _akm_provenance(runs: list[Sample]) -> dict[str, Any]:
     """Which akm the akm arm's samples ran with, read from the samples themselves (so the
     offline ``report`` command says the same). A value is a list when the samples disagree."""
-    setups = [s["akm_setup"] for s in runs if isinstance(s.get("akm_setup"), dict)]
+    setups = [x for x in (s.get("akm_setup") for s in runs) if isinstance(x, dict)]
 
     def one(values: list[Any]) -> Any:
         distinct = sorted({v for v in values if v is not None}, key=str)

@@ -13,19 +13,21 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..cell.rundir import task_hash
 from ..corpus.tasks import Task
 from ..store import soundness as store
+from .envelope_rows import SoundnessRow
 from .envelope_types import Envelope, SoundnessBlock
 
 CHECKS = ("nop_fails", "solution_passes", "repeatable", "akm_finds_gold")
 
 
-def record(task: Task, checks: dict[str, bool | None], problems: list[str], **extra: Any) -> dict[str, Any]:
-    """One task's result as stored."""
-    return {
+def record(task: Task, checks: dict[str, bool | None], problems: list[str], **extra: Any) -> store.SoundnessRecord:
+    """One task's result as stored; ``extra``: what the run knows of the check (its akm, its run
+    id, the query form that found the gold asset, when)."""
+    out: dict[str, Any] = {
         "task_id": task.id,
         "task_hash": task_hash(task),
         "sound": not problems,
@@ -33,6 +35,7 @@ def record(task: Task, checks: dict[str, bool | None], problems: list[str], **ex
         "problems": list(problems),
         **extra,
     }
+    return cast("store.SoundnessRecord", out)
 
 
 def block(tasks: list[Task], store_dir: Path | None) -> SoundnessBlock | None:
@@ -40,7 +43,7 @@ def block(tasks: list[Task], store_dir: Path | None) -> SoundnessBlock | None:
     found = store.latest(store_dir) if store_dir is not None else {}
     if not found:
         return None
-    rows: list[dict[str, Any]] = []
+    rows: list[SoundnessRow] = []
     unchecked: list[str] = []
     for task in tasks:
         rec = found.get(f"{task.id}\0{task_hash(task)}")
@@ -48,7 +51,15 @@ def block(tasks: list[Task], store_dir: Path | None) -> SoundnessBlock | None:
             unchecked.append(task.id)
             continue
         rows.append(
-            {k: rec.get(k) for k in ("task_id", "sound", "checks", "problems", "found_by", "akm_version", "checked_at")}
+            {
+                "task_id": rec["task_id"],
+                "sound": rec.get("sound"),
+                "checks": rec.get("checks"),
+                "problems": rec.get("problems"),
+                "found_by": rec.get("found_by"),
+                "akm_version": rec.get("akm_version"),
+                "checked_at": rec.get("checked_at"),
+            }
         )
     return {
         "tasks": len(tasks),
@@ -59,14 +70,14 @@ def block(tasks: list[Task], store_dir: Path | None) -> SoundnessBlock | None:
     }
 
 
-def _what(rows: list[dict[str, Any]]) -> str:
+def _what(rows: list[SoundnessRow]) -> str:
     checked = ["nop fails", "solution passes", "verifier repeatable"]
     if any((r["checks"] or {}).get("akm_finds_gold") is not None for r in rows):
         checked.append(f"akm finds each gold asset{found_by_counts(rows)}")
     return ", ".join(checked)
 
 
-def found_by_counts(rows: list[dict[str, Any]]) -> str:
+def found_by_counts(rows: list[SoundnessRow]) -> str:
     """How many gold assets each query form found, as `` (by words 30, only as a phrase 2,
     by neither 1)``; empty when no row says (results stored before ``found_by`` was recorded)."""
     forms = [r.get("found_by") for r in rows if r.get("found_by")]
@@ -107,7 +118,7 @@ def markdown_lines(envelope: Envelope) -> list[str]:
     lines = ["", "## Corpus soundness", "", headline(b)]
     bad = [r for r in b["by_task"] if not r["sound"]]
     if bad:
-        lines += [""] + [f"- {r['task_id']}: {'; '.join(r['problems'])}" for r in bad[:50]]
+        lines += [""] + [f"- {r['task_id']}: {'; '.join(r['problems'] or [])}" for r in bad[:50]]
     phrase = [r["task_id"] for r in b["by_task"] if r.get("found_by") == "phrase"]
     if phrase:
         lines += [
@@ -127,7 +138,7 @@ def html_lines(envelope: Envelope) -> list[str]:
         f'<tr data-sound="{str(bool(r["sound"])).lower()}"><td>{escape(r["task_id"])}</td>'
         + "".join(f"<td>{_mark((r['checks'] or {}).get(k))}</td>" for k in CHECKS)
         + f"<td>{escape(r.get('found_by') or '—')}</td>"
-        + f"<td>{escape('; '.join(r['problems']))}</td></tr>"
+        + f"<td>{escape('; '.join(r['problems'] or []))}</td></tr>"
         for r in b["by_task"]
     )
     return [

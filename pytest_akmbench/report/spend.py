@@ -13,15 +13,15 @@ Also the markdown and page sections of the ``spend`` block, and the terminal sum
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from html import escape
 from statistics import fmean
-from typing import Any
 
+from ..records import Sample
+from ..store.runs import CapRecord
 from .envelope_types import AggregateBlock, Efficiency, Envelope, SpendBlock, SpendCap, SpendTotals
 from .render.fmt import md_table, signed
 
-Sample = dict[str, Any]
 TOKEN_FIELDS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
 COMPARISONS = (("akm", "noakm"), ("akm", "synthetic"))
 
@@ -230,14 +230,14 @@ def html_lines(envelope: Envelope) -> list[str]:
     ]
 
 
-def spent(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def spent(records: Sequence[Sample]) -> dict[str, float]:
     """What ``records`` spent: cost (USD, reported costs) and tokens (measured totals)."""
-    tokens = [t.get("total", 0) for t in (run_tokens(dict(r)) for r in records) if t is not None]
-    costs = [c for c in (run_cost(dict(r)) for r in records) if c is not None]
+    tokens = [t.get("total", 0) for t in (run_tokens(r) for r in records) if t is not None]
+    costs = [c for c in (run_cost(r) for r in records) if c is not None]
     return {"usd": sum(costs), "tokens": float(sum(tokens))}
 
 
-def cap_block(caps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], not_run: int) -> SpendCap:
+def cap_block(caps: Sequence[CapRecord], records: Sequence[Sample], not_run: int) -> SpendCap:
     """The envelope's ``spend.cap`` from the run's own ``records``: the first cap they reach,
     else the first one set (each cap a ``{"kind": "usd"|"tokens", "limit": ...}``)."""
     so_far = spent(records)

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..corpus.tasks import MEMORY_ABILITIES, Task
+from ..records import Sample
 from ..stats import significance
 from .akm_usage import counted
-from .metrics import Sample, known_mean
+from .metrics import known_mean
 
 
 def _counts(row: dict[str, Any] | None) -> tuple[int, int] | None:

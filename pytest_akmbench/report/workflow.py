@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..corpus.tasks import Task
+from ..records import Sample
 from ..stats.intervals import task_rate_interval
 from .envelope_types import WorkflowBlock
 
@@ -39,9 +40,9 @@ def spec_digests(tasks: Sequence[Task]) -> dict[str, str]:
     return {s.id: s.digest for t in tasks for s in t.workflows}
 
 
-def _checks(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _checks(runs: Sequence[Sample]) -> list[tuple[Sample, dict[str, Any]]]:
     """(run, check) pairs of the runs that count."""
-    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    out: list[tuple[Sample, dict[str, Any]]] = []
     for run in runs:
         wf = run.get("workflow")
         if run.get("outcome") == "harness_error" or not isinstance(wf, dict):
@@ -68,7 +69,7 @@ def _task_mean(values_by_task: dict[str, list[float]]) -> float | None:
     return _mean(_task_means(values_by_task))
 
 
-def _rates(applicable: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, float | None]:
+def _rates(applicable: list[tuple[Sample, dict[str, Any]]]) -> dict[str, float | None]:
     """The share of checks in each bucket, per task, averaged over tasks."""
     by_task: dict[str, dict[str, list[float]]] = {b: defaultdict(list) for b in BUCKETS}
     for r, c in applicable:
@@ -78,7 +79,7 @@ def _rates(applicable: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str,
 
 
 def _per_task(
-    applicable: list[tuple[dict[str, Any], dict[str, Any]]],
+    applicable: list[tuple[Sample, dict[str, Any]]],
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Each task's check scores and pass indicators: tasks are the clusters of the intervals."""
     scores: dict[str, list[float]] = defaultdict(list)
@@ -89,7 +90,7 @@ def _per_task(
     return scores, passes
 
 
-def _by_workflow(ids: list[str], pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+def _by_workflow(ids: list[str], pairs: list[tuple[Sample, dict[str, Any]]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for wid in ids:
         mine = [(r, c) for r, c in pairs if c["workflow_id"] == wid]
@@ -117,7 +118,7 @@ def _by_workflow(ids: list[str], pairs: list[tuple[dict[str, Any], dict[str, Any
     return out
 
 
-def _top_violations(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+def _top_violations(pairs: list[tuple[Sample, dict[str, Any]]]) -> list[dict[str, Any]]:
     counts: dict[str, int] = defaultdict(int)
     evidence: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run, check in pairs:
@@ -136,7 +137,7 @@ def _top_violations(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[
     return [{"code": code, "count": counts[code], "evidence": evidence[code]} for code in order]
 
 
-def _cross_tab(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _cross_tab(runs: Sequence[Sample]) -> list[dict[str, Any]]:
     """Each run's worst workflow bucket (fail > partial > pass), by its task outcome."""
     rows: dict[str, dict[str, Any]] = {}
     for o in ("pass", "fail"):
@@ -156,7 +157,7 @@ def _cross_tab(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-def _reliability(pairs: list[tuple[dict[str, Any], dict[str, Any]]], ids: list[str]) -> dict[str, Any]:
+def _reliability(pairs: list[tuple[Sample, dict[str, Any]]], ids: list[str]) -> dict[str, Any]:
     groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for run, check in pairs:
         if check["status"] != "not_applicable":
@@ -182,7 +183,7 @@ def _reliability(pairs: list[tuple[dict[str, Any], dict[str, Any]]], ids: list[s
     return {"by_workflow": by_workflow, "corpus": corpus}
 
 
-def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> WorkflowBlock | None:
+def block(tasks: Sequence[Task], runs: Sequence[Sample]) -> WorkflowBlock | None:
     """The ``workflow`` block, or None when no selected task has a workflow spec."""
     ids = spec_ids(tasks)
     if not ids:
@@ -205,7 +206,7 @@ def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> WorkflowBloc
         "fail_rate": rates["fail"],
         "violation_count": sum(len(c.get("violations") or []) for _, c in applicable),
         "traces_truncated": sum(
-            1 for r in runs if isinstance(r.get("workflow"), dict) and r["workflow"].get("trace_truncated")
+            1 for r in runs if isinstance(wf := r.get("workflow"), dict) and wf.get("trace_truncated")
         ),
         "by_workflow": _by_workflow(ids, pairs),
         "top_violations": _top_violations(applicable),
@@ -215,7 +216,7 @@ def block(tasks: Sequence[Task], runs: Sequence[dict[str, Any]]) -> WorkflowBloc
     return out
 
 
-def per_task_compliance(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
+def per_task_compliance(runs: Sequence[Sample]) -> dict[str, float]:
     """Each task's mean score over its applicable checks (tasks without one are absent)."""
     scores: dict[str, list[float]] = defaultdict(list)
     for run, check in _checks(runs):

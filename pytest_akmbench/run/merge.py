@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,10 @@ from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
 from ..records import ARMS, CellKey, of_a_track
 from ..report.envelope import ReportInput
+from ..report.envelope_rows import IncompleteShard
 from ..report.envelope_types import MergeBlock
 from ..store import shards
-from ..store.samples import STORE_FILE, Cursor, SampleStore, fingerprint_hash, record_fingerprint
+from ..store.samples import STORE_FILE, Cursor, Line, SampleStore, fingerprint_hash, record_fingerprint
 from .resume import StoredSamples
 
 
@@ -35,7 +36,7 @@ class Merged:
     """The stores read together, and what their shard records say."""
 
     stores: list[Path]
-    records: list[list[dict[str, Any]]]  # per store, in append order
+    records: list[list[Line]]  # per store, in append order: every line, of any schema
     stored: StoredSamples
     plan: shards.Plan | None = None  # the newest shard plan, when the stores hold one
     of: int = 0
@@ -46,10 +47,10 @@ class Merged:
     ran_by: dict[int, list[Path]] = field(default_factory=dict)  # shard -> the stores that recorded running it
     damage: dict[Path, list[str]] = field(default_factory=dict)  # store -> what is wrong with its samples file
     unreadable: dict[Path, int] = field(default_factory=dict)  # store -> lines of samples.jsonl skipped
-    incomplete: list[dict[str, Any]] = field(default_factory=list)  # shards that ran but whose cells lack samples
+    incomplete: list[IncompleteShard] = field(default_factory=list)  # shards that ran but whose cells lack samples
     checked: list[str] = field(default_factory=list)  # every line of check(), for the block
 
-    def latest(self, agent: str) -> dict[str, Any] | None:
+    def latest(self, agent: str) -> Line | None:
         """The newest sample of ``agent`` in any store (by start time, then store order)."""
         found = None
         for record in _interleaved(self.records):
@@ -86,19 +87,19 @@ class Merged:
         }
 
 
-def _start(record: dict[str, Any]) -> str:
+def _start(record: Mapping[str, Any]) -> str:
     started = record.get("started_at")
     return started if isinstance(started, str) else ""
 
 
-def _interleaved(per_store: list[list[dict[str, Any]]]) -> Iterable[dict[str, Any]]:
+def _interleaved(per_store: list[list[Line]]) -> Iterable[Line]:
     # heapq.merge keeps each store's own order whatever the keys: only the stores interleave.
     return heapq.merge(*per_store, key=_start)
 
 
 def load(stores: Sequence[Path]) -> Merged:
     warnings: list[str] = []
-    per_store: list[list[dict[str, Any]]] = []
+    per_store: list[list[Line]] = []
     damage: dict[Path, list[str]] = {}
     unreadable: dict[Path, int] = {}
     for d in stores:
@@ -131,7 +132,7 @@ def _damage(path: Path, skipped: list[str], cursor: Cursor) -> list[str]:
     return out
 
 
-def _read_plan(merged: Merged, per_store: list[list[dict[str, Any]]]) -> None:
+def _read_plan(merged: Merged, per_store: list[list[shards.ShardRecord]]) -> None:
     """The newest plan of all stores; the shards that ran it; stores whose newest plan differs."""
     latest = [(store, max(recs, key=_start)) for store, recs in zip(merged.stores, per_store) if recs]
     if not latest:

@@ -15,9 +15,9 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ..cell.context import FROM_TASK, PER_ARM, Recorded
-from ..cell.runner import SAMPLE_SCHEMA
 from ..errors import ConfigError
-from ..records import ARMS, CellKey, of_a_track
+from ..records import ARMS, CellKey, Sample, of_a_track
+from ..store.samples import Line, as_sample
 
 
 def _start(record: Mapping[str, Any]) -> str:
@@ -25,7 +25,7 @@ def _start(record: Mapping[str, Any]) -> str:
     return started if isinstance(started, str) else ""
 
 
-def _newest(records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+def _newest(records: Iterable[Sample]) -> Sample | None:
     found = None
     for record in records:  # the later of two equal start times, as the stores' order has it
         if found is None or _start(record) >= _start(found):
@@ -38,13 +38,12 @@ def _akm(record: Mapping[str, Any]) -> tuple[str, str]:
     return str(tool.get("version")), str(tool.get("sha256"))
 
 
-def samples_of(records: Iterable[dict[str, Any]], agent: str, tasks: Collection[str]) -> list[dict[str, Any]]:
+def samples_of(records: Iterable[Line], agent: str, tasks: Collection[str]) -> list[Sample]:
     """The samples of ``agent`` for ``tasks`` that a report can read (this sample schema, a fingerprint)."""
     return [
         r
-        for r in records
-        if r.get("schema") == SAMPLE_SCHEMA
-        and type(r.get("schema")) is int
+        for r in map(as_sample, records)
+        if r is not None
         and (r.get("agent") or {}).get("name") == agent
         and r.get("task_id") in tasks
         and isinstance(r.get("fingerprint"), dict)
@@ -53,7 +52,7 @@ def samples_of(records: Iterable[dict[str, Any]], agent: str, tasks: Collection[
 
 
 def facts(
-    samples: list[dict[str, Any]],
+    samples: list[Sample],
     arms: Iterable[str],
     *,
     run_id: str | None = None,
@@ -65,7 +64,7 @@ def facts(
     of run ``run_id`` when it has samples of an arm, else the newest. ``given`` (the command's
     ``--agent-version``, ``--model``) wins over the samples; ``budgets`` False keeps the
     command's own budgets."""
-    by_arm: dict[str, list[dict[str, Any]]] = {}
+    by_arm: dict[str, list[Sample]] = {}
     for arm in arms:
         own = [r for r in samples if r.get("arm") == arm]
         if run_id is not None and any(r.get("run_id") == run_id for r in own):
@@ -75,7 +74,9 @@ def facts(
         by_arm["akm"] = one_akm(by_arm["akm"], akm_version)
     used = [r for own in by_arm.values() for r in own]
     newest = _newest(sorted(used, key=_start))
-    shared = {k: v for k, v in (newest or {}).get("fingerprint", {}).items() if k not in FROM_TASK | PER_ARM}
+    shared = {
+        k: v for k, v in (newest.get("fingerprint", {}) if newest else {}).items() if k not in FROM_TASK | PER_ARM
+    }
     if shared:
         shared.update({k: v for k, v in (given or {}).items() if v is not None})
     per_arm = {}
@@ -90,7 +91,7 @@ def facts(
     return Recorded(shared, per_arm, by_task)
 
 
-def one_akm(samples: list[dict[str, Any]], version: str | None) -> list[dict[str, Any]]:
+def one_akm(samples: list[Sample], version: str | None) -> list[Sample]:
     """The akm arm's samples of the one akm the report counts: ``version`` when given; refused
     when they ran more than one and none is given (the newest is not a choice: the older akm's
     cells would drop out of the comparison)."""
@@ -129,7 +130,7 @@ def _cells(n: int) -> str:
 
 
 def left_out(
-    samples: list[dict[str, Any]],
+    samples: list[Sample],
     runs: Collection[str],
     cells: Collection[CellKey],
     explicit: Collection[str],

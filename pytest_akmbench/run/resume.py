@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..cell.context import Cell, RunContext, cell_fingerprint
-from ..cell.runner import SAMPLE_SCHEMA
 from ..corpus.tasks import Task
-from ..records import CellKey, Sample
+from ..records import SAMPLE_SCHEMA, CellKey, Sample
 from ..report.envelope import ReportInput
-from ..store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
+from ..store.samples import Cursor, Line, SampleStore, TrialKey, as_sample, fingerprint_hash, latest_valid
 
 
 class StoredSamples:
@@ -30,11 +29,11 @@ class StoredSamples:
     so a sample another bench stored meanwhile is used instead of running the trial twice.
     """
 
-    def __init__(self, records: Iterable[dict[str, Any]] = (), warnings: list[str] | None = None) -> None:
+    def __init__(self, records: Iterable[Line] = (), warnings: list[str] | None = None) -> None:
         self._read_warnings = list(warnings or [])
-        self._valid: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-        self._attempt: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-        self._by_run: dict[Any, list[dict[str, Any]]] = {}
+        self._valid: dict[TrialKey, Sample] = {}
+        self._attempt: dict[TrialKey, Sample] = {}
+        self._by_run: dict[object, list[Sample]] = {}
         self._foreign: dict[str, int] = {}
         self._store: SampleStore | None = None
         self._cursor = Cursor()
@@ -60,14 +59,15 @@ class StoredSamples:
         if self._store is not None:
             self.add(self._store.iter_records(self._read_warnings, self._cursor))
 
-    def add(self, records: Iterable[dict[str, Any]]) -> None:
-        known: list[dict[str, Any]] = []
+    def add(self, records: Iterable[Line]) -> None:
+        known: list[Sample] = []
         for record in records:
             # A record of another schema (a newer plugin's, or a hand-made line) may mean
             # something else by the same keys: it is kept in the file but never trusted.
-            if record.get("schema") == SAMPLE_SCHEMA and type(record.get("schema")) is int:
-                known.append(record)
-                self._by_run.setdefault(record.get("run_id"), []).append(record)
+            sample = as_sample(record)
+            if sample is not None:
+                known.append(sample)
+                self._by_run.setdefault(sample.get("run_id"), []).append(sample)
             else:
                 label = json.dumps(record.get("schema"))
                 self._foreign[label] = self._foreign.get(label, 0) + 1
@@ -86,16 +86,16 @@ class StoredSamples:
             ),
         ]
 
-    def done(self, cell: CellKey, fingerprint_hash: str) -> dict[str, Any] | None:
+    def done(self, cell: CellKey, fingerprint_hash: str) -> Sample | None:
         """The valid sample of this trial under this fingerprint, if any."""
         task_id, arm, seed = cell
         return self._valid.get((task_id, arm, fingerprint_hash, seed))
 
-    def of_run(self, run_id: str) -> list[dict[str, Any]]:
+    def of_run(self, run_id: str) -> list[Sample]:
         """Every record (of the known schema) a run wrote, in append order."""
         return list(self._by_run.get(run_id, ()))
 
-    def for_report(self, cells: Iterable[tuple[CellKey, str]]) -> list[dict[str, Any]]:
+    def for_report(self, cells: Iterable[tuple[CellKey, str]]) -> list[Sample]:
         """One sample per cell: the latest valid one, else the latest attempt (a harness error)."""
         chosen = []
         for (task_id, arm, seed), fp in cells:
@@ -106,7 +106,7 @@ class StoredSamples:
         return chosen
 
 
-def mark_origin(record: dict[str, Any], run_id: str) -> dict[str, Any]:
+def mark_origin(record: Sample, run_id: str) -> Sample:
     """A copy of ``record`` with ``from_store`` telling whether an earlier run produced it."""
     return {**record, "from_store": record.get("run_id") != run_id}
 
@@ -141,7 +141,7 @@ def report_input(
     stored = stored if stored is not None else StoredSamples.load(store_dir)
     chosen = {(r["task_id"], r["arm"], r["seed"]): r for r in stored.for_report(keys)}
     for sample in extra_samples:  # produced now but not stored (e.g. the disk was full)
-        chosen.setdefault((sample["task_id"], sample["arm"], sample["seed"]), dict(sample))
+        chosen.setdefault((sample["task_id"], sample["arm"], sample["seed"]), {**sample})
     if complete is None:
         # An empty report is never complete: it proves nothing about the selection.
         complete = bool(wanted) and all(c in chosen and chosen[c]["outcome"] != "harness_error" for c in wanted)

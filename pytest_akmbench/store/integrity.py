@@ -40,9 +40,9 @@ def _line(count: int, what: str, examples: list[CellKey], tail: str = "") -> str
 
 def check(
     *,
-    chosen: Iterable[dict[str, Any]],
+    chosen: Iterable[Sample],
     received: Iterable[Sample],
-    stored_by_run: Iterable[dict[str, Any]],
+    stored_by_run: Iterable[Sample],
     unidentified: Iterable[str] = (),
 ) -> list[str]:
     """The problems that make a report disagree with the run that wrote it; empty when none.

@@ -15,9 +15,11 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from ..errors import StoreError
+
+Record = TypeVar("Record")
 
 
 def append_line(path: Path, payload: bytes, *, lock: Path | None = None, fsync: bool = True) -> None:
@@ -76,16 +78,17 @@ def append(path: Path, record: Mapping[str, Any], what: str) -> None:
 
 
 def read(
-    path: Path, well_formed: Callable[[Any], bool], what: str, warnings: list[str] | None = None
-) -> list[dict[str, Any]]:
-    """The file's well-formed records in append order; an unreadable line is skipped with a warning."""
+    path: Path, well_formed: Callable[[Any], TypeGuard[Record]], what: str, warnings: list[str] | None = None
+) -> list[Record]:
+    """The file's well-formed records in append order, typed by ``well_formed`` (each kind of
+    line has its own); an unreadable line is skipped with a warning."""
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the {what} records ({exc.strerror or exc})") from exc
-    out: list[dict[str, Any]] = []
+    out: list[Record] = []
     for lineno, line in enumerate(lines, start=1):
         try:
             record = json.loads(line) if line.strip() else None

@@ -10,9 +10,9 @@ latest line of a run id is that run's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 from . import jsonl
 
@@ -20,12 +20,51 @@ RUNS_FILE = "runs.jsonl"
 RUN_SCHEMA = 1
 
 
-def append(store_dir: Path, record: Mapping[str, Any]) -> None:
+class _CapFields(TypedDict):
+    kind: str  # "usd" or "tokens"
+    limit: float
+
+
+class CapRecord(_CapFields, total=False):
+    """A spend cap as a run record keeps it; ``origin`` (the option or config that set it) is
+    absent from a record made from the settings."""
+
+    origin: str
+
+
+class AdaptiveRecord(TypedDict, total=False):
+    """An adaptive run's settings; ``until`` and ``barrier_wait_s`` are absent from a record
+    made from the settings."""
+
+    until: str
+    floor: int
+    max_seeds: int
+    barrier_wait_s: float
+
+
+class _RunFields(TypedDict):
+    tasks: list[str]
+    arms: list[str]
+    adaptive: AdaptiveRecord | None
+    caps: list[CapRecord]
+
+
+class RunRecord(_RunFields, total=False):
+    """A line of ``runs.jsonl`` (or the same made from a run config or options, which has only
+    the required fields): what the run decided that its samples do not say."""
+
+    schema: int
+    run_id: str
+    written_at: str
+    not_run: int
+
+
+def append(store_dir: Path, record: RunRecord) -> None:
     """One line in ``<store>/runs.jsonl``: benches may share a store."""
     jsonl.append(store_dir / RUNS_FILE, {"schema": RUN_SCHEMA, **record}, "the run")
 
 
-def find(stores: Sequence[Path], run_id: str, warnings: list[str] | None = None) -> dict[str, Any] | None:
+def find(stores: Sequence[Path], run_id: str, warnings: list[str] | None = None) -> RunRecord | None:
     """The latest record of ``run_id`` in any of ``stores`` (the later store wins a tie), or None."""
     found = None
     for store_dir in stores:
@@ -35,12 +74,12 @@ def find(stores: Sequence[Path], run_id: str, warnings: list[str] | None = None)
     return found
 
 
-def read(store_dir: Path, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+def read(store_dir: Path, warnings: list[str] | None = None) -> list[RunRecord]:
     """The store's run records in append order; an unreadable line is skipped with a warning."""
     return jsonl.read(store_dir / RUNS_FILE, _well_formed, "run", warnings)
 
 
-def _well_formed(record: Any) -> bool:
+def _well_formed(record: Any) -> TypeGuard[RunRecord]:
     if not isinstance(record, dict) or record.get("schema") != RUN_SCHEMA or not isinstance(record.get("run_id"), str):
         return False
     tasks, arms, adaptive = record.get("tasks"), record.get("arms"), record.get("adaptive")

@@ -21,13 +21,13 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
 from ..errors import StoreError
-from ..records import VALID_OUTCOMES, Sample
+from ..records import SAMPLE_SCHEMA, VALID_OUTCOMES, Sample
 from . import jsonl
 
 STORE_FILE = "samples.jsonl"
@@ -35,6 +35,8 @@ LOCK_FILE = "samples.lock"
 TRANSCRIPTS_DIR = "transcripts"
 
 TrialKey = tuple[str, str, str, int]  # (task_id, arm, fingerprint_hash, seed)
+# A line of the store as read: a JSON object nothing has checked yet (``as_sample`` checks it).
+Line = dict[str, Any]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _BATCH = 1000  # lines decoded per json.loads call (~1.5 MB): see SampleStore._decode
@@ -47,7 +49,7 @@ def fingerprint_hash(fingerprint: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def record_fingerprint(record: dict[str, Any]) -> str | None:
+def record_fingerprint(record: Mapping[str, Any]) -> str | None:
     """Default ``fingerprint_of``: the record's ``fingerprint_hash``, else the hash of its
     ``fingerprint`` dict, else ``None`` (the record is then ignored by the indexes)."""
     stored = record.get("fingerprint_hash")
@@ -57,16 +59,29 @@ def record_fingerprint(record: dict[str, Any]) -> str | None:
     return fingerprint_hash(fp) if isinstance(fp, dict) else None
 
 
-def is_valid(record: dict[str, Any]) -> bool:
+def is_valid(record: Sample) -> bool:
     """Default validity test: the sample measured the agent (``harness_error`` does not)."""
     return record.get("outcome") in VALID_OUTCOMES
 
 
+def as_sample(record: Line) -> Sample | None:
+    """A stored line as a :class:`Sample` when it is one of this sample schema, else ``None``.
+
+    Lines are read back as plain objects: a line may be foreign or of another sample schema,
+    which may mean something else by the same keys. A line of this schema is typed from here
+    on; its readers still check the values they use (:func:`latest_valid`: the trial's
+    identity), as a hand-edited line can hold anything.
+    """
+    if record.get("schema") == SAMPLE_SCHEMA and type(record.get("schema")) is int:
+        return cast(Sample, record)
+    return None
+
+
 def _valid_trials(
-    records: Iterable[dict[str, Any]],
-    fingerprint_of: Callable[[dict[str, Any]], str | None],
-    valid: Callable[[dict[str, Any]], bool],
-) -> Iterator[tuple[TrialKey, dict[str, Any]]]:
+    records: Iterable[Sample],
+    fingerprint_of: Callable[[Sample], str | None],
+    valid: Callable[[Sample], bool],
+) -> Iterator[tuple[TrialKey, Sample]]:
     for record in records:
         if not valid(record):
             continue
@@ -81,10 +96,10 @@ def _valid_trials(
 
 
 def latest_valid(
-    records: Iterable[dict[str, Any]],
-    fingerprint_of: Callable[[dict[str, Any]], str | None] = record_fingerprint,
-    valid: Callable[[dict[str, Any]], bool] = is_valid,
-) -> dict[TrialKey, dict[str, Any]]:
+    records: Iterable[Sample],
+    fingerprint_of: Callable[[Sample], str | None] = record_fingerprint,
+    valid: Callable[[Sample], bool] = is_valid,
+) -> dict[TrialKey, Sample]:
     """Map each ``(task_id, arm, fingerprint_hash, seed)`` to its LAST valid record.
 
     ``records`` must be in append order (as :meth:`SampleStore.read` returns them); a later
@@ -94,17 +109,12 @@ def latest_valid(
     return dict(_valid_trials(records, fingerprint_of, valid))  # later keys overwrite earlier
 
 
-def reported(record: dict[str, Any]) -> Sample:
-    """A stored record as the sample a run reports without running its cell (``from_store``).
-
-    Records are read back as plain dicts: a line may be foreign or of an older sample schema,
-    and every reader checks what it uses (:func:`latest_valid`, run/resume.py). Only a
-    record those checks took as this trial's sample becomes a :class:`Sample` again.
-    """
-    return cast(Sample, {**record, "from_store": True})
+def reported(record: Sample) -> Sample:
+    """A stored sample as the sample a run reports without running its cell (``from_store``)."""
+    return {**record, "from_store": True}
 
 
-def _share_values(record: dict[str, Any], shared: dict[Any, Any]) -> None:
+def _share_values(record: Line, shared: dict[Any, Any]) -> None:
     """Replace equal fingerprint dicts and short top-level strings by one shared object."""
     # Most records repeat the same fingerprint and task/arm/run/timestamp strings; sharing
     # them cuts the memory of 100k loaded samples by ~30% (410 -> 280 MB) for ~0.3 s.
@@ -196,7 +206,7 @@ class SampleStore:
         finally:
             os.close(lock_fd)  # closing releases the lock
 
-    def iter_records(self, warnings: list[str] | None = None, cursor: Cursor | None = None) -> Iterator[dict[str, Any]]:
+    def iter_records(self, warnings: list[str] | None = None, cursor: Cursor | None = None) -> Iterator[Line]:
         """Yield the stored records in append order, streaming the file in line batches.
 
         Blank lines are ignored; a line that is not UTF-8 JSON or not an object is skipped
@@ -250,7 +260,7 @@ class SampleStore:
 
     def _decode(
         self, linenos: list[int], lines: list[bytes], warnings: list[str] | None, shared: dict[Any, Any]
-    ) -> list[dict[str, Any]]:
+    ) -> list[Line]:
         # Fast path: decode a whole batch as one JSON array. One C call beats per-line
         # calls, and the decoder's key memo then shares key strings across the batch
         # (~40% less memory). It is trusted only if it yields one object per line: each
@@ -280,7 +290,7 @@ class SampleStore:
             _share_values(record, shared)
         return records
 
-    def read(self) -> tuple[list[dict[str, Any]], list[str]]:
+    def read(self) -> tuple[list[Line], list[str]]:
         """Return ``(records, warnings)``: all readable records in append order, plus one
         warning per skipped line. Never raises for bad lines; a missing store is ``([], [])``."""
         warnings: list[str] = []

@@ -21,7 +21,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 from ..errors import ConfigError
 from ..records import VALID_OUTCOMES, CellKey
@@ -30,6 +30,19 @@ from . import jsonl
 SHARDS_FILE = "shards.jsonl"
 SHARD_SCHEMA = 1
 Plan = dict[CellKey, int]  # cell -> its shard, 1..N
+
+
+class ShardRecord(TypedDict):
+    """A line of ``shards.jsonl``: which shard a run ran, of how many, and the whole plan
+    (``[task, arm, seed, shard]`` per selected cell)."""
+
+    schema: int
+    run_id: str
+    started_at: str
+    shard: int
+    of: int
+    plan_hash: str
+    plan: list[list[Any]]
 
 
 @dataclass(frozen=True)
@@ -103,7 +116,7 @@ def plan_hash(plan: Plan) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def make_record(shard: Shard, plan: Plan, run_id: str, started_at: str) -> dict[str, Any]:
+def make_record(shard: Shard, plan: Plan, run_id: str, started_at: str) -> ShardRecord:
     return {
         "schema": SHARD_SCHEMA,
         "run_id": run_id,
@@ -115,17 +128,17 @@ def make_record(shard: Shard, plan: Plan, run_id: str, started_at: str) -> dict[
     }
 
 
-def append(store_dir: Path, record: Mapping[str, Any]) -> None:
+def append(store_dir: Path, record: ShardRecord) -> None:
     """One line in ``<store>/shards.jsonl``: shards may share a store."""
     jsonl.append(store_dir / SHARDS_FILE, record, "the shard")
 
 
-def read(store_dir: Path, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+def read(store_dir: Path, warnings: list[str] | None = None) -> list[ShardRecord]:
     """The store's shard records in append order; an unreadable line is skipped with a warning."""
     return jsonl.read(store_dir / SHARDS_FILE, _well_formed, "shard", warnings)
 
 
-def _well_formed(record: Any) -> bool:
+def _well_formed(record: Any) -> TypeGuard[ShardRecord]:
     if not isinstance(record, dict) or record.get("schema") != SHARD_SCHEMA:
         return False
     if not isinstance(record.get("plan_hash"), str) or not isinstance(record.get("run_id"), str):
@@ -139,5 +152,5 @@ def _well_formed(record: Any) -> bool:
     )
 
 
-def plan_of(record: Mapping[str, Any]) -> Plan:
+def plan_of(record: ShardRecord) -> Plan:
     return {(str(t), str(a), int(s)): int(k) for t, a, s, k in record["plan"]}

@@ -8,7 +8,7 @@ is refused with the track's own sentence, one it ignores is not installed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -79,6 +79,11 @@ class Track:
     def arms(self, run: Run) -> tuple[str, ...]:
         """The arms the run's cells use (for the corpus warnings)."""
         return run.arms
+
+    @classmethod
+    def check_selection(cls, tasks: Sequence[Task]) -> None:
+        """Refuse a run config's task selection this track cannot run (a BenchError says why);
+        ``validate`` asks it of every run config. Any selection makes a utility run."""
 
     def wants(self, feature: str) -> bool:
         """Whether ``feature`` is installed on this track (refused first when not supported)."""

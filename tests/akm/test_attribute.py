@@ -22,6 +22,7 @@ from tests.support import opencode as oc
 from tests.support import real_akm
 from tests.support.bench import samples
 from tests.support.corpus import write_task
+from tests.support.waiting import output, wait_until
 
 TASKS = [f"greet/t{i}" for i in range(1, 8)]  # 7: Holm over 2 assets needs p < 0.025
 RULE = "---\nname: greeting-rule\ndescription: The greeting rule: how to greet in out.txt\n---\nWrite hello.\n"
@@ -119,13 +120,11 @@ def test_decisive_asset_matters_distractor_does_not_and_resume_reruns_nothing(tm
         assert f"this run's akm cells of greet/t1 differ from the base run's in {field} (" in lines[0]
     assert not masked_cells(tmp_path)
     proc = subprocess.Popen(attribute + ["-q"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and len(masked_cells(tmp_path)) < 3 and proc.poll() is None:
-        time.sleep(0.2)
+    wait_until(lambda: len(masked_cells(tmp_path)) >= 3, "3 masked cells are stored", timeout=600, proc=proc, every=0.2)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
+    out = output(proc, timeout=120)
     before = masked_cells(tmp_path)
-    assert 3 <= len(before) < 14, out.decode()[-3000:]
+    assert 3 <= len(before) < 14, out[-3000:]
     assert json.loads((tmp_path / "report" / "attribute.json").read_text())["complete"] is False
 
     resumed = subprocess.run(attribute + ["-v", "-n", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=900)

@@ -18,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from pytest_akmbench.tracks.evolve import core as evolve
 from tests.support import opencode as oc
 from tests.support import real_akm
 from tests.support.bench import samples as store_samples
+from tests.support.waiting import wait_until
 
 ROOT = real_akm.ROOT
 # Two train tasks on skill:shipyard-manifest (two negatives cross the threshold) and one eval
@@ -59,12 +59,14 @@ def interrupted(out: Path, info: akm.AkmInfo, after: int) -> int:
     """Run, and press Ctrl-C once the store holds ``after`` samples; the run's exit status."""
     proc = subprocess.Popen(argv(out, info), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 900
         store = out / "store" / "samples.jsonl"
-        while time.monotonic() < deadline and proc.poll() is None:
-            if store.is_file() and store.read_bytes().count(b"\n") >= after:
-                break
-            time.sleep(0.2)
+        wait_until(
+            lambda: store.is_file() and store.read_bytes().count(b"\n") >= after,
+            f"the store holds {after} samples",
+            timeout=900,
+            proc=proc,
+            every=0.2,
+        )
         proc.send_signal(signal.SIGINT)
         return proc.wait(timeout=300)
     finally:

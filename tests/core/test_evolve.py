@@ -13,10 +13,9 @@ import pytest
 import yaml
 from scipy import stats as sps
 
-from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError, CorpusError
-from pytest_akmbench.records import ARMS, Sample
+from pytest_akmbench.records import ARMS, SAMPLE_SCHEMA, Sample
 from pytest_akmbench.scripted import policies
 from pytest_akmbench.scripted.policies import ScriptedCell
 from pytest_akmbench.scripted.wire import ToolOutput, Turn

@@ -8,8 +8,8 @@ from typing import Any
 
 from pytest_akmbench.agents.base import NopAgent
 from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
-from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.tasks import load_corpus
+from pytest_akmbench.records import SAMPLE_SCHEMA
 from pytest_akmbench.run import merge
 from pytest_akmbench.store import shards
 from pytest_akmbench.store.samples import SampleStore, fingerprint_hash

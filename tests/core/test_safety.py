@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents.providers import validate_providers
-from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.config import resolve
 from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
 from pytest_akmbench.corpus.values import MAX_SEEDS
 from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.records import SAMPLE_SCHEMA
 from pytest_akmbench.run.resume import StoredSamples
 from pytest_akmbench.store.samples import fingerprint_hash
 from tests.support.corpus import write_stash, write_task

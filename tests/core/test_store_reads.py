@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_akmbench.store.samples import Cursor, SampleStore, fingerprint_hash, latest_valid
+from pytest_akmbench.records import SAMPLE_SCHEMA
+from pytest_akmbench.store.samples import Cursor, SampleStore, as_sample, fingerprint_hash, latest_valid
 
 FP_A = {"model": "m1", "arm_config": {"k": 1}}
 FP_B = {"model": "m2", "arm_config": {"k": 2}}
@@ -167,3 +168,16 @@ class TestDurability:
         store.append({"i": 2})
         assert synced == []
         assert store.read() == ([{"i": 1}, {"i": 2}], [])
+
+
+class TestTheSampleSchema:
+    def test_a_line_of_this_sample_schema_is_a_sample_as_it_is(self) -> None:
+        line = sample(schema=SAMPLE_SCHEMA)
+        assert as_sample(line) is line
+
+    def test_a_line_of_another_schema_is_not_a_sample(self) -> None:
+        """A newer plugin's line, or a hand-made one, may mean something else by the same keys;
+        a bool schema is not schema 1 either."""
+        for schema in (SAMPLE_SCHEMA + 1, None, "1", True, float(SAMPLE_SCHEMA)):
+            assert as_sample(sample(schema=schema)) is None, schema
+        assert as_sample(sample()) is None  # no schema at all

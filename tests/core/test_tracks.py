@@ -4,16 +4,22 @@ refuse the others with the track's own sentence; the items a task yields, withou
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from pytest_akmbench.agents import OracleAgent
 from pytest_akmbench.corpus.config import Settings
 from pytest_akmbench.corpus.config_fields import TRACKS
 from pytest_akmbench.corpus.tasks import load_corpus
-from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.errors import ConfigError, CorpusError
+from pytest_akmbench.run.resume import StoredSamples
+from pytest_akmbench.tracks import catalog
 from pytest_akmbench.tracks.attribute.track import AttributeTrack
 from pytest_akmbench.tracks.evolve.track import EvolveTrack
 from pytest_akmbench.tracks.track import ADAPTIVE, CAPS, FEATURES, REMOTE, SHARDS, SoundnessTrack, Track, chosen
@@ -33,7 +39,18 @@ def test_the_tracks_import_without_pytest() -> None:
 
 def test_every_track_the_settings_name_has_a_class() -> None:
     names = {Track.name, SoundnessTrack.name, AttributeTrack.name, EvolveTrack.name}
-    assert set(TRACKS) | {"soundness"} == names
+    assert set(TRACKS) | {"soundness"} == names == set(catalog.CLASSES)
+    assert catalog.named(None) is Track and catalog.named("evolve") is EvolveTrack
+
+
+def test_a_track_checks_the_selection_it_runs() -> None:
+    corpus = load_corpus(SETTINGS.tasks_root, SETTINGS.stashes_root)
+    eval_only = [t for t in corpus.tasks if t.slice == "eval"]
+    for track in (Track, SoundnessTrack, AttributeTrack):
+        track.check_selection(eval_only)  # no refusal
+    EvolveTrack.check_selection(corpus.tasks)
+    with pytest.raises(CorpusError, match=r"^evolve: domain '.+' has no train-slice task in the selection"):
+        EvolveTrack.check_selection(eval_only)
 
 
 def test_utility_supports_every_feature() -> None:
@@ -84,3 +101,40 @@ def test_every_track_has_one_row_of_pytest_wiring() -> None:
     from pytest_akmbench.plugin.wiring import WIRING
 
     assert set(WIRING) == set(TRACKS) | {SoundnessTrack.name}
+
+
+class Counted:
+    """``cell_fingerprint`` wrapped wherever the package calls it, each computation counted."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from pytest_akmbench.cell import context
+
+        self.cells: list[object] = []
+        self.real = context.cell_fingerprint
+        for module in list(sys.modules.values()):
+            if module.__name__.startswith("pytest_akmbench") and vars(module).get("cell_fingerprint") is self.real:
+                monkeypatch.setattr(module, "cell_fingerprint", self)
+
+    def __call__(self, cell: Any, ctx: Any) -> dict[str, Any]:
+        self.cells.append(cell)
+        return self.real(cell, ctx)
+
+
+def test_an_evolve_cell_is_fingerprinted_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.core.test_runner import context
+    from tests.support.corpus import standard_corpus
+
+    tasks_root, stashes = standard_corpus(tmp_path)
+    task = load_corpus(tasks_root, stashes).by_id()["alpha/script-task"]
+    ctx = context(tmp_path, OracleAgent())
+    run = SimpleNamespace(settings=SimpleNamespace(evolve_episodes=1), context=lambda: ctx, stored=StoredSamples)
+    track = EvolveTrack(run)  # type: ignore[arg-type]
+    counted = Counted(monkeypatch)
+    first = track.trial(task, "pre", 1, ctx)  # the cell's item
+    assert track.stored(task, "pre", 1, ctx) is None  # the session's report, the next step's inputs
+    assert track.trial(task, "pre", 1, ctx) is first and len(counted.cells) == 1
+    shutil.copytree(stashes, tmp_path / "evolved")
+    post = dataclasses.replace(ctx, stashes_root=tmp_path / "evolved", _hashes={})  # an episode's evolved stash
+    assert track.trial(task, "post", 1, post) is track.trial(task, "post", 1, post)
+    assert track.trial(task, "control", 1, ctx).hash != first.hash
+    assert len(counted.cells) == 3

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_akmbench.cell.trial import Trial
 from tests.akm.test_attribute import TASKS, corpus
 
 
@@ -162,3 +163,31 @@ def test_a_run_config_as_base_uses_the_report_its_run_wrote(tmp_path: Path) -> N
         errors = [line for line in proc.stderr.splitlines() if line.strip()]
         assert proc.returncode == 4 and len(errors) == 1, proc.stdout + proc.stderr
         assert errors[0].startswith("ERROR: ") and words in errors[0] and "Traceback" not in proc.stderr
+
+
+def test_the_check_against_the_base_takes_the_runs_fingerprints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each task's plain akm cell is fingerprinted once in the process, by the check or a cell."""
+    from pytest_akmbench.agents import OracleAgent
+    from pytest_akmbench.cell.context import Cell
+    from pytest_akmbench.corpus.config import Settings
+    from pytest_akmbench.corpus.tasks import load_corpus
+    from pytest_akmbench.plugin.attribute import check_base, providers_setup
+    from pytest_akmbench.plugin.state import BenchState
+    from pytest_akmbench.tracks.attribute.core import Base
+    from pytest_akmbench.tracks.attribute.track import AttributeTrack, Plan
+    from tests.core.test_tracks import Counted
+
+    tasks_root, stashes = corpus(tmp_path)
+    loaded = load_corpus(tasks_root, stashes)
+    settings = Settings(rootdir=tmp_path, tasks_root=tasks_root, stashes_root=stashes, store=tmp_path / "store")
+    state = BenchState(settings, loaded, list(loaded.tasks), "", {}, {}, set(), False, run_id="r", agent=OracleAgent())
+    probes = [Cell(t, "akm", 1) for t in loaded.tasks]
+    hashes = frozenset(Trial.of(c, state.context()).hash for c in probes)
+    base = Base(tmp_path / "base.json", None, None, 2, tuple(TASKS), (), hashes, True, providers_setup(state))
+    state.track = AttributeTrack()
+    state.track.plan = Plan(base, (), 0, {})
+    counted = Counted(monkeypatch)
+    check_base(state)
+    assert [state.fingerprint_hash(c) for c in probes] and counted.cells == probes

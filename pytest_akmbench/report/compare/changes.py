@@ -3,7 +3,7 @@
 Refusals (docs/report.md, "compare") are in :mod:`compare_refusals`; the markdown in
 :mod:`compare_markdown`; the command line in :mod:`pytest_akmbench.cli.compare`.
 Workflow compliance, when both reports have it, is compared per workflow in
-:mod:`compare_workflow`. Unlike the reference, every arm that ran in both reports is compared, not only akm, and each
+:mod:`workflow`. Unlike the reference, every arm that ran in both reports is compared, not only akm, and each
 change carries a verdict on noise (docs/report.md, "compare"). Both reports ran the same tasks,
 so the question is whether *these* tasks changed, and the runs of a task are the unit:
 
@@ -24,12 +24,10 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-from ...stats import intervals as stats
-from ...stats import significance
+from ...stats import intervals, significance
 from .. import metrics
 from ..envelope_types import Envelope
-from . import corpus_diff
-from . import workflow as compare_workflow
+from . import corpus_diff, workflow
 from .refusals import agent_of, corpus_field, refusal
 from .stats import Strata, holm_flag, paired_changes
 
@@ -137,7 +135,7 @@ def _task_row(tid: str, bc: tuple[int, int] | None, hc: tuple[int, int] | None) 
 def _ci(counts: tuple[int, int] | None) -> dict[str, float] | None:
     if not counts:
         return None
-    pair = stats.wilson_interval(*counts)
+    pair = intervals.wilson_interval(*counts)
     return None if pair is None else {"low": pair[0], "high": pair[1]}
 
 
@@ -193,7 +191,7 @@ def compare(
     }
     if (base.get("agent") or {}).get("harness") != (head.get("agent") or {}).get("harness"):
         result["baseAgent"], result["currentAgent"] = agent_of(base), agent_of(head)  # only when they differ
-    workflows = compare_workflow.compare(base, head, warnings)
+    workflows = workflow.compare(base, head, warnings)
     if workflows is not None:  # only when both reports have workflow compliance
         result["workflow"] = workflows
     _add_reference_shape(result, base, head, compared)

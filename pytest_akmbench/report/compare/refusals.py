@@ -1,7 +1,7 @@
 """Whether two report envelopes may be compared at all (docs/report.md, "compare").
 
 Refusals, in order: schema, track, agent, model, task corpus (hash, else selected ids), fixture
-hash, workflow specs (:mod:`compare_workflow`); the last five can be overridden, which turns them
+hash, workflow specs (:mod:`workflow`); the last five can be overridden, which turns them
 into warnings. Pure: no pytest.
 """
 
@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..envelope_types import Envelope
-from . import corpus_diff
-from . import workflow as compare_workflow
+from . import corpus_diff, workflow
 
 
 def corpus_field(envelope: Envelope, key: str) -> Any:
@@ -41,7 +40,7 @@ def refusal(
         or _model_refusal(base, head, allow_model, warnings)
         or _corpus_refusal(base, head, allow_corpus, warnings)
         or _fixture_refusal(base, head, allow_fixture, warnings)
-        or compare_workflow.refusal(base, head, allow_workflow, warnings)
+        or workflow.refusal(base, head, allow_workflow, warnings)
     )
 
 

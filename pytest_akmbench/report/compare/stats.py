@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...stats import intervals as stats
-from ...stats import significance
+from ...stats import intervals, significance
 
 Strata = list[tuple[int, int, int, int]]  # per task: (passes, runs) of current, then of base
 
@@ -30,7 +29,7 @@ def _run_noise(strata: Strata, level: float) -> float:
     if m < 2:
         return 0.0
     var = math.fsum(_run_variance(c, n) for ch, nh, cb, nb in strata for c, n in ((ch, nh), (cb, nb)))
-    return stats.student_t_quantile(1 - level / 2, m - 1) * math.sqrt(var) / m
+    return intervals.student_t_quantile(1 - level / 2, m - 1) * math.sqrt(var) / m
 
 
 def change_interval(strata: Strata, null: significance.StratifiedNull, level: float) -> tuple[float, float]:

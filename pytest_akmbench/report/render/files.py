@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...store import atomic
+from ..envelope_rows import RunRow
 from ..envelope_types import Envelope
 from .markdown import render_markdown
 
@@ -105,7 +106,7 @@ def copy_transcripts(
     _prune(out, wanted)
     if not missing:
         return envelope
-    runs = [dict(r, transcript=None) if r.get("transcript") in missing else r for r in envelope["runs"]]
+    runs: list[RunRow] = [{**r, "transcript": None} if r.get("transcript") in missing else r for r in envelope["runs"]]
     return {**envelope, "runs": runs}
 
 

@@ -155,7 +155,7 @@ def _runs(envelope: Envelope) -> list[str]:
     for r in envelope["runs"]:
         href = transcript_href(r.get("transcript"))
         link = f'<a href="{escape(href, quote=True)}">transcript</a>' if href else "—"
-        tokens = r["tokens"].get("total") if isinstance(r.get("tokens"), dict) else None
+        tokens = counts.get("total") if isinstance(counts := r.get("tokens"), dict) else None
         wall = r.get("wallclock_ms")
         reason = str(r.get("reason") or "")
         cells = (

@@ -10,8 +10,8 @@ matters) and the deltas as a forest plot. Every number cell carries its exact va
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
+from ..envelope_rows import AttributionRow
 from ..envelope_types import AttributeEnvelope
 from . import notes, svg
 from .fmt import fmt_p, num, signed
@@ -28,18 +28,19 @@ def _cell(text: str, field: str, value: float | None = None, numeric: bool = Tru
     return f"<td{svg.attrs(data)}>{escape(text)}</td>"
 
 
-def matters(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def matters(row: AttributionRow, rows: list[AttributionRow]) -> str:
     """The "matters" cell: yes, no, or no with the reason when the asset's paired tasks are too
     few for its test ever to be significant (report/render/notes.py)."""
     if row["significant"]:
         return "yes"
-    if notes.asset_cannot_matter(row["comparison"], [r["comparison"] or {} for r in rows]):
-        n = row["comparison"]["tasks"]
+    c = row["comparison"]
+    if c is not None and notes.asset_cannot_matter(c, [r["comparison"] or {} for r in rows]):
+        n = c["tasks"]
         return f"no (cannot: {n} paired task{'s' if n != 1 else ''})"
     return "no"
 
 
-def _row(r: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def _row(r: AttributionRow, rows: list[AttributionRow]) -> str:
     c = r["comparison"] or {}
     delta = c.get("delta")
     ci = "" if c.get("low") is None else f" [{signed(c['low'])}, {signed(c['high'])}]"
@@ -61,7 +62,7 @@ def _row(r: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     return f"<tr{svg.attrs(data)}>" + "".join(cells) + "</tr>"
 
 
-def _forest(rows: list[dict[str, Any]]) -> list[str]:
+def _forest(rows: list[AttributionRow]) -> list[str]:
     marks = [
         svg.Interval(
             r["asset_ref"],

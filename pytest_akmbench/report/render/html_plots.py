@@ -38,9 +38,9 @@ def task_delta_interval(akm: dict[str, Any] | None, noakm: dict[str, Any] | None
 def arm_cost(envelope: Envelope, arm: str) -> tuple[float | None, int]:
     """Mean ``cost_usd`` over the arm's valid runs that reported one, and how many did."""
     costs = [
-        r["cost_usd"]
+        cost
         for r in envelope["runs"]
-        if r["arm"] == arm and r["outcome"] != "harness_error" and isinstance(r.get("cost_usd"), (int, float))
+        if r["arm"] == arm and r["outcome"] != "harness_error" and isinstance(cost := r.get("cost_usd"), (int, float))
     ]
     return (sum(costs) / len(costs) if costs else None), len(costs)
 

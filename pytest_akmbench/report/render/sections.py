@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ...corpus.tasks import MEMORY_ABILITIES
 from ..envelope_types import Envelope
@@ -11,7 +11,11 @@ from . import notes
 from .fmt import fmt_pct, fmt_rate_ci, md_table, num, signed
 
 MD_TASK_CAP = 500  # per-run tables above this size are summarised, not listed
-TRAJECTORY_MARKS = ("correct_asset_loaded", "feedback_recorded", "searched_before_acting")
+TRAJECTORY_MARKS: tuple[Literal["correct_asset_loaded", "feedback_recorded", "searched_before_acting"], ...] = (
+    "correct_asset_loaded",
+    "feedback_recorded",
+    "searched_before_acting",
+)
 MD_TASK_ROWS = 50  # per-task rows in the markdown, largest |delta| first when there are more
 
 

@@ -20,14 +20,16 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ...agents.settings import table
 from ...cell.masks import canonical
 from ...corpus.config import load_run_config
 from ...corpus.tasks import Corpus, select
 from ...errors import ConfigError, CorpusError
+from ...records import Sample
 from ...report import lift, metrics
+from ...report.envelope_rows import AttributionRow, AttributionTask, RunRow
 from ...report.envelope_types import AttributeEnvelope
 from ...report.render import notes
 from ...report.render.fmt import fmt_ci, fmt_p, signed
@@ -53,7 +55,7 @@ class Base:
     akm_version: str | None
     seeds: int
     task_ids: tuple[str, ...]
-    akm_runs: tuple[dict[str, Any], ...]  # the base's akm-arm runs[] rows
+    akm_runs: tuple[RunRow, ...]  # the base's akm-arm runs[] rows
     fingerprints: frozenset[str]
     complete: bool
     providers: dict[str, Any] | None = None  # provenance.providers: absent in reports made before it
@@ -160,7 +162,7 @@ def _obj(data: Mapping[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _row_ok(row: Mapping[str, Any]) -> bool:
+def _row_ok(row: Mapping[str, Any]) -> TypeGuard[RunRow]:
     return (
         isinstance(row.get("task_id"), str)
         and isinstance(row.get("seed"), int)
@@ -168,7 +170,7 @@ def _row_ok(row: Mapping[str, Any]) -> bool:
     )
 
 
-def _loaded(row: Mapping[str, Any]) -> list[str]:
+def _loaded(row: RunRow) -> list[str]:
     """The assets a base run loaded, as ``kind:name``, each once."""
     out: list[str] = []
     for ref in row.get("assets_loaded") or ():
@@ -216,12 +218,13 @@ def reference_seeds(base: Base, seeds: int) -> tuple[int, ...]:
 
 def contribution(
     target: Target,
-    reference: Mapping[str, Sequence[dict[str, Any]]],
-    masked: Mapping[str, Sequence[dict[str, Any]]],
-) -> dict[str, Any]:
+    reference: Mapping[str, Sequence[Sample]],
+    masked: Mapping[str, Sequence[Sample]],
+) -> AttributionRow:
     """One asset's row of ``attributions``: per-task rates, the paired delta and its test;
     ``reference`` holds the unmasked runs by task (the ``base_*`` fields are theirs)."""
-    per_task, rows_b, rows_m, out_b, out_m = [], [], [], [], []
+    per_task: list[AttributionTask] = []
+    rows_b, rows_m, out_b, out_m = [], [], [], []
     for task_id in target.tasks:
         runs_b = sorted(reference.get(task_id, ()), key=lambda r: r["seed"])
         runs_m = sorted(masked.get(task_id, ()), key=lambda r: r["seed"])
@@ -271,8 +274,8 @@ def build(
     targets: Sequence[Target],
     assets_loaded: int,
     top: int,
-    masked: Mapping[str, Mapping[str, Sequence[dict[str, Any]]]],
-    reference: Mapping[str, Sequence[dict[str, Any]]],
+    masked: Mapping[str, Mapping[str, Sequence[Sample]]],
+    reference: Mapping[str, Sequence[Sample]],
     seeds: Sequence[int],
     agent: Mapping[str, Any],
     complete: bool,
@@ -320,8 +323,8 @@ def build(
     return envelope
 
 
-def _claim(row: dict[str, Any]) -> str:
-    c = row["comparison"]
+def _claim(row: AttributionRow, c: dict[str, Any]) -> str:
+    """An asset's clause of the verdict, from its comparison ``c``."""
     ci = fmt_ci(c["low"], c["high"], with_sign=True)
     if c["holm_family"] > 1:
         test = f"paired permutation p={fmt_p(c['p_value_holm'])}, Holm-adjusted over {c['holm_family']} assets"
@@ -340,11 +343,11 @@ def verdict(envelope: AttributeEnvelope) -> str:
     """One line, in the style of the utility verdict: each masked asset's contribution
     (base − masked), beyond noise or not; the assets that matter first."""
     prefix = "" if envelope.get("complete", True) else "incomplete run — "
-    rows = [r for r in envelope["attributions"] if r["comparison"] is not None]
-    if not rows:
+    rated = [(r, c) for r in envelope["attributions"] if (c := r["comparison"]) is not None]
+    if not rated:
         return prefix + "no masked asset has a valid run on a task its base loaded it on: no contribution measured"
-    rows.sort(key=lambda r: (not r["significant"], -(r["comparison"]["delta"] or 0.0), r["rank"]))
-    matter = sum(r["significant"] for r in rows)
-    head = f"{matter} of {len(rows)} masked asset{'' if len(rows) == 1 else 's'} matter"
-    head += notes.few_paired_assets([r["comparison"] for r in rows])
-    return prefix + head + ": " + "; ".join(_claim(r) for r in rows)
+    rated.sort(key=lambda rc: (not rc[0]["significant"], -(rc[1]["delta"] or 0.0), rc[0]["rank"]))
+    matter = sum(r["significant"] for r, _ in rated)
+    head = f"{matter} of {len(rated)} masked asset{'' if len(rated) == 1 else 's'} matter"
+    head += notes.few_paired_assets([c for _, c in rated])
+    return prefix + head + ": " + "; ".join(_claim(r, c) for r, c in rated)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+from ...report.envelope_rows import AttributionRow
 from ...report.envelope_types import AttributeEnvelope, AttributionRef
 from ...report.render import html_attribute
 from ...report.render.fmt import fmt_ci, fmt_p, md_table, num, signed
@@ -19,7 +20,7 @@ MARKDOWN_NAME = "attribute.md"
 HTML_NAME = "attribute.html"
 
 
-def _tasks(row: dict[str, Any]) -> str:
+def _tasks(row: AttributionRow) -> str:
     ids = row["loaded_on_tasks"]
     shown = ", ".join(ids[:3]) + (f", … ({len(ids) - 3} more)" if len(ids) > 3 else "")
     return f"{len(ids)}: {shown}"

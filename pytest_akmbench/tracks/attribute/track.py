@@ -7,14 +7,21 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ...cell.context import Cell
+from ...cell.context import Cell, RunContext
 from ...corpus.tasks import Task
+from ...records import Sample
 from ...report.envelope_types import AttributeEnvelope
 from ...run.resume import StoredSamples
 from ..track import Run, Track
 from .core import Base, Target, build
 
 Key = tuple[str, str, int]  # task id, mask ("" for the reference), seed
+
+
+def providers(ctx: RunContext) -> dict[str, Any]:
+    """The digest of the provider/model configuration the run's agent is given: the report's
+    ``provenance.providers``, which an attribute run's must equal its base's."""
+    return ctx.providers or {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +49,14 @@ class AttributeTrack(Track):
         reference = [Cell(task, "akm", seed) for seed in self.plan.reference_seeds] if refs else []
         return reference + [Cell(task, "akm", seed, mask=ref) for ref in refs for seed in seeds]
 
-    def envelope(self, state: Run, reported: Mapping[Key, dict[str, Any]], interrupted: bool) -> AttributeEnvelope:
+    def envelope(self, state: Run, reported: Mapping[Key, Sample], interrupted: bool) -> AttributeEnvelope:
         """attribute.json's envelope: each cell of the plan from the store under this run's
         fingerprint, else as this run reported it (``reported``: by task, mask, seed)."""
         plan = self.plan
         ctx = state.context()
         stored = StoredSamples.load(state.store_dir)
         by_id = {t.id: t for t in state.tasks}
-        runs: dict[str, dict[str, list[dict[str, Any]]]] = {}  # mask ("" for the reference) -> task -> samples
+        runs: dict[str, dict[str, list[Sample]]] = {}  # mask ("" for the reference) -> task -> samples
         missing = errors = 0
         wanted = [
             (t.ref, task_id, seed) for t in plan.targets for task_id in t.tasks for seed in range(1, state.seeds + 1)
@@ -81,7 +88,7 @@ class AttributeTrack(Track):
                 "harness": ctx.agent.name,
                 "version": ctx.agent.version,
                 "model": ctx.model,
-                "providers": ctx.providers or {},
+                "providers": providers(ctx),
             },
             complete=not (missing or errors or interrupted),
             warnings=warnings,

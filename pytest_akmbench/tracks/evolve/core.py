@@ -158,7 +158,7 @@ def llm_endpoint(spec: str) -> Iterator[str]:
 
 
 def step_input(
-    plan: DomainPlan, samples: list[dict[str, Any]], info: akm.AkmInfo, llm: str, stashes_root: Path
+    plan: DomainPlan, samples: list[Sample], info: akm.AkmInfo, llm: str, stashes_root: Path
 ) -> dict[str, Any]:
     """Everything the proposal step's result depends on: its resume fingerprint."""
     return {
@@ -198,7 +198,7 @@ def crossing(counts: dict[str, dict[str, int]]) -> list[str]:
 
 def run_step(
     plan: DomainPlan,
-    samples: list[dict[str, Any]],
+    samples: list[Sample],
     inputs: dict[str, Any],
     *,
     info: akm.AkmInfo,
@@ -272,7 +272,7 @@ def llm_config(info: akm.AkmInfo, llm_url: str) -> dict[str, Any]:
 
 
 def _evolve_fixture(
-    runner: AkmRunner, samples: list[dict[str, Any]], tasks: dict[str, Task], eval_refs: list[str]
+    runner: AkmRunner, samples: list[Sample], tasks: dict[str, Task], eval_refs: list[str]
 ) -> dict[str, Any]:
     index_stash(runner.info, runner.cwd, runner.env, runner.procs)
     log: list[dict[str, Any]] = []

@@ -21,7 +21,7 @@ from statistics import fmean
 from typing import Any
 
 from ...report import lift
-from ...stats import intervals as stats
+from ...stats import intervals
 
 IMPROVEMENT_MARGIN = 0.05  # the reference's time_to_improvement: first episode above pre + this
 
@@ -31,7 +31,7 @@ Outcomes = dict[str, list[bool]]  # task -> valid pass indicators of its runs
 def _point(episode: int, runs: Outcomes, tasks: list[str]) -> dict[str, Any]:
     rates = [fmean(runs[t]) for t in tasks if runs.get(t)]
     total = sum(len(runs.get(t) or []) for t in tasks)
-    interval = stats.task_rate_interval(rates)  # the per-arm interval: holds on skewed task populations
+    interval = intervals.task_rate_interval(rates)  # the per-arm interval: holds on skewed task populations
     return {
         "episode": episode,
         "post_pass_rate": fmean(rates) if rates else None,
@@ -54,10 +54,10 @@ def episode_trend(means: list[float]) -> tuple[float, float | None, float | None
         return value, None, None, None
     df = n - 2
     se = math.sqrt(math.fsum((y - y_bar - value * (x - x_bar)) ** 2 for x, y in zip(xs, means)) / df / sxx)
-    half = stats.student_t_quantile(1 - lift.ALPHA / 2, df) * se
+    half = intervals.student_t_quantile(1 - lift.ALPHA / 2, df) * se
     if se <= 1e-12:  # the means lie on a line: no noise left to test against
         return value, value, value, 0.0 if abs(value) > 1e-12 else 1.0
-    return value, value - half, value + half, 2 * (1 - stats.student_t_cdf(abs(value) / se, df))
+    return value, value - half, value + half, 2 * (1 - intervals.student_t_cdf(abs(value) / se, df))
 
 
 def slope(episodes: list[Outcomes], tasks: list[str]) -> dict[str, Any] | None:

@@ -17,31 +17,36 @@ from statistics import fmean
 from typing import Any
 
 from ...cell import akm
+from ...records import Sample
 from ...report import lift, metrics
+from ...report.envelope_rows import TaskArmRow
 from ...report.envelope_types import EvolveEnvelope
-from ...stats import intervals as stats
-from . import learning as evolve_learning
+from ...stats import intervals
+from . import learning
 from .core import EVAL_CONDITIONS, arm_label, condition_of, episode_label
 
 SCHEMA_VERSION = 1
-Row = dict[str, Any]  # a sample, as the store holds it
 AGREEMENT_THRESHOLD = 0.80
 
 
-def _by_condition(samples: Sequence[Row]) -> dict[str, dict[str, list[Row]]]:
-    out: dict[str, dict[str, list[Row]]] = {}
+def _by_condition(samples: Sequence[Sample]) -> dict[str, dict[str, list[Sample]]]:
+    out: dict[str, dict[str, list[Sample]]] = {}
     for s in samples:
         cond = condition_of(s)
         out.setdefault(cond, {}).setdefault(s["task_id"], []).append(s)
     return out
 
 
-def _rate(rows: dict[str, dict[str, Any] | None]) -> float | None:
+def _pass_rate(row: TaskArmRow | None) -> float | None:
+    return row["pass_rate"] if row else None
+
+
+def _rate(rows: dict[str, TaskArmRow | None]) -> float | None:
     agg = metrics.aggregate(list(rows.values()))
     return None if agg is None else agg.get("pass_rate")
 
 
-def _seed_spread(runs: dict[str, list[Row]]) -> float | None:
+def _seed_spread(runs: dict[str, list[Sample]]) -> float | None:
     """Standard deviation, over seeds, of the pass rate over the eval tasks (None below 2 seeds)."""
     per_seed: dict[int, list[bool]] = {}
     for task_runs in runs.values():
@@ -49,10 +54,10 @@ def _seed_spread(runs: dict[str, list[Row]]) -> float | None:
             if s["outcome"] != "harness_error":
                 per_seed.setdefault(s["seed"], []).append(s["outcome"] == "pass")
     rates = [fmean(v) for v in per_seed.values() if v]
-    return stats.stdev(rates) if len(rates) >= 2 else None
+    return intervals.stdev(rates) if len(rates) >= 2 else None
 
 
-def _compare(cond: dict[str, dict[str, list[Row]]], a: str, b: str, tasks: list[str]) -> dict[str, Any] | None:
+def _compare(cond: dict[str, dict[str, list[Sample]]], a: str, b: str, tasks: list[str]) -> dict[str, Any] | None:
     if a not in cond or b not in cond:
         return None
     runs_a = [cond[a].get(t, []) for t in tasks]
@@ -65,7 +70,7 @@ def _compare(cond: dict[str, dict[str, list[Row]]], a: str, b: str, tasks: list[
     return block if block["tasks"] else None
 
 
-def improvement(cond: dict[str, dict[str, list[Row]]], tasks: list[str]) -> dict[str, Any]:
+def improvement(cond: dict[str, dict[str, list[Sample]]], tasks: list[str]) -> dict[str, Any]:
     """post - pre with its interval, the control's delta, the seed-spread guard, and the claim,
     made on post - control (no control, no claim)."""
     main = _compare(cond, "post", "pre", tasks)
@@ -148,7 +153,7 @@ def _proposals(steps: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _lessons(proposals: dict[str, Any], post: dict[str, list[Row]]) -> dict[str, Any]:
+def _lessons(proposals: dict[str, Any], post: dict[str, list[Sample]]) -> dict[str, Any]:
     """Each lesson proposal and its reuse: post runs that showed it (from their trajectories)."""
     runs = sorted((s for r in post.values() for s in r), key=lambda s: (s["task_id"], s["seed"]))
     lessons = []
@@ -185,7 +190,7 @@ def _lessons(proposals: dict[str, Any], post: dict[str, list[Row]]) -> dict[str,
 
 
 def build(
-    samples: Sequence[Row],
+    samples: Sequence[Sample],
     steps: dict[str, dict[str, Any]],
     *,
     eval_tasks: list[str],
@@ -211,8 +216,8 @@ def build(
     integrity = _feedback_integrity(log)
     leak = [part["leakage"] for step in steps.values() for part in step["fixtures"].values()]
     imp = improvement(cond, eval_tasks)
-    learning = _learning(cond, per_episode, eval_tasks, train_tasks, episodes)
-    warnings = _warnings(steps, missing_steps, integrity, leak) + evolve_learning.warnings(learning)
+    curve = _learning(cond, per_episode, eval_tasks, train_tasks, episodes)
+    warnings = _warnings(steps, missing_steps, integrity, leak) + learning.warnings(curve)
     envelope: EvolveEnvelope = {
         "schemaVersion": SCHEMA_VERSION,
         "track": "evolve",
@@ -231,11 +236,9 @@ def build(
         "lessons": _lessons(proposals, cond.get("post", {})),
         "longitudinal": _longitudinal(rates, rows),
         "improvement": imp,
-        "learning": learning,
+        "learning": curve,
         "phases": _phases(cond, rates, train_rows),
-        "per_task": [
-            {"task_id": t, **{c: (rows[c][t] or {}).get("pass_rate") for c in EVAL_CONDITIONS}} for t in eval_tasks
-        ],
+        "per_task": [{"task_id": t, **{c: _pass_rate(rows[c][t]) for c in EVAL_CONDITIONS}} for t in eval_tasks],
         "feedback_integrity": integrity,
         "leakage": {"ok": all(x["ok"] for x in leak) if leak else None, "per_fixture": leak},
         "warnings": warnings,
@@ -246,7 +249,7 @@ def build(
 
 
 def _phases(
-    cond: dict[str, dict[str, list[Row]]], rates: dict[str, float | None], train_rows: dict[str, Any]
+    cond: dict[str, dict[str, list[Sample]]], rates: dict[str, float | None], train_rows: dict[str, Any]
 ) -> dict[str, Any]:
     runs = {c: sum(len(v) for v in cond.get(c, {}).values()) for c in ("train", *EVAL_CONDITIONS)}
     return {
@@ -256,24 +259,24 @@ def _phases(
 
 
 def _learning(
-    cond: dict[str, dict[str, list[Row]]],
-    per_episode: list[dict[str, list[Row]]],
+    cond: dict[str, dict[str, list[Sample]]],
+    per_episode: list[dict[str, list[Sample]]],
     eval_tasks: list[str],
     train_tasks: list[str],
     episodes: int,
 ) -> dict[str, Any]:
     """The curve over the episodes' post cells, each point with its episode's train pass rate."""
 
-    def outcomes(runs: dict[str, list[Row]], tasks: list[str]) -> dict[str, list[bool]]:
+    def outcomes(runs: dict[str, list[Sample]], tasks: list[str]) -> dict[str, list[bool]]:
         return {t: metrics.valid_outcomes(runs.get(t, [])) for t in tasks}
 
     pre = outcomes(cond.get("pre", {}), eval_tasks)
-    learning = evolve_learning.curve(pre, [outcomes(runs, eval_tasks) for runs in per_episode], eval_tasks)
-    for point in learning["episodes"]:
+    curve = learning.curve(pre, [outcomes(runs, eval_tasks) for runs in per_episode], eval_tasks)
+    for point in curve["episodes"]:
         train = outcomes(cond.get(episode_label("train", point["episode"]), {}), train_tasks)
         rates = [fmean(v) for v in train.values() if v]
         point["train_pass_rate"] = fmean(rates) if rates else None
-    return learning
+    return curve
 
 
 def _warnings(
@@ -334,7 +337,7 @@ def verdict(env: EvolveEnvelope) -> str:
     guard = imp["seed_spread_guard"]
     guard_text = "" if guard is None else f"; 2x seed-spread guard {'passed' if guard else 'not passed'}"
     props = f"{accepted} of {env['proposals']['total_proposals']} proposals accepted"
-    curve = evolve_learning.verdict_part(env["learning"]) if env["learning"] else None
+    curve = learning.verdict_part(env["learning"]) if env["learning"] else None
     props += f"; {curve}" if curve else ""
     if over is None:
         why = "no control: post - pre alone cannot tell learning from drift"

@@ -7,17 +7,17 @@ The pytest side (plugin/evolve.py) runs the items; everything here reads the run
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...cell.context import Cell, RunContext
 from ...cell.trial import Trial
 from ...corpus.tasks import Task
+from ...records import Sample
 from ...report.envelope_types import EvolveEnvelope
 from ..track import ItemSpec, Run, Track
-from . import core
-from . import report as evolve_report
+from . import core, report
 
 
 class EvolveTrack(Track):
@@ -31,10 +31,18 @@ class EvolveTrack(Track):
         self.plans: dict[str, core.DomainPlan] = {}  # by domain, once planned
         self.llm = ""  # akm's LLM
         self.episodes = state.settings.evolve_episodes
+        # Each cell's trial, fingerprinted once in this process: the item, the next step's
+        # inputs and the session's report ask for it. A condition's context differs from the
+        # run's only in its stash (``context``), so the stash completes the key.
+        self._trials: dict[tuple[str, str, int, int, Path], Trial] = {}
 
     def prepare(self, plans: list[core.DomainPlan], llm: str) -> None:
         self.plans = {p.domain: p for p in plans}
         self.llm = llm
+
+    @classmethod
+    def check_selection(cls, tasks: Sequence[Task]) -> None:
+        core.plan(tasks)  # every domain needs train and eval tasks
 
     def conditions(self) -> list[tuple[str, int]]:
         """Every (condition, episode) of the run: pre once, train and post in each episode,
@@ -76,6 +84,12 @@ class EvolveTrack(Track):
     def trial(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> Trial:
         """A condition's cell as a trial (cell/trial.py): stored under the condition's label, its
         fingerprint naming the track, the condition and a later episode."""
+        key = (task.id, cond, seed, episode, ctx.stashes_root)
+        if key not in self._trials:
+            self._trials[key] = self._trial(task, cond, seed, ctx, episode)
+        return self._trials[key]
+
+    def _trial(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int) -> Trial:
         extra: dict[str, Any] = {"track": "evolve", "condition": cond}
         if episode > 1:
             extra["episode"] = episode
@@ -85,14 +99,14 @@ class EvolveTrack(Track):
         cell = Cell(task, core.run_arm(cond), seed)
         return Trial.of(cell, ctx, extra, marks=marks, legacy=core.arm_label(cond, episode))
 
-    def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> dict[str, Any] | None:
+    def stored(self, task: Task, cond: str, seed: int, ctx: RunContext, episode: int = 1) -> Sample | None:
         trial = self.trial(task, cond, seed, ctx, episode)
         index, legacy = self.state.stored(), trial.legacy_key
         return index.done(trial.key, trial.hash) or (index.done(legacy, trial.hash) if legacy else None)
 
     def train_samples(
         self, plan: core.DomainPlan, episode: int, ctx: RunContext | None = None
-    ) -> tuple[list[dict[str, Any]], int]:
+    ) -> tuple[list[Sample], int]:
         """The valid train samples of an episode the store holds for the plan (its train cells
         ran in ``ctx`` when given), and how many were wanted."""
         self.state.stored().refresh()
@@ -101,7 +115,7 @@ class EvolveTrack(Track):
         found = [self.stored(t, "train", s, ctx, episode) for t, s in wanted] if ready else []
         return [f for f in found if f is not None], len(wanted)
 
-    def inputs(self, domain: str, episode: int) -> tuple[dict[str, Any], Path, list[dict[str, Any]], int] | None:
+    def inputs(self, domain: str, episode: int) -> tuple[dict[str, Any], Path, list[Sample], int] | None:
         """An episode's step inputs, the stash it starts from (the fixtures, or the previous
         episode's evolved stash), its train samples and how many were wanted; None while the
         previous episode's step has not run."""
@@ -133,7 +147,7 @@ class EvolveTrack(Track):
         """The evolve envelope from the store: every stored cell of the plan, every step."""
         state, track = self.state, self
         state.stored().refresh()
-        samples: list[dict[str, Any]] = []
+        samples: list[Sample] = []
         steps: dict[str, dict[str, Any]] = {}
         missing: list[str] = []
         for domain, plan in track.plans.items():
@@ -153,7 +167,7 @@ class EvolveTrack(Track):
                         if found is not None:
                             samples.append(found)
         plans = list(track.plans.values())
-        return evolve_report.build(
+        return report.build(
             samples,
             steps,
             eval_tasks=[t.id for p in plans for t in p.eval],
