@@ -120,6 +120,7 @@ RANKS = {
     "store": 2,
     "agents": 3,
     "cell": 4,
+    "scripted": 5,  # the scripted model and its wires (placeholder rank until the scripted package lands)
     "agents.*": 5,  # each agent's own package (agents/opencode/, ...): it may read a cell's files
     "report": 5,
     "run": 6,
