@@ -16,12 +16,11 @@ import json
 import uuid
 from typing import Any
 
-from .wire import Action, Reply, ToolOutput, Turn, Usage
+from .wire import Action, Reply, ToolOutput, Turn, Usage, json_reply, sse_reply
 
 BASH = "Bash"  # Claude Code's shell tool
 # Long tool inputs are streamed in pieces of this many characters, as Anthropic's API does.
 INPUT_PIECE = 400
-SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "Connection": "close"}
 
 
 class Anthropic:
@@ -30,10 +29,7 @@ class Anthropic:
     name = "anthropic"
     route = ("v1", "messages")
 
-    def parse(self, body: bytes) -> Turn:
-        data = json.loads(body or b"{}")
-        if not isinstance(data, dict):
-            raise ValueError("a Messages request is a JSON object")
+    def parse(self, data: dict[str, Any]) -> Turn:
         messages = [m for m in data.get("messages") or () if isinstance(m, dict)]
         tools = tuple(str(t.get("name", "")) for t in data.get("tools") or () if isinstance(t, dict))
         outputs = tuple(
@@ -43,14 +39,16 @@ class Anthropic:
             for block in blocks(m.get("content"))
             if block.get("type") == "tool_result"
         )
-        first = next((m for m in messages if m.get("role") == "user"), {})
+        texts = [block_text(data.get("system"))] + [
+            block_text(m.get("content")) for m in messages if m.get("role") == "user"
+        ]
         return Turn(
             model=str(data.get("model", "scripted")),
             stream=bool(data.get("stream")),
             tools=tools,
             turn=sum(1 for m in messages if m.get("role") == "assistant"),
             outputs=outputs,
-            prompt=block_text(first.get("content")),
+            prompt="\n".join(t for t in texts if t),
         )
 
     def answer(self, turn: Turn, action: Action, usage: Usage, call_id: str) -> Reply:
@@ -64,16 +62,12 @@ class Anthropic:
             "stop_sequence": None,
             "usage": usage_block(usage),
         }
-        if not turn.stream:
-            data = json.dumps(message).encode()
-            return Reply(200, {"Content-Type": "application/json"}, (data,))
-        return Reply(200, dict(SSE), tuple(stream_events(message)))
+        return sse_reply(stream_events(message)) if turn.stream else json_reply(200, message)
 
     def failure(self, message: str) -> Reply:
         # Anthropic's error shape; retry-after-ms keeps Claude Code's retries of a 5xx fast.
         body = {"type": "error", "error": {"type": "api_error", "message": message}}
-        headers = {"Content-Type": "application/json", "retry-after-ms": "50"}
-        return Reply(500, headers, (json.dumps(body).encode(),))
+        return json_reply(500, body, (("retry-after-ms", "50"),))
 
 
 def content_block(action: Action, call_id: str) -> dict[str, Any]:

@@ -5,21 +5,12 @@ events Claude Code reads."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from pytest_akmbench.scripted.anthropic import WIRE
-from pytest_akmbench.scripted.wire import Turn, Usage
+from pytest_akmbench.scripted.wire import Action, Turn, Usage
 
 
-@dataclass
-class Act:
-    kind: str
-    command: str = ""
-    description: str = ""
-    text: str = ""
-
-
-def _request(**extra: object) -> bytes:
+def _request(**extra: object) -> dict[str, object]:
     body = {
         "model": "claude-x",
         "stream": True,
@@ -45,7 +36,7 @@ def _request(**extra: object) -> bytes:
         ],
         **extra,
     }
-    return json.dumps(body).encode()
+    return body
 
 
 def _events(chunks: tuple[bytes, ...]) -> list[tuple[str, dict[str, object]]]:
@@ -65,11 +56,11 @@ def test_parse_reads_the_turn_the_tools_and_every_tool_output() -> None:
     assert turn.tools == ("Bash", "Read")
     assert turn.turn == 2  # two assistant messages already in the request
     assert [(o.call_id, o.text) for o in turn.outputs] == [("call_0", "hits\n"), ("call_1", "done")]
-    assert turn.prompt == "Fix the bug."
+    assert turn.prompt == "You are Claude Code.\nFix the bug.\na reminder"
 
 
 def test_parse_takes_a_plain_string_prompt_and_no_tools() -> None:
-    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "title this"}]}).encode()
+    body = {"model": "m", "messages": [{"role": "user", "content": "title this"}]}
     turn = WIRE.parse(body)
     assert (turn.tools, turn.turn, turn.outputs, turn.prompt, turn.stream) == ((), 0, (), "title this", False)
 
@@ -77,9 +68,9 @@ def test_parse_takes_a_plain_string_prompt_and_no_tools() -> None:
 def test_a_tool_action_streams_a_bash_tool_use_with_the_servers_call_id() -> None:
     command = "bash <<'EOF'\n" + "echo x\n" * 200 + "EOF"
     reply = WIRE.answer(
-        WIRE.parse(_request()), Act("tool", command=command, description="Apply"), Usage(1020, 20), "call_2"
+        WIRE.parse(_request()), Action("tool", command=command, description="Apply"), Usage(1020, 20), "call_2"
     )
-    assert reply.status == 200 and reply.headers["Content-Type"] == "text/event-stream"
+    assert reply.status == 200 and dict(reply.headers)["Content-Type"] == "text/event-stream"
     events = _events(reply.chunks)
     kinds = [k for k, _ in events]
     assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
@@ -93,7 +84,7 @@ def test_a_tool_action_streams_a_bash_tool_use_with_the_servers_call_id() -> Non
 
 
 def test_usage_is_in_anthropics_vocabulary() -> None:
-    reply = WIRE.answer(WIRE.parse(_request()), Act("text", text="Done."), Usage(1020, 20, cached=300), "call_2")
+    reply = WIRE.answer(WIRE.parse(_request()), Action("text", text="Done."), Usage(1020, 20, cached=300), "call_2")
     events = dict(_events(reply.chunks))
     started = events["message_start"]["message"]  # type: ignore[index]
     assert started["usage"]["input_tokens"] == 720 and started["usage"]["cache_read_input_tokens"] == 300
@@ -104,7 +95,7 @@ def test_usage_is_in_anthropics_vocabulary() -> None:
 
 def test_an_unstreamed_request_gets_one_message() -> None:
     turn = Turn(model="m", stream=False, tools=(), turn=0, outputs=(), prompt="")
-    reply = WIRE.answer(turn, Act("text", text="akmbench"), Usage(1000, 20), "")
+    reply = WIRE.answer(turn, Action("text", text="akmbench"), Usage(1000, 20), "")
     message = json.loads(b"".join(reply.chunks))
     assert message["content"] == [{"type": "text", "text": "akmbench"}]
     assert message["stop_reason"] == "end_turn" and message["usage"]["output_tokens"] == 20
@@ -112,7 +103,7 @@ def test_an_unstreamed_request_gets_one_message() -> None:
 
 def test_a_failure_is_an_api_error_retried_fast() -> None:
     reply = WIRE.failure("the model is unavailable")
-    assert reply.status == 500 and reply.headers["retry-after-ms"] == "50"
+    assert reply.status == 500 and dict(reply.headers)["retry-after-ms"] == "50"
     body = json.loads(b"".join(reply.chunks))
     assert body == {"type": "error", "error": {"type": "api_error", "message": "the model is unavailable"}}
 
