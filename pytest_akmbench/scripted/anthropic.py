@@ -26,8 +26,8 @@ INPUT_PIECE = 400
 class Anthropic:
     """The Messages wire: ``parse`` a request into a neutral turn, ``answer`` an action."""
 
-    name = "anthropic"
-    route = ("v1", "messages")
+    name: str = "anthropic"
+    route: tuple[str, ...] = ("v1", "messages")
 
     def parse(self, data: dict[str, Any]) -> Turn:
         messages = [m for m in data.get("messages") or () if isinstance(m, dict)]

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from ...cell.rundir import hide_akm
+from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo
 from ..opencode.model import choice_digest, choose_model
 from ..opencode.providers import ModelChoice, check_env_vars, secret_values
-from ..opencode.scripted import ScriptedModel
 from ..transcript import TranscriptItem
 from ..watching import over_budget, watch
 from . import doctor, provider
