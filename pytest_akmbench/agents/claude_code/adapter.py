@@ -238,6 +238,9 @@ class ClaudeCodeAgent(Agent):
         finally:
             ours.close()
         result = outcome(request, proc.returncode, stream, stderr_path, self._scrub, warnings)
+        if self.scripted is not None:
+            # Claude Code prices a model it does not know at a default rate; the scripted one is free.
+            result.cost_usd = 0.0
         if budget is not None:
             over_budget(result, budget, idle, time.monotonic() - started, request.limits, stream.turns)
         return result
