@@ -23,6 +23,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
+from ..agents.claude_code import binaries as claude
 from ..agents.opencode.binaries import OPENCODE_VERSION, PLATFORM_PACKAGE, read_version
 from ..cell import akm
 from ..errors import BenchError, ConfigError
@@ -37,7 +38,7 @@ AKM_SCRIPT = '#!/bin/sh\nhere=$(dirname "$(readlink -f "$0")")\nexec "$here/bun"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "install-tools",
-        help="install opencode (and, with akm bundles, bun and akm) where a bench finds them: .tools/",
+        help="install opencode and Claude Code (and, with akm bundles, bun and akm) where a bench finds them: .tools/",
     )
     p.add_argument("--dir", default=".tools", help="where to install (default: .tools, the bench's own place)")
     p.add_argument(
@@ -46,6 +47,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="PATH",
         help="akm's bundles: a directory of akm-<version>.js files or one such file (repeatable; "
         "default: $AKM_BUNDLES when set); each becomes DIR/akm/<version>/akm, run by bun",
+    )
+    p.add_argument(
+        "--agent",
+        action="append",
+        choices=("opencode", "claude-code"),
+        help="the agents to install (repeatable; default: opencode)",
     )
     p.set_defaults(func=install_tools)
     sch = sub.add_parser("schemas", help="where the package's JSON Schemas are, or a copy of them for a project")
@@ -78,8 +85,11 @@ def install_tools(args: argparse.Namespace) -> int:
     _check_platform()
     tools = Path(args.dir).absolute()  # each tool is probed from a throwaway HOME, not from here
     tools.mkdir(parents=True, exist_ok=True)
-    opencode = install_opencode(tools)
-    print(f"opencode {OPENCODE_VERSION}: {opencode}")
+    chosen = getattr(args, "agent", None) or ["opencode"]
+    if "opencode" in chosen:
+        print(f"opencode {OPENCODE_VERSION}: {install_opencode(tools)}")
+    if "claude-code" in chosen:
+        print(f"claude-code {claude.CLAUDE_VERSION}: {install_claude(tools)}")
     if not found:
         print(
             "akm: no bundles given (--akm-bundles DIR or $AKM_BUNDLES); the akm arm needs it (README, 'Installing the tools')"
@@ -155,6 +165,16 @@ def install_opencode(tools: Path) -> Path:
         npm_install(tools, f"{PLATFORM_PACKAGE}@{OPENCODE_VERSION}")
         if not _runs_as(binary, OPENCODE_VERSION, read_version):
             raise BenchError(f"{binary}: installed, but it does not report version {OPENCODE_VERSION}")
+    return binary
+
+
+def install_claude(tools: Path) -> Path:
+    """Claude Code's platform package alone (docs/claude-code.md, "Install")."""
+    binary = claude.installed(tools)
+    if not _runs_as(binary, claude.CLAUDE_VERSION, claude.read_version):
+        npm_install(tools, f"{claude.PLATFORM_PACKAGE}@{claude.CLAUDE_VERSION}")
+        if not _runs_as(binary, claude.CLAUDE_VERSION, claude.read_version):
+            raise BenchError(f"{binary}: installed, but it does not report version {claude.CLAUDE_VERSION}")
     return binary
 
 
