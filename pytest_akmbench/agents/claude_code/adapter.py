@@ -104,9 +104,6 @@ class ClaudeCodeAgent(Agent):
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)
 
-    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str]:
-        return doctor.model_check(model, options)
-
     def preflight(self) -> str:
         assert self.choice is not None and self.binary is not None
         token = uuid.uuid4().hex
