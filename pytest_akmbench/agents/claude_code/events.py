@@ -160,9 +160,9 @@ class ClaudeStream:
 
     @property
     def turns(self) -> int:
-        """Model requests: the result's ``num_turns``, else the distinct messages seen."""
-        counted = json_int((self.result or {}).get("num_turns"))
-        return counted if counted is not None else len(self.messages)
+        """Model requests: the distinct messages seen (the result's ``num_turns`` counts one more
+        when ``--max-turns`` stopped the run)."""
+        return len(self.messages)
 
     @property
     def cost(self) -> float | None:
