@@ -8,6 +8,7 @@ here (a skip fails CI).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,8 @@ from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
 from pytest_akmbench.agents.claude_code.adapter import ClaudeCodeAgent
 from pytest_akmbench.cell.prompts import build_prompt
 from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.scripted.server import ScriptedModel
 from pytest_akmbench.system import sandbox
 from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
 from tests.support import claude_code
@@ -219,3 +222,41 @@ def test_it_contacts_no_address_but_the_models(tmp_path: Path, agent_for) -> Non
     inet = [line for line in log.read_text().splitlines() if "AF_INET" in line]
     assert inet, "strace saw the model's connection"
     assert all(re.search(rf'sin6?_port=htons\({port}\), sin_addr=inet_addr\("127\.0\.0\.1"\)', x) for x in inet), inet
+
+
+def _providers(path: Path, base_url: str, key: str) -> Path:
+    entry = {"npm": "@ai-sdk/anthropic", "options": {"baseURL": base_url, "apiKey": key}}
+    path.write_text(json.dumps({"schemaVersion": 1, "providers": {"claude": entry}}))
+    return path
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_providers_entry_reaches_its_model_with_the_key_only_on_the_way_out(tmp_path: Path) -> None:
+    """An Anthropic entry of a providers file whose base URL's path and key come from the
+    environment, served by the scripted server: the preflight's request and the cell's carry the
+    key, and the cell (its environment, printed by a tool, and its transcript) holds only a
+    placeholder. A literal key in the file is refused before anything runs."""
+    secret, token = f"test-key-{uuid.uuid4().hex}", uuid.uuid4().hex
+    with ScriptedModel() as server:
+        server.register(token, "oracle", commands=["env | sort", "echo hi > out.txt"])
+        providers = _providers(tmp_path / "p.json", f"{server.root}/c/{{env:CELL_TOKEN}}/v1", "{env:CLAUDE_TEST_KEY}")
+        options = {
+            "rootdir": ROOT,
+            "providers": str(providers),
+            "env": {"CLAUDE_TEST_KEY": secret, "CELL_TOKEN": token},
+        }
+        agent = ClaudeCodeAgent()
+        agent.start(SessionInfo(model="claude/m", arms=("noakm",), tasks=(), options=options))
+        try:
+            assert secret in agent.secrets
+            assert "answers" in agent.preflight()
+            procs = ProcessTracker(f"e2e-claude-{uuid.uuid4().hex[:8]}")
+            result = run(agent, cell(tmp_path, "true\n", procs, wall_s=120))
+        finally:
+            agent.stop()
+        assert result.error is None and server.authorization(token) == {secret}, result
+    transcript = (tmp_path / "cell-1" / "transcript.jsonl").read_text()
+    assert secret not in transcript and "ANTHROPIC_API_KEY=akmbench-placeholder-claude_test_key-" in transcript
+    with pytest.raises(ConfigError, match="literal"):
+        literal = _providers(tmp_path / "q.json", "http://127.0.0.1:9/v1", "sk-ant-" + "x" * 40)
+        ClaudeCodeAgent().start(SessionInfo(model="claude/m", arms=(), tasks=(), options={"providers": str(literal)}))
