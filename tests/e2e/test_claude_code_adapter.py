@@ -150,10 +150,18 @@ def test_a_hung_model_ends_at_the_wall_with_no_process_left(tmp_path: Path, agen
     request = cell(tmp_path, "echo hi > out.txt\n", procs, wall_s=8)
     started = time.monotonic()
     result = run(agent_for("hang"), request)
-    assert result.budget == "wall" and result.budget_tag == "hung", result
+    assert result.budget == "wall" and result.budget_tag == "hung" and result.error is None, result
     assert time.monotonic() - started < 8 + 10
     assert result.tokens is None and result.token_measurement == "missing"
     assert marked(procs.marker_value) == set()
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_failing_model_is_a_provider_error(tmp_path: Path, agent_for) -> None:  # type: ignore[no-untyped-def]
+    procs = ProcessTracker(f"e2e-claude-{uuid.uuid4().hex[:8]}")
+    result = run(agent_for("error"), cell(tmp_path, "true\n", procs, wall_s=60))
+    assert result.budget is None and result.error is not None, result
+    assert result.error.startswith("provider error: API Error: 500 scripted provider failure"), result.error
 
 
 @pytest.mark.usefixtures("bwrap")

@@ -180,6 +180,10 @@ class ClaudeCodeAgent(Agent):
             ANTHROPIC_SMALL_FAST_MODEL=model,
             ANTHROPIC_DEFAULT_HAIKU_MODEL=model,
         )
+        if self.scripted is not None:
+            # The scripted model's failures are final: Claude Code's own backoff (minutes) would
+            # only run the cell into its wall budget.
+            env["CLAUDE_CODE_MAX_RETRIES"] = "1"
         if point.headers:
             env["ANTHROPIC_CUSTOM_HEADERS"] = provider.header_lines(point.headers)
         if os.geteuid() == 0 and (request.sandbox is None or request.sandbox.mode == "none"):
@@ -238,7 +242,8 @@ class ClaudeCodeAgent(Agent):
         if self.scripted is not None:
             # Claude Code prices a model it does not know at a default rate; the scripted one is free.
             result.cost_usd = 0.0
-        if budget is not None:
+        if budget is not None:  # the harness stopped it: how it then exited is no error of its own
+            result.error = None
             over_budget(result, budget, idle, time.monotonic() - started, request.limits, stream.turns)
         return result
 
