@@ -13,7 +13,7 @@ import pytest
 from pytest_akmbench.agents.claude_code import provider
 from pytest_akmbench.agents.claude_code.events import ClaudeStream, tokens_of
 from pytest_akmbench.agents.claude_code.transcript import read_transcript
-from pytest_akmbench.agents.opencode.providers import ModelChoice, ProvidersFile
+from pytest_akmbench.agents.providers import ModelChoice, ProvidersFile
 from pytest_akmbench.agents.transcript import Moment, ToolEvent
 from pytest_akmbench.errors import ConfigError
 

@@ -32,13 +32,13 @@ from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
-from ..base import Agent, AgentRequest, AgentResult, SessionInfo
+from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
 from ..opencode.model import choice_digest, choose_model
-from ..opencode.providers import ModelChoice, check_env_vars, secret_values
+from ..providers import ModelChoice, check_env_vars, secret_values
 from ..transcript import TranscriptItem
 from ..watching import over_budget, watch
 from . import doctor, provider
-from .binaries import OFFLINE_ENV, locate_claude, read_version
+from .binaries import CLAUDE_VERSION, INSTALLED, OFFLINE_ENV, PLATFORM_PACKAGE, locate_claude, read_version
 from .cell import outcome, preflight_line
 from .events import ClaudeStream
 from .transcript import read_transcript
@@ -100,6 +100,9 @@ class ClaudeCodeAgent(Agent):
 
     def read_transcript(self, path: Path) -> Iterator[TranscriptItem]:
         return read_transcript(path)
+
+    def install(self) -> list[Tool]:
+        return [Tool("claude-code", PLATFORM_PACKAGE, CLAUDE_VERSION, INSTALLED, read_version)]
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)

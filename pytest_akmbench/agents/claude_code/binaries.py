@@ -18,9 +18,10 @@ CLAUDE_VERSION = "2.1.332"
 # The platform package alone: its tarball carries the native binary, and nothing runs at install
 # (the umbrella package @anthropic-ai/claude-code only picks one of these in a postinstall).
 PLATFORM_PACKAGE = "@anthropic-ai/claude-code-linux-x64"
+INSTALLED = f"node_modules/{PLATFORM_PACKAGE}/claude"  # under a project's .tools/, where install-tools puts it
 INSTALL_HINT = (
     f"install it into the project with `python -m pytest_akmbench install-tools` ({PLATFORM_PACKAGE}@{CLAUDE_VERSION} "
-    "from npm into .tools/); or set AKMBENCH_CLAUDE to the claude binary"
+    "from npm into .tools/); or pass --bench-claude PATH (or set AKMBENCH_CLAUDE)"
 )
 # Everything Claude Code would fetch besides the model (docs/claude-code.md, "Offline").
 OFFLINE_ENV = {
@@ -40,16 +41,17 @@ OFFLINE_ENV = {
 
 
 def locate_claude(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
-    """$AKMBENCH_CLAUDE, then <rootdir>/.tools/..., then ``claude`` on PATH."""
+    """``--bench-claude`` (its settings row), then $AKMBENCH_CLAUDE, then <rootdir>/.tools/...,
+    then ``claude`` on PATH."""
     env = os.environ if env is None else env
-    from_env = env.get("AKMBENCH_CLAUDE")
-    if from_env:
-        path = Path(from_env).expanduser()
-        if not is_executable(path):
-            raise ConfigError(
-                f"{path}: claude binary not found or not executable (AKMBENCH_CLAUDE); {INSTALL_HINT}", usage=True
-            )
-        return path.resolve()
+    for given, where in ((options.get("claude"), "--bench-claude"), (env.get("AKMBENCH_CLAUDE"), "AKMBENCH_CLAUDE")):
+        if given:
+            path = Path(str(given)).expanduser()
+            if not is_executable(path):
+                raise ConfigError(
+                    f"{path}: claude binary not found or not executable ({where}); {INSTALL_HINT}", usage=True
+                )
+            return path.resolve()
     rootdir = Path(str(options.get("rootdir") or Path.cwd()))
     local = installed(rootdir / ".tools")
     if is_executable(local):
@@ -62,7 +64,7 @@ def locate_claude(options: Mapping[str, Any], env: Mapping[str, str] | None = No
 
 def installed(tools: Path) -> Path:
     """Where install-tools puts the binary under ``tools``."""
-    return tools / "node_modules" / PLATFORM_PACKAGE / "claude"
+    return tools / INSTALLED
 
 
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:

@@ -12,7 +12,7 @@ from ...system.untrusted import read_inside
 from ..base import AgentRequest, AgentResult
 from ..opencode.boundary import check_inside
 from ..opencode.preflight import check_provider
-from ..opencode.providers import ModelChoice
+from ..providers import ModelChoice
 from .events import ClaudeStream
 from .provider import Endpoint
 

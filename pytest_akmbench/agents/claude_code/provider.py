@@ -1,6 +1,6 @@
 """What Claude Code is given to reach its model (docs/claude-code.md, "Configuration"): the run's
 model choice (the same providers file, discovery and credential rules as opencode's,
-agents/opencode/providers.py) read as an Anthropic Messages endpoint.
+agents/providers.py) read as an Anthropic Messages endpoint.
 
 Claude Code speaks only Anthropic's Messages API, so a provider entry must be Anthropic's
 (``npm: @ai-sdk/anthropic``, or the ``anthropic`` key with no ``npm``). Its ``options.baseURL``
@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ..opencode.preflight import ANTHROPIC_NPM, DEFAULT_BASE_URLS
-from ..opencode.providers import ModelChoice, resolve_env_refs
+from ..providers import ModelChoice, resolve_env_refs
 
 SCRIPTED_KEY = "scripted"  # what the scripted model's cells hold as their key
 
