@@ -31,11 +31,12 @@ WORKFLOW = "workflow-compliance/drain-hold"
 
 
 def bench(cwd: Path, *args: str, home: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AKMBENCH_CLAUDE": str(CLAUDE)}
+    env = {k: v for k, v in os.environ.items() if k != "AKMBENCH_CLAUDE"}  # the binary through its setting
     if home is not None:
         env["HOME"] = str(home)
+    agent = ["--bench-agent", "claude-code", "--bench-claude", str(CLAUDE)]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-agent", "claude-code", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *agent, *args],
         cwd=cwd,
         env=env,
         capture_output=True,
