@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from types import ModuleType
 
 from ..corpus.settings_table import CORE, Setting, Table
 
@@ -24,16 +25,20 @@ def agent_packages() -> list[str]:
     return sorted({m.name for m in pkgutil.iter_modules(where) if m.ispkg})
 
 
-def agent_rows(package: str) -> tuple[Setting, ...]:
-    """The rows an agent's folder declares (none without a ``settings`` module); each is the
-    agent's own (``owner``), never the bench's."""
+def _module(package: str) -> ModuleType | None:
+    """An agent folder's ``settings`` module, None when it has none."""
     try:
-        module = importlib.import_module(f"{PACKAGE}.{package}.{SETTINGS}")
+        return importlib.import_module(f"{PACKAGE}.{package}.{SETTINGS}")
     except ModuleNotFoundError as err:
         if err.name != f"{PACKAGE}.{package}.{SETTINGS}":
             raise
-        return ()
-    rows = tuple(getattr(module, "SETTINGS", ()))
+        return None
+
+
+def agent_rows(package: str) -> tuple[Setting, ...]:
+    """The rows an agent's folder declares (none without a ``settings`` module); each is the
+    agent's own (``owner``), never the bench's."""
+    rows = tuple(getattr(_module(package), "SETTINGS", ()))
     for row in rows:
         if row.owner == "bench":
             raise ValueError(f"agents/{package}/settings.py: {row.name}: an agent's setting names its agent as owner")
@@ -42,11 +47,20 @@ def agent_rows(package: str) -> tuple[Setting, ...]:
 
 def table() -> Table:
     """The bench's rows and every agent folder's, in the folders' order (found anew each call,
-    so a folder added to the package's path is read)."""
+    so a folder added to the package's path is read), with the defaults a folder gives the
+    bench's rows (``DEFAULTS``: the default agent's folder names itself), each given once."""
     whole = CORE
+    given: dict[str, object] = {}
     for package in agent_packages():
         whole = whole.with_rows(agent_rows(package))
-    return whole
+        defaults: dict[str, object] = dict(getattr(_module(package), "DEFAULTS", {}))
+        twice = sorted(set(defaults) & set(given))
+        if twice:
+            raise ValueError(
+                f"agents/{package}/settings.py: DEFAULTS of {', '.join(twice)}: given by another agent too"
+            )
+        given.update(defaults)
+    return whole.with_defaults(given)
 
 
 if __name__ == "__main__":  # python -m pytest_akmbench.agents.settings > pytest_akmbench/schemas/run-config.schema.json

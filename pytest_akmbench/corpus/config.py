@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from .config_fields import PHASE2_FIELDS as PHASE2_FIELDS
 from .config_fields import TRACKS as TRACKS
 from .config_fields import run_config_problems as run_config_problems
-from .settings_table import CORE, Table, default
+from .settings_table import CORE, DEFAULTS, Table, default
 from .settings_table import DEFAULT_FLOOR as DEFAULT_FLOOR
 from .settings_table import parse_track as parse_track
 from .strict import DuplicateKey, loads_json
@@ -245,6 +245,9 @@ def resolve(
             values[row.field] = value
             origins[row.field] = origin
             break
+        else:
+            if row.default != DEFAULTS.get(row.field):  # given by an agent folder (the default agent, its own rows)
+                values[row.field] = row.default
     if config is not None and config.get("tasks") is not None:
         values["tasks_override"] = values.pop("tasks", None)
         values["tasks"] = parse_tasks(config.get("tasks"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..records import ARMS
@@ -125,9 +125,11 @@ ROWS: tuple[Setting, ...] = (
       v.parse_arms, report="arms, as --bench-arms"),
     S("seeds", "Trials per task and arm, numbered 1..N (default: 3)", "N", v.seed_count, 3, "seeds",
       {**_INT, "maximum": v.MAX_SEEDS}, _positive_then(v.seed_count), report="seeds per cell, as --bench-seeds"),
-    S("agent", "Agent adapter: opencode (default), oracle, nop or one a plugin registers", "NAME", str, "opencode",
-      "agent", {**_STR, "description": "opencode (default), oracle, nop, or one a plugin registers"},
-      report="agent name (default: from the config, else opencode)"),
+    # The default agent is the one whose folder declares it (agents/settings.py): none among these rows.
+    S("agent", "Agent adapter: a built-in agent (the default: the one its folder names), oracle, nop or one a plugin "
+      "registers", "NAME", str, "", "agent", {**_STR, "description": "a built-in agent (by default the one its "
+      "folder names), oracle, nop, or one a plugin registers"},
+      report="agent name (default: from the config, else the default agent)"),
     S("model", "Model as provider/model, e.g. scripted/oracle", "MODEL", str, key="model", layered=False,
       schema={**_STR, "description": "the run's model, provider/model"}, report="model (default: the latest sample's)"),
     S("providers", "Providers file of the agent's model (schemaVersion 1, providers, defaultModel)", "FILE", str,
@@ -235,6 +237,13 @@ class Table:
         # One source of provider entries per run config.
         self.provider_fields = tuple(str(row.key) for row in self.fields if row.provider_source)
         self.phase2_fields = tuple(str(row.key) for row in self.fields if row.unused)
+
+    def with_defaults(self, defaults: Mapping[str, Any]) -> Table:
+        """This table with the defaults an agent's folder gives the bench's rows (the default agent)."""
+        unknown = sorted(set(defaults) - set(self.by_name))
+        if unknown:
+            raise ValueError(f"defaults of {', '.join(unknown)}: no such setting")
+        return Table(tuple(replace(row, default=defaults.get(row.name, row.default)) for row in self.rows))
 
     def with_rows(self, rows: tuple[Setting, ...]) -> Table:
         """This table and ``rows`` (an agent's), each name and run-config field once."""

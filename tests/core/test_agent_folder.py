@@ -323,3 +323,20 @@ def test_validate_checks_the_providers_for_the_configs_agent(toy: Agent, tmp_pat
     path.write_text(json.dumps({"schemaVersion": 1, "agent": "toy", "providersRef": "missing.json"}))
     errors = config_problems(path, corpus)[0]
     assert "providers file (providersRef in" in errors[0] and "opencode" not in errors[0]
+
+
+def test_doctor_takes_an_agent_by_its_folders_name(toy: Agent, capsys: pytest.CaptureFixture[str]) -> None:
+    """`doctor --agent NAME` checks that agent only, an unknown name is one line naming the
+    built-in ones, and each agent's own options are doctor's flags (from its rows)."""
+    from pytest_akmbench.cli.main import build_parser, main
+
+    flags = {
+        s for a in build_parser()._subparsers._group_actions[0].choices["doctor"]._actions for s in a.option_strings
+    }  # type: ignore[union-attr]
+    assert {"--opencode", "--opencode-config", "--toy-speed", "--agent"} <= flags
+    assert main(["doctor", "--agent", "nosuch"]) == 2
+    assert (
+        "--agent nosuch: no such built-in agent; built-in agents: opencode, toy, nop, oracle" in capsys.readouterr().err
+    )
+    main(["doctor", "--agent", "toy"])
+    assert "opencode" not in capsys.readouterr().out

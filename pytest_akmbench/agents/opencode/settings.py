@@ -8,6 +8,8 @@ from ...corpus.settings_table import Setting
 
 _STR = {"type": "string"}
 OWNER = "opencode"
+# The agent a run gets when none is named (--bench-agent, the run config's agent).
+DEFAULTS = {"agent": OWNER}
 
 SETTINGS = (
     Setting(
