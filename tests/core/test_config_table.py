@@ -62,7 +62,7 @@ def test_every_option_and_ini_key_is_a_row() -> None:
 def test_the_options_keep_their_names() -> None:
     """Users and the README name these: none is renamed or lost."""
     flags = {names[0] for names, _ in _declared().options}
-    assert len(flags) == 40 and "--parallel" in flags
+    assert len(flags) == 41 and "--parallel" in flags
     assert all(f.startswith("--bench-") for f in flags - {"--parallel"})
     readme = (ROOT / "README.md").read_text()
     assert not {f for f in flags if f not in readme} - {"--bench-evolve-llm"}
@@ -158,6 +158,9 @@ def test_the_inert_plugin_stays_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     names = [f"pytest_akmbench{m}" for m in ("", ".corpus", ".corpus.settings_table", ".corpus.values", ".errors")]
-    names += [f"pytest_akmbench.agents{m}" for m in ("", ".settings", ".opencode", ".opencode.settings")]
+    names += [
+        f"pytest_akmbench.agents{m}"
+        for m in ("", ".settings", ".claude_code", ".claude_code.settings", ".opencode", ".opencode.settings")
+    ]
     names += [f"pytest_akmbench.plugin{m}" for m in ("", ".hooks", ".options")] + ["pytest_akmbench.records"]
     assert out.strip() == f"{sorted(names)} False"

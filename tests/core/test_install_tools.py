@@ -55,7 +55,7 @@ def test_without_npm_it_says_what_to_install(tmp_path: Path) -> None:
     proc = install(tmp_path, path=str(Path(sys.executable).parent))
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "akmbench: npm not found: install Node.js (it brings npm) to install opencode-linux-x64@1.18.33"
+        "akmbench: npm not found: install Node.js (it brings npm) to install @anthropic-ai/claude-code-linux-x64@2.1.332"
     ]
 
 

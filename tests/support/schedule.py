@@ -26,6 +26,9 @@ LONGEST_FIRST: tuple[str, ...] = (
     "tests/akm/test_akm_arm.py::TestShippedCorpus::test_oracle_on_akm_cells[0.9.0]",  # 76 + the workflow oracle's 34
     "tests/akm/test_akm_arm.py::TestShippedCorpus::test_oracle_on_akm_cells[0.7.0]",  # 65 + the workflow oracle's 29
     "tests/e2e/test_sandbox_opencode.py::test_snoop_reads_nothing_sandboxed_and_everything_without",
+    "tests/e2e/test_claude_code_bench.py::test_oracle_passes_both_arms_and_akms_log_is_the_trajectory[0.9.0]",  # 63
+    "tests/e2e/test_claude_code_bench.py::test_oracle_passes_both_arms_and_akms_log_is_the_trajectory[0.7.0]",  # 43
+    "tests/e2e/test_claude_code_bench.py::test_snoop_reads_nothing_sandboxed_and_everything_without",  # 30
     "tests/akm/test_foreign_corpus.py::test_akm_arm_with_real_opencode_and_akm[0.9.0]",  # 3 cells, serial
     "tests/akm/test_foreign_corpus.py::test_akm_arm_with_real_opencode_and_akm[0.7.0]",
     "tests/akm/test_akm_arm.py::TestShippedCorpus::test_every_task_keywords_find_its_gold[0.9.0]",  # 40

@@ -1,0 +1,1 @@
+"""The Claude Code agent (docs/claude-code.md)."""

@@ -1,0 +1,114 @@
+"""Watching one agent run, for any agent whose output is a stream of lines: the lines fed to the
+agent's own parser as they come, the wall and token budgets enforced, the process tree stopped
+through the cell's tracker on a budget (docs/architecture.md, "Where to add").
+
+An agent's parser only has to offer :class:`Stream`. The turn budget is each agent's own (its
+notion of a turn differs), so the parser says when it is over it.
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import threading
+import time
+from typing import Protocol
+
+from ..store.scrub import Scrubber
+from .base import AgentRequest, AgentResult, Limits
+
+HUNG_AFTER_S = 20.0  # no output for this long (or half the wall budget) at the wall: "hung"
+DRAIN_S = 2.0  # after the agent exits, how long a leaked child holding its stdout may keep us
+
+
+class Stream(Protocol):
+    """An agent's live parser of its output lines."""
+
+    def feed(self, line: bytes) -> object: ...
+
+    def close(self) -> None: ...
+
+    def idle_for(self) -> float: ...
+
+    def total_tokens(self) -> int: ...
+
+    def over_turns(self, limit: int) -> bool: ...
+
+
+def watch(
+    proc: subprocess.Popen[bytes], stream: Stream, request: AgentRequest, started: float, scrub: Scrubber
+) -> tuple[str | None, float]:
+    """Feed the agent's stdout to ``stream`` until it ends or a budget is hit; then stop it.
+    Returns (the budget hit or None, seconds since the agent's last line)."""
+    lines: queue.Queue[bool] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        try:
+            for line in iter(proc.stdout.readline, b""):
+                stream.feed(scrub.bytes(line))
+                lines.put(True)
+        except (OSError, ValueError):
+            pass
+        lines.put(False)
+
+    reader = threading.Thread(target=read, name="akmbench-agent-reader", daemon=True)
+    reader.start()
+    deadline = started + request.limits.wall_s
+    budget, eof = until_end(proc, stream, lines, request.limits, deadline)
+    idle = stream.idle_for()
+    if budget is not None or not eof:
+        request.procs.stop(proc)
+    else:
+        try:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            budget = "wall"
+            request.procs.stop(proc)
+    reader.join(timeout=5)
+    stream.close()
+    return budget, idle
+
+
+def until_end(
+    proc: subprocess.Popen[bytes], stream: Stream, lines: queue.Queue[bool], limits: Limits, deadline: float
+) -> tuple[str | None, bool]:
+    """Wait for the end of the agent's output, a budget or its exit: (budget hit, output ended)."""
+    exited_at: float | None = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return "wall", False
+        try:
+            item = lines.get(timeout=min(0.25, deadline - now))
+        except queue.Empty:
+            item = None
+        if item is False:
+            return None, True
+        if item:
+            if limits.tokens is not None and stream.total_tokens() > limits.tokens:
+                return "tokens", False
+            if limits.turns is not None and stream.over_turns(limits.turns):
+                return "turns", False
+        if proc.poll() is not None:
+            exited_at = exited_at or time.monotonic()
+            if time.monotonic() - exited_at > DRAIN_S:
+                return None, False
+
+
+def over_budget(result: AgentResult, budget: str, idle: float, elapsed: float, limits: Limits, turns: int) -> None:
+    """Mark the budget hit, tagged ``hung`` (no agent output for a while) or ``confused``."""
+    result.budget = budget
+    if budget == "wall":
+        hung_after = min(HUNG_AFTER_S, 0.5 * limits.wall_s)
+        result.budget_tag = "hung" if idle >= hung_after else "confused"
+        result.warnings.append(
+            f"wall budget of {limits.wall_s:g}s reached after {elapsed:.1f}s (no agent event for {idle:.1f}s)"
+        )
+        return
+    result.budget_tag = "confused"
+    if budget == "tokens":
+        total = (result.tokens or {}).get("total", 0)
+        result.warnings.append(f"token budget of {limits.tokens} exceeded: {total} tokens after {turns} turn(s)")
+    else:
+        result.warnings.append(f"turn budget of {limits.turns} reached with the agent still calling tools")
