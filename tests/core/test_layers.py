@@ -122,6 +122,7 @@ RANKS = {
     "cell": 4,
     "agents.*": 5,  # each agent's own package (agents/opencode/, ...): it may read a cell's files
     "report": 5,
+    "scripted": 5,
     "run": 6,
     "tracks": 6,
     "plugin": 7,
