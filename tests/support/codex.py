@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.codex.binaries import local_binary, locate_codex
+from pytest_akmbench.agents.codex.binaries import CODEX_VERSION, local_binary, locate_codex
 
 ROOT = Path(__file__).resolve().parents[2]
+VERSION = CODEX_VERSION  # the pinned version install-tools puts in .tools/
 MISSING = "codex binary not installed (none in .tools/, AKMBENCH_CODEX or on PATH); run bash .ci/setup"
 
 
