@@ -1,4 +1,4 @@
-"""What a project needs beside the package: ``install-tools`` puts opencode, bun and akm into its
+"""What a project needs beside the package: ``install-tools`` puts opencode, Codex, bun and akm into its
 ``.tools/``; ``schemas`` gives it the JSON Schemas its files can name in ``$schema``.
 
 Where a bench looks first (README, "akm"): ``.tools/node_modules/opencode-linux-x64/bin/opencode``
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
+from ..agents.codex import binaries as codex_binaries
 from ..agents.opencode.binaries import OPENCODE_VERSION, PLATFORM_PACKAGE, read_version
 from ..cell import akm
 from ..errors import BenchError, ConfigError
@@ -80,6 +81,8 @@ def install_tools(args: argparse.Namespace) -> int:
     tools.mkdir(parents=True, exist_ok=True)
     opencode = install_opencode(tools)
     print(f"opencode {OPENCODE_VERSION}: {opencode}")
+    codex = install_codex(tools)
+    print(f"codex {codex_binaries.CODEX_VERSION}: {codex}")
     if not found:
         print(
             "akm: no bundles given (--akm-bundles DIR or $AKM_BUNDLES); the akm arm needs it (README, 'Installing the tools')"
@@ -155,6 +158,16 @@ def install_opencode(tools: Path) -> Path:
         npm_install(tools, f"{PLATFORM_PACKAGE}@{OPENCODE_VERSION}")
         if not _runs_as(binary, OPENCODE_VERSION, read_version):
             raise BenchError(f"{binary}: installed, but it does not report version {OPENCODE_VERSION}")
+    return binary
+
+
+def install_codex(tools: Path) -> Path:
+    binary = codex_binaries.binary_in(tools)
+    version = codex_binaries.CODEX_VERSION
+    if not _runs_as(binary, version, codex_binaries.read_version):
+        npm_install(tools, codex_binaries.NPM_SPEC)
+        if not _runs_as(binary, version, codex_binaries.read_version):
+            raise BenchError(f"{binary}: installed, but it does not report version {version}")
     return binary
 
 

@@ -56,7 +56,14 @@ def procs():
 def expected_tokens(turns: int) -> dict[str, int]:
     """The scripted model's usage over ``turns`` calls (1000 + 10*turn in, 20 out)."""
     inp = sum(1000 + 10 * t for t in range(turns))
-    return {"input": inp, "output": 20 * turns, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total": inp + 20 * turns}
+    return {
+        "input": inp,
+        "output": 20 * turns,
+        "reasoning": 0,
+        "cache_read": 0,
+        "cache_write": 0,
+        "total": inp + 20 * turns,
+    }
 
 
 def served(agent: CodexAgent, request: AgentRequest, keys) -> dict[str, int]:

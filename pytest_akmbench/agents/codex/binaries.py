@@ -22,15 +22,23 @@ CODEX_VERSION = "0.171.0"
 NPM_PACKAGE = "@openai/codex"
 PLATFORM_PACKAGE = "@openai/codex-linux-x64"
 TARGET = "x86_64-unknown-linux-musl"
+# The platform package alone, under the name @openai/codex's launcher gives it (an npm alias of
+# @openai/codex@<version>-linux-x64): no Node launcher, as opencode's platform package.
+NPM_SPEC = f"{PLATFORM_PACKAGE}@npm:{NPM_PACKAGE}@{CODEX_VERSION}-linux-x64"
 INSTALL_HINT = (
     f"install it into the project with `python -m pytest_akmbench install-tools` ({NPM_PACKAGE}@{CODEX_VERSION} "
     "from npm into .tools/); or set AKMBENCH_CODEX to the codex binary"
 )
 
 
+def binary_in(tools: Path) -> Path:
+    """Where ``install-tools`` puts the native binary in a tools directory."""
+    return tools / "node_modules" / PLATFORM_PACKAGE / "vendor" / TARGET / "bin" / "codex"
+
+
 def local_binary(rootdir: Path) -> Path:
-    """Where ``install-tools`` puts the native binary under ``rootdir``."""
-    return rootdir / ".tools" / "node_modules" / PLATFORM_PACKAGE / "vendor" / TARGET / "bin" / "codex"
+    """The binary of the project at ``rootdir`` (its ``.tools/``)."""
+    return binary_in(rootdir / ".tools")
 
 
 def locate_codex(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
