@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import smoke  # noqa: E402
 
 from pytest_akmbench.agents.opencode.binaries import OFFLINE_ENV  # noqa: E402
-from pytest_akmbench.agents.opencode.scripted import ScriptedModel  # noqa: E402
+from pytest_akmbench.scripted.server import ScriptedModel  # noqa: E402
 
 OPENCODE = ROOT / ".tools" / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
 PROMPT = "Say done.\n"

@@ -51,8 +51,8 @@ def _tool_name(tool: Any) -> str:
 class Responses:
     """``POST /c/<token>/v1/responses``; a tool action is Codex's ``exec_command``."""
 
-    name = "responses"
-    route = ("v1", "responses")
+    name: str = "responses"
+    route: tuple[str, ...] = ("v1", "responses")
 
     def parse(self, body: dict[str, Any]) -> Turn:
         raw = body.get("input")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_akmbench.agents.opencode.model import choice_digest, choose_model
-from pytest_akmbench.agents.opencode.scripted import ScriptedModel
+from pytest_akmbench.scripted.server import ScriptedModel
 from tests.akm.test_attribute import TASKS, corpus
 from tests.support import opencode as oc
 from tests.support import real_akm

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.scripted import ScriptedModel
 from pytest_akmbench.cli.main import main
+from pytest_akmbench.scripted.server import ScriptedModel
 from tests.support.http import answering, free_port
 
 

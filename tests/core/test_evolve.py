@@ -13,12 +13,13 @@ import pytest
 import yaml
 from scipy import stats as sps
 
-from pytest_akmbench.agents.opencode import policies
-from pytest_akmbench.agents.opencode.policies import ScriptedCell
 from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError, CorpusError
 from pytest_akmbench.records import ARMS, Sample
+from pytest_akmbench.scripted import policies
+from pytest_akmbench.scripted.policies import ScriptedCell
+from pytest_akmbench.scripted.wire import ToolOutput, Turn
 from pytest_akmbench.tracks.evolve import core as evolve
 from pytest_akmbench.tracks.evolve import learning as evolve_learning
 from pytest_akmbench.tracks.evolve import markdown as evolve_markdown
@@ -96,6 +97,12 @@ class TestPlan:
             evolve.llm_spec("scripted/oracle", None)
 
 
+def turn_of(msgs: list[dict[str, str]], turn: int) -> Turn:
+    """The neutral request whose conversation holds these tool results, at this turn."""
+    outputs = tuple(ToolOutput(m["tool_call_id"], m["content"]) for m in msgs)
+    return Turn(model="scripted/learner", stream=True, tools=("bash",), turn=turn, outputs=outputs, prompt="")
+
+
 class TestPolicies:
     def test_lesson_ref_is_akms_own(self) -> None:
         assert policies.lesson_ref("skill:shipyard-manifest", "0.7") == "lesson:skill-shipyard-manifest-lesson"
@@ -103,10 +110,10 @@ class TestPolicies:
 
     def test_lesson_reply_has_the_front_matter_akms_lint_wants(self) -> None:
         prompt = 'Asset ref: skill:x\n\nRecent feedback events:\n- t feedback {"signal":"negative"}\n'
-        text = policies.akm_llm_reply("lesson", [{"role": "user", "content": prompt}])
+        text = policies.akm_llm_reply("lesson", prompt)
         head = yaml.safe_load(text.split("---")[1])
         assert head["description"].startswith("Lesson on skill:x, drawn from 1 failed") and head["when_to_use"]
-        assert not policies.akm_llm_reply("garbage", []).startswith("---")
+        assert not policies.akm_llm_reply("garbage", "").startswith("---")
 
     ASSET = "---\nname: x\ndescription: The x tool.\n---\n\n# x\n\n```sh\nx run\n```\n"
 
@@ -116,7 +123,7 @@ class TestPolicies:
             f"- [negative] failed\n\nCurrent asset content (verbatim):\n\n```\n\n{self.ASSET}\n```\n\n"
             "Produce a single proposal that addresses the feedback.\n\nAKM_REFLECT_CONTENT_BEGIN\n"
         )
-        text = policies.akm_llm_reply("lesson", [{"role": "user", "content": prompt}])
+        text = policies.akm_llm_reply("lesson", prompt)
         head, body = text.split("AKM_REFLECT_CONTENT_BEGIN\n")
         patch = json.loads(head.split("AKM_REFLECT_FRONTMATTER_PATCH: ")[1])
         assert patch == {"description": None, "when_to_use": "Before working on a task that needs skills/x"}
@@ -124,7 +131,7 @@ class TestPolicies:
         assert body.startswith("# x\n\n```sh\nx run\n```\n\n## Lesson from feedback\n\n1 failed attempts")
         assert body.endswith("AKM_REFLECT_CONTENT_END\n")
         judge = 'Score this revision ... Return ONLY valid JSON, no prose: {"score": <float>}'
-        assert json.loads(policies.akm_llm_reply("lesson", [{"role": "user", "content": judge}]))["score"] >= 4
+        assert json.loads(policies.akm_llm_reply("lesson", judge))["score"] >= 4
 
     def test_akm_07_reflect_gets_a_json_revision_with_the_front_matter(self) -> None:
         prompt = (
@@ -132,10 +139,10 @@ class TestPolicies:
             f"Current asset content (verbatim):\n\n```\n{self.ASSET}```\n\nRecent feedback / signals:\n\n"
             '- [negative] a\n\n- [negative] b\n\nRespond ONLY with a single JSON object.\nShape: {"ref": "<type>:<name>"}'
         )
-        data = json.loads(policies.akm_llm_reply("lesson", [{"role": "user", "content": prompt}]))
+        data = json.loads(policies.akm_llm_reply("lesson", prompt))
         assert data["ref"] == "skill:x"
         assert data["content"].startswith(self.ASSET + "\n## Lesson from feedback\n\n2 failed attempts skipped skill:x")
-        assert policies.akm_llm_reply("garbage", [{"role": "user", "content": prompt}]) == policies.GARBAGE_TEXT
+        assert policies.akm_llm_reply("garbage", prompt) == policies.GARBAGE_TEXT
 
     def test_learner_solves_with_a_revised_gold_asset(self) -> None:
         corpus = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes")
@@ -147,9 +154,9 @@ class TestPolicies:
             {"role": "tool", "tool_call_id": "call_1", "content": revised},
             {"role": "tool", "tool_call_id": "call_2", "content": '{"ok": false, "error": "not found"}'},
         ]
-        assert policies.next_action(cell, msgs, 3).description == policies.APPLY
+        assert policies.next_action(cell, turn_of(msgs, 3)).description == policies.APPLY
         plain = [msgs[0], {**msgs[1], "content": '{"content": "# x"}'}, msgs[2]]
-        assert "--negative" in policies.next_action(cell, plain, 3).command
+        assert "--negative" in policies.next_action(cell, turn_of(plain, 3)).command
 
     def test_learner_gives_up_without_a_lesson_and_solves_with_one(self) -> None:
         corpus = load_corpus(ROOT / "corpus" / "tasks", ROOT / "corpus" / "stashes")
@@ -157,14 +164,16 @@ class TestPolicies:
         cell = ScriptedCell(policy="learner", task=task, arm="akm", run_dir=None, akm_line="0.7")
         msgs = [{"role": "tool", "tool_call_id": f"call_{i}", "content": "{}"} for i in range(2)]
         missing = [*msgs, {"role": "tool", "tool_call_id": "call_2", "content": '{"ok": false, "error": "not found"}'}]
-        assert "akm show lesson:skill-shipyard-manifest-lesson" in policies.next_action(cell, msgs[:2], 2).command
-        assert "--negative" in policies.next_action(cell, missing, 3).command
-        assert policies.next_action(cell, missing, 4).text == policies.GIVE_UP
+        assert (
+            "akm show lesson:skill-shipyard-manifest-lesson" in policies.next_action(cell, turn_of(msgs[:2], 2)).command
+        )
+        assert "--negative" in policies.next_action(cell, turn_of(missing, 3)).command
+        assert policies.next_action(cell, turn_of(missing, 4)).text == policies.GIVE_UP
         found = [*msgs, {"role": "tool", "tool_call_id": "call_2", "content": '{"content": "---\\n..."}'}]
-        assert policies.next_action(cell, found, 3).description == policies.APPLY
-        assert "--positive" in policies.next_action(cell, found, 4).command
+        assert policies.next_action(cell, turn_of(found, 3)).description == policies.APPLY
+        assert "--positive" in policies.next_action(cell, turn_of(found, 4)).command
         other = ScriptedCell(policy="learner", task=task, arm="synthetic", run_dir=None)
-        assert policies.next_action(other, [], 0).text == policies.GIVE_UP
+        assert policies.next_action(other, turn_of([], 0)).text == policies.GIVE_UP
 
 
 class TestEnvelope:

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import NopAgent, OracleAgent
-from pytest_akmbench.agents.opencode import snoop
 from pytest_akmbench.cell import akm
 from pytest_akmbench.cell.context import Cell, RunContext, fingerprint
 from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.corpus.tasks import load_corpus
 from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.scripted import snoop
 from pytest_akmbench.system import sandbox, sandbox_doctor
 from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
 from tests.support import real_akm

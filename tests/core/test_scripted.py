@@ -11,8 +11,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from pytest_akmbench.agents.opencode.scripted import ERROR_MESSAGE, IDLE_TEXT, TITLE_TEXT, ScriptedModel, usage_for_turn
 from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.scripted.server import ERROR_MESSAGE, IDLE_TEXT, TITLE_TEXT, ScriptedModel, usage_for_turn
 from tests.support.waiting import settle
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_akmbench.agents.opencode.scripted import usage_for_turn
+from pytest_akmbench.scripted.server import usage_for_turn
 from tests.e2e.test_plugin_opencode import ROOT, project  # noqa: F401 - the fixture
 from tests.support import real_akm
 from tests.support.procs import processes_under

@@ -18,10 +18,10 @@ import pytest
 
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent
-from pytest_akmbench.agents.opencode.scripted import usage_for_turn
 from pytest_akmbench.cell import akm
 from pytest_akmbench.cell.prompts import build_prompt
 from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.scripted.server import usage_for_turn
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
 from tests.support import opencode, real_akm
 from tests.support.waiting import settle, wait_until

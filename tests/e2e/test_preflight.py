@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.scripted import ScriptedModel
+from pytest_akmbench.scripted.server import ScriptedModel
 from tests.support import opencode, real_akm
 from tests.support.bwrap import require_bwrap
 from tests.support.http import answering, free_port

@@ -20,7 +20,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from pytest_akmbench.agents.opencode.scripted import ScriptedModel
+from pytest_akmbench.scripted.server import ScriptedModel
 from tests.support import opencode
 from tests.support.corpus import write_stash, write_task
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents.opencode.binaries import locate_opencode
-from pytest_akmbench.agents.opencode.scripted import ScriptedModel
 from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.scripted.server import ScriptedModel
 from tests.support.corpus import write_stash, write_task
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
-from pytest_akmbench.agents.opencode import snoop
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent
-from pytest_akmbench.agents.opencode.scripted import usage_for_turn
 from pytest_akmbench.cell.prompts import build_prompt
 from pytest_akmbench.corpus.tasks import Task
+from pytest_akmbench.scripted import snoop
+from pytest_akmbench.scripted.server import usage_for_turn
 from pytest_akmbench.system import sandbox
 from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
 from tests.support import opencode, real_akm

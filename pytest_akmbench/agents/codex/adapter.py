@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ...cell.rundir import hide_akm
+from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
@@ -42,7 +43,6 @@ from ..opencode.boundary import check_inside
 from ..opencode.model import choice_digest, choose_model
 from ..opencode.preflight import DEFAULT_BASE_URLS, check_provider
 from ..opencode.providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
-from ..opencode.scripted import ScriptedModel  # until scripted/ is on main
 from ..opencode.watch import tail
 from ..transcript import TranscriptItem
 from . import doctor

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ...cell.rundir import hide_akm
+from ...scripted import ScriptedModel
 from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
@@ -58,7 +59,6 @@ from .events import EventStream
 from .model import choice_digest, choose_model
 from .preflight import DEFAULT_BASE_URLS, check_provider
 from .providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
-from .scripted import ScriptedModel
 from .transcript import read_transcript
 from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
 

@@ -94,7 +94,7 @@ def check_model(model: str, model_source: str, providers: ProvidersFile | None) 
         )
     key = provider_key(model)
     if key == SCRIPTED_PREFIX:
-        from .policies import POLICIES
+        from ...scripted.policies import POLICIES
 
         policy = model.split("/", 1)[1]
         if policy not in POLICIES:

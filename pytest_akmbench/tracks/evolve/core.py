@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...agents.opencode.policies import AKM_LLM_POLICIES
-from ...agents.opencode.scripted import ScriptedModel
 from ...cell import akm
 from ...cell.rundir import index_stash
 from ...corpus.hashes import fixture_hash
 from ...corpus.tasks import Task
 from ...errors import ConfigError, CorpusError
 from ...records import Sample
+from ...scripted import AKM_LLM_POLICIES, ScriptedModel
 from ...store import atomic
 from ...store.samples import fingerprint_hash
 from ...system import procs

@@ -1,16 +1,72 @@
-"""The scripted model's replies in the OpenAI chat-completions wire format: a whole
-``chat.completion``, or the SSE ``chat.completion.chunk`` frames of a streamed one
-(docs/opencode.md, "The model server protocol")."""
+"""The OpenAI chat-completions wire (opencode, akm's own LLM): a request's ``messages`` read as a
+:class:`Turn`, and a whole ``chat.completion`` or the SSE ``chat.completion.chunk`` frames of a
+streamed one (docs/opencode.md, "The model server protocol")."""
 
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from typing import Any
 
-from .policies import Action
+from .wire import Action, Reply, ToolOutput, Turn, Usage, json_reply, sse_reply, text_of
 
 # Long tool arguments are streamed in pieces of this many characters, as real providers do.
 ARGUMENT_PIECE = 400
+
+
+def usage_block(usage: Usage) -> dict[str, Any]:
+    """The ``usage`` object of a chat completion."""
+    return {
+        "prompt_tokens": usage.input,
+        "completion_tokens": usage.output,
+        "total_tokens": usage.input + usage.output,
+        "prompt_tokens_details": {"cached_tokens": usage.cached},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
+    }
+
+
+class Chat:
+    """``POST /c/<token>/v1/chat/completions``; a tool action is opencode's ``bash`` tool."""
+
+    # Annotated as the Wire protocol declares them, so mypy takes Chat for a Wire.
+    name: str = "chat"
+    route: tuple[str, ...] = ("v1", "chat", "completions")
+
+    def parse(self, body: dict[str, Any]) -> Turn:
+        raw = body.get("messages")
+        messages = [m for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
+        raw_tools = body.get("tools")
+        tools = raw_tools if isinstance(raw_tools, list) else []
+        names = tuple(str((t.get("function") or {}).get("name", "")) for t in tools if isinstance(t, dict))
+        return Turn(
+            model=str(body.get("model", "scripted")),
+            stream=bool(body.get("stream")),
+            tools=names,
+            turn=sum(1 for m in messages if m.get("role") == "assistant"),
+            outputs=tuple(
+                ToolOutput(str(m.get("tool_call_id", "")), text_of(m.get("content")))
+                for m in messages
+                if m.get("role") == "tool"
+            ),
+            prompt="\n".join(text_of(m.get("content")) for m in messages if m.get("role") in ("system", "user")),
+        )
+
+    def answer(self, turn: Turn, action: Action, usage: Usage, call_id: str) -> Reply:
+        cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+        created = int(time.time())
+        block = usage_block(usage)
+        if not turn.stream:
+            return json_reply(200, completion(action, turn.model, block, call_id, cid, created))
+        return sse_reply(stream_frames(action, turn.model, block, call_id, cid, created))
+
+    def failure(self, message: str) -> Reply:
+        # retry-after-ms keeps opencode's retries fast before it gives up.
+        payload = {"error": {"message": message, "type": "server_error", "code": "unavailable"}}
+        return json_reply(500, payload, (("retry-after-ms", "50"),))
+
+
+WIRE = Chat()
 
 
 def completion(

@@ -26,7 +26,7 @@ import re
 import shlex
 from pathlib import Path
 
-from ...corpus.tasks import Task
+from ..corpus.tasks import Task
 
 TARGETS = ("solution", "verifier", "stash", "other_cell", "store", "home", "proc")
 _LINE = re.compile(r"^snoop (\w+): (READ (\S+) ([0-9a-f]{12})|DENIED)$")

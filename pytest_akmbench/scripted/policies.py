@@ -1,5 +1,35 @@
-"""The scripts of the scripted model: what each policy answers at each turn of a cell (the
-policies are listed in :mod:`scripted`)."""
+"""The scripts of the scripted model: what each policy answers at each turn of a cell. They
+read only the neutral :class:`Turn` (the tool outputs by call id, the turn number, the prompt),
+never a protocol's messages, and answer with neutral :class:`Action`\\ s (docs/scripted.md).
+
+Policies (the model name is ``scripted/<policy>``):
+
+``oracle``
+    akm arm: ``akm search <keywords>`` (the words as separate arguments, as akm-bench's prompt
+    shows it), ``akm show <gold ref>`` (when the task has one; the ref as the search output
+    printed it, else the corpus's ref in the akm line's syntax), the
+    task's ``solution/solve.sh`` run through the shell tool (its text, fed to ``bash`` on a
+    heredoc, with cwd = the workspace), ``akm feedback <gold_ref> --positive``, then a final
+    answer. Other arms: the solution and the final answer only. The final answer is the output
+    of the solution's tool call, as the agent returned it, so regex tasks see what solve.sh
+    printed.
+``shortcut`` the oracle without akm on every arm: the solution and the final answer, so its
+           akm cells pass while skipping the lookup a workflow spec asks for.
+``idle``   answers with text at once, no tools.
+``hang``   accepts the request and never answers until the server stops.
+``error``  the wire's failure, a 5xx the agent retries fast (chat: HTTP 500 with
+           ``retry-after-ms: 50``), then it gives up.
+``loop``   calls a harmless, always different shell command forever.
+``learner`` fails a task until the stash holds a lesson on its gold asset (the evolve track).
+``lesson``, ``garbage``  stand in for akm's own LLM (``akm distill``): a valid lesson, or prose
+           akm's lint refuses.
+``snoop``  tries to read what a cell must never see (the solution, the verifier, the stash
+           fixture, other cells, the store, the user's home) and answers with what it read;
+           see :mod:`.snoop`. It shows whether the cell's sandbox holds.
+``needs-asset``  akm arm: search, show the first hits, apply the solution only when the gold
+           asset was among them; every other arm answers at once and fails (the attribute
+           track's tests: masking the gold asset makes the task fail).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +38,12 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ...cell import akm
-from ...cell.prompts import search_words
-from ...corpus.tasks import Task
+from ..cell import akm
+from ..cell.prompts import search_words
+from ..corpus.tasks import Task
 from . import snoop
+from .wire import Action, Turn
 
 POLICIES = (
     "oracle",
@@ -69,16 +99,6 @@ class ScriptedCell:
     )
 
 
-@dataclass
-class Action:
-    """What the model does at one turn: call bash, answer with text, hang or fail."""
-
-    kind: str  # "tool" | "text" | "hang" | "error"
-    command: str = ""
-    description: str = ""
-    text: str = ""
-
-
 def plan_of(cell: ScriptedCell) -> list[Action]:
     """The tool-call turns of an oracle cell, in order (the final answer follows them)."""
     if cell.commands is not None:
@@ -102,7 +122,9 @@ def plan_of(cell: ScriptedCell) -> list[Action]:
     return actions
 
 
-def next_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn: int) -> Action:
+def next_action(cell: ScriptedCell, request: Turn) -> Action:
+    """The policy's action at this request (the server asks only on requests offering tools)."""
+    turn = request.turn
     if cell.policy == "idle":
         return Action("text", text=IDLE_TEXT)
     if cell.policy == "hang":
@@ -114,25 +136,25 @@ def next_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn: int) -
     if cell.policy in AKM_LLM_POLICIES or (cell.policy == "learner" and cell.task is None):
         return Action("text", text=IDLE_TEXT)
     if cell.policy == "needs-asset":
-        return needs_asset_action(cell, messages, turn)
-    plan = learner_plan(cell, messages) if cell.policy == "learner" else plan_of(cell)
+        return needs_asset_action(cell, request)
+    plan = learner_plan(cell, request) if cell.policy == "learner" else plan_of(cell)
     if cell.policy == "learner" and turn >= len(plan) and not any(a.description == APPLY for a in plan):
         return Action("text", text=GIVE_UP)
     if turn < len(plan):
         action = plan[turn]
         if "{ref}" in action.command:
-            ref = _quote(_gold_ref(cell, messages))
+            ref = _quote(_gold_ref(cell, request))
             return Action(action.kind, command=action.command.replace("{ref}", ref), description=action.description)
         return action
-    return Action("text", text=_final_answer(messages, plan))
+    return Action("text", text=_final_answer(request, plan))
 
 
-def _gold_ref(cell: ScriptedCell, messages: list[dict[str, Any]]) -> str:
+def _gold_ref(cell: ScriptedCell, request: Turn) -> str:
     """The gold asset's ref as the search printed it, like an agent copying it from the output;
     the corpus's ref in the installed akm's syntax when the search did not list it."""
     gold = cell.task.gold_ref if cell.task else None
     assert gold is not None
-    searched = next((content_text(m.get("content")) for m in messages if m.get("role") == "tool"), "")
+    searched = request.outputs[0].text if request.outputs else ""
     hits = akm.search_refs(searched) or []
     return next((ref for ref in hits if akm.same_asset(ref, gold)), akm.format_ref(gold, cell.akm_line or "0.7"))
 
@@ -147,30 +169,25 @@ def _search(task: Task) -> str:
     return "akm search " + " ".join(_quote(w) for w in search_words(task))
 
 
-def _final_answer(messages: list[dict[str, Any]], plan: list[Action]) -> str:
-    """The output of the solution's tool call (the last tool message for a commands plan)."""
+def _final_answer(request: Turn, plan: list[Action]) -> str:
+    """The output of the solution's tool call (the last tool output for a commands plan)."""
     target = None
     for i, action in enumerate(plan):
         if action.description == APPLY:
             target = f"call_{i}"
-    outputs = {m.get("tool_call_id"): content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
     if target is None:
-        tool_msgs = [m for m in messages if m.get("role") == "tool"]
-        text = content_text(tool_msgs[-1].get("content")) if tool_msgs else ""
+        text = request.outputs[-1].text if request.outputs else ""
     else:
-        text = outputs.get(target, "")
+        text = outputs_by_call(request).get(target, "")
     text = text.strip()
     if not text or text == "(no output)":
         return "Done."
     return text
 
 
-def content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
+def outputs_by_call(request: Turn) -> dict[str, str]:
+    """The tool outputs by the call id the server gave each call (``call_<turn>``)."""
+    return {out.call_id: out.text for out in request.outputs}
 
 
 # ---------------------------------------------------------------- the evolve track's policies
@@ -185,7 +202,7 @@ def lesson_ref(gold: str, line: str) -> str:
     return akm.format_ref(f"lesson:{slug}-lesson", line)
 
 
-def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Action]:
+def learner_plan(cell: ScriptedCell, request: Turn) -> list[Action]:
     """``learner``: an agent that solves a task only once the stash holds a lesson on its gold
     asset. On the akm arm it searches, shows the gold asset and then the lesson akm's distill
     would have made of it; with the lesson (or a revised gold asset carrying a lesson section,
@@ -203,7 +220,7 @@ def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Act
         Action("tool", command="akm show {ref}", description=SHOW),
         Action("tool", command=f"akm show {lesson}", description="Look for a lesson on it"),
     ]
-    outputs = {m.get("tool_call_id"): content_text(m.get("content")) for m in messages if m.get("role") == "tool"}
+    outputs = outputs_by_call(request)
     if "call_2" not in outputs:
         return plan
     # A lesson asset (akm 0.7's distill) or a lesson section in the gold asset itself (a reflect
@@ -221,7 +238,7 @@ def learner_plan(cell: ScriptedCell, messages: list[dict[str, Any]]) -> list[Act
     return plan
 
 
-def akm_llm_reply(policy: str, messages: list[dict[str, Any]]) -> str:
+def akm_llm_reply(policy: str, prompt: str) -> str:
     """What the scripted model answers to akm's own LLM calls: ``lesson`` answers each of akm's
     proposal prompts in the shape akm's validation accepts, ``garbage`` answers every one with
     prose that no parser or lint accepts, so nothing can be proposed. The prompts it knows:
@@ -230,7 +247,6 @@ def akm_llm_reply(policy: str, messages: list[dict[str, Any]]) -> str:
     0.9's quality judge (a JSON score)."""
     if policy == "garbage":
         return GARBAGE_TEXT
-    prompt = "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "user")
     negatives = prompt.count('"negative"') + prompt.count("[negative]")
     if "AKM_REFLECT_CONTENT_BEGIN" in prompt:
         ref, body = _reflect_input(prompt)
@@ -289,7 +305,7 @@ NEEDS_ASSET_SHOWS = 3  # the search hits the needs-asset policy reads
 NO_ASSET_TEXT = "The stash has nothing on this task and I cannot solve it without it."
 
 
-def needs_asset_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn: int) -> Action:
+def needs_asset_action(cell: ScriptedCell, request: Turn) -> Action:
     """The ``needs-asset`` policy: an agent that can solve a task only with its gold asset.
 
     akm arm: search the task's keywords, show each of the first hits, then apply the solution
@@ -301,9 +317,10 @@ def needs_asset_action(cell: ScriptedCell, messages: list[dict[str, Any]], turn:
     assert task is not None
     if cell.arm != "akm":
         return Action("text", text=NO_ASSET_TEXT)
+    turn = request.turn
     if turn == 0:
         return Action("tool", command=_search(task), description="Search the akm stash")
-    tool_msgs = [content_text(m.get("content")) for m in messages if m.get("role") == "tool"]
+    tool_msgs = [out.text for out in request.outputs]
     hits = (akm.search_refs(tool_msgs[0]) or [])[:NEEDS_ASSET_SHOWS] if tool_msgs else []
     if turn <= len(hits):
         return Action("tool", command=f"akm show {_quote(hits[turn - 1])}", description=SHOW)
