@@ -5,6 +5,8 @@ isolation, a private CODEX_HOME. They skip only when Codex is absent (install: b
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import threading
 import time
 import uuid
@@ -189,3 +191,31 @@ def test_control_arm_is_clean_and_home_private(tmp_path, procs, agent_for):
     assert (request.workspace / "which.txt").read_text().strip() == "NO_AKM"
     assert any("holds an akm executable" in w for w in result.warnings)
     assert result.tool_calls == 1 and verify(request) == 0
+
+
+def test_the_model_is_the_only_address_contacted(tmp_path, procs):
+    """Every connect(2) of Codex and of every process it starts, traced on a whole akm cell: only
+    the cell's forwarder on 127.0.0.1, no DNS, no update check, telemetry or plugin sync."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace not installed (apt-get install strace): the trace of what Codex contacts needs it")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    wrapper = tmp_path / "codex"
+    wrapper.write_text(f'#!/bin/sh\nexec {strace} -f -qq -e trace=connect -o "{traces}/trace.$$" {CODEX} "$@"\n')
+    wrapper.chmod(0o755)
+    agent = CodexAgent()
+    options = {"codex": str(wrapper), "rootdir": ROOT, "version": codex.VERSION}
+    agent.start(SessionInfo(model="scripted/oracle", arms=("akm",), tasks=(), options=options))
+    try:
+        request = make_request(tmp_path, make_task(tmp_path, "echo hi > out.txt\n"), "akm", procs)
+        result = agent.run(request)
+    finally:
+        agent.stop()
+    assert result.error is None and verify(request) == 0, result
+    lines = [line for trace in traces.iterdir() for line in trace.read_text().splitlines()]
+    inet = [line for line in lines if "AF_INET" in line]
+    assert inet, "the trace saw no connection at all"
+    addresses = {re.search(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"', line).group(0) for line in inet}
+    ports = {re.search(r"htons\((\d+)\)", line).group(1) for line in inet}
+    assert addresses == {'inet_addr("127.0.0.1")'} and len(ports) == 1, inet

@@ -113,3 +113,25 @@ def test_snoop_reads_nothing_sandboxed_and_everything_without(tmp_path: Path) ->
     for s in seen["none"]:
         assert s["solution"] == ("READ", "solve.sh", solution_sha)
         assert s["verifier"][:2] == ("READ", "verify.sh") and s["home"][:2] == ("READ", "secret.txt")
+
+
+def test_hang_ends_at_the_wall_budget_with_no_process_left(tmp_path: Path) -> None:
+    """A model that never answers: the sandboxed cell ends at its wall budget, nothing of it left."""
+    require_bwrap()
+    cells = tmp_path / "cells"
+    args = ["corpus", "--bench-model", "scripted/hang", "--bench-tasks", "tidectl/drain-cell", "--bench-seeds", "1"]
+    args += ["-k", "noakm", "--bench-budget-wall-ms", "8000", "--bench-tmp", str(cells)]
+    args += ["--bench-store", str(tmp_path / "store"), "--bench-report", str(tmp_path / "report")]
+    proc = bench(ROOT, *args, timeout=300)
+    (got,) = samples(tmp_path / "store", missing_ok=False)
+    assert got["outcome"] == "budget_exceeded" and got["budget"] == "wall", (got, proc.stdout[-2000:])
+    assert got["budget_tag"] == "hung" and got["token_measurement"] == "missing"
+    left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, str(cells))]
+    assert left == []
+
+
+def _cmdline_has(proc: Path, text: str) -> bool:
+    try:
+        return text in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return False
