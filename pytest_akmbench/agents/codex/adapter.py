@@ -41,7 +41,7 @@ from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo
 from ..opencode.boundary import check_inside
 from ..opencode.model import choice_digest, choose_model
-from ..opencode.preflight import DEFAULT_BASE_URLS, check_provider
+from ..opencode.preflight import DEFAULT_BASE_URLS
 from ..opencode.providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..opencode.watch import tail
 from ..transcript import TranscriptItem
@@ -49,6 +49,7 @@ from . import doctor
 from .binaries import locate_codex, read_version
 from .config import KEY_VAR, cell_config, key_value, to_toml
 from .events import EventStream
+from .preflight import check_responses
 from .transcript import read_transcript
 from .watch import Rollout, agent_result, failure, over_budget, watch
 
@@ -114,9 +115,6 @@ class CodexAgent(Agent):
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)
 
-    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str]:
-        return doctor.model_check(model, options)
-
     def run(self, request: AgentRequest) -> AgentResult:
         if self.binary is None or self.choice is None:
             return AgentResult(error="codex adapter used before start()")
@@ -179,7 +177,7 @@ class CodexAgent(Agent):
     def preflight(self) -> str:
         """The model answers the harness; then Codex starts, and reaches the model, inside a cell's sandbox."""
         assert self.choice is not None and self.binary is not None
-        line = check_provider(self.choice, self._env_source)
+        line = check_responses(self.choice, self._env_source)
         opts = self._boundary
         if opts.get("sandbox", "none") == "none" or not opts.get("work_root"):
             return line
