@@ -17,6 +17,7 @@ import pytest
 from pytest_akmbench.agents import AgentRequest, SessionInfo
 from pytest_akmbench.agents.codex.adapter import CodexAgent
 from pytest_akmbench.cell import akm
+from pytest_akmbench.scripted.server import ScriptedModel
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
 from tests.e2e.test_opencode_adapter import alive_with, make_request, make_task, verify
 from tests.support import codex, real_akm
@@ -219,3 +220,34 @@ def test_the_model_is_the_only_address_contacted(tmp_path, procs):
     addresses = {re.search(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"', line).group(0) for line in inet}
     ports = {re.search(r"htons\((\d+)\)", line).group(1) for line in inet}
     assert addresses == {'inet_addr("127.0.0.1")'} and len(ports) == 1, inet
+
+
+def test_a_providers_file_key_reaches_only_the_model(tmp_path, procs):
+    """A provider from a providers file (the scripted server standing in for it): its key,
+    named by {env:VAR}, is on every request the model sees, and nowhere in the cell: not in its
+    config.toml, not in its commands' environment (the forwarder puts the key on)."""
+    key = f"akmbench-test-key-{uuid.uuid4().hex}"
+    with ScriptedModel() as server:
+        token = uuid.uuid4().hex
+        base = server.register(token, "oracle", commands=["env | sort > env.txt; echo hi > out.txt"])
+        providers = tmp_path / "providers.json"
+        entry = {"options": {"baseURL": base, "apiKey": "{env:CODEX_TEST_KEY}"}}
+        providers.write_text(json.dumps({"schemaVersion": 1, "providers": {"local": entry}}))
+        agent = CodexAgent()
+        options = {"codex": str(CODEX), "rootdir": ROOT, "providers": str(providers), "env": {"CODEX_TEST_KEY": key}}
+        agent.start(SessionInfo(model="local/qwen3", arms=("noakm",), tasks=(), options=options))
+        try:
+            assert "answers the Responses API" in agent.preflight()
+            request = make_request(tmp_path, make_task(tmp_path, "echo hi > out.txt\n"), "noakm", procs)
+            result = agent.run(request)
+        finally:
+            agent.stop()
+        assert result.error is None and verify(request) == 0, result
+        assert server.authorization(token) == {f"Bearer {key}"}
+        totals = server.totals(token)
+        assert (totals["requests"], totals["title_requests"]) == (2, 1)  # the cell's two; the preflight's (no tools)
+    assert agent.secrets == [key]
+    cell_files = [p for p in request.run_dir.rglob("*") if p.is_file() and not p.name.endswith(".sqlite")]
+    assert [p for p in cell_files if key.encode() in p.read_bytes()] == []
+    assert 'env_key = "AKMBENCH_CODEX_KEY"' in (request.run_dir / "codex" / "home" / "config.toml").read_text()
+    assert "AKMBENCH_CODEX_KEY" not in (request.workspace / "env.txt").read_text()
