@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..corpus.tasks import Task
 from ..system.procs import ProcessTracker
+from .providers import config_source
 from .transcript import TranscriptItem, no_transcript
 
 if TYPE_CHECKING:
@@ -31,6 +32,19 @@ class Limits:
     wall_s: float
     tokens: int | None = None
     turns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A pinned binary an agent runs, as ``install-tools`` puts it into a project's ``.tools/``:
+    npm's ``package@version`` there, whose tarball carries ``binary`` (relative to ``.tools/``);
+    ``probe`` reads the version an installed binary reports (raising ``BenchError``)."""
+
+    name: str
+    package: str
+    version: str
+    binary: str
+    probe: Callable[[Path], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +134,17 @@ class Agent:
     def read_transcript(self, path: Path) -> Iterable[TranscriptItem]:
         """The neutral events of the transcript the agent wrote to ``request.transcript``."""
         return no_transcript(path)
+
+    def check_providers(self, options: Mapping[str, Any]) -> None:
+        """``validate``'s check of a run config's own provider source (its options: the
+        ``config_*`` fields, no environment, no user file); raises ``ConfigError``. The providers
+        file is every agent's (``agents/providers.py``); an agent with a source of its own adds it."""
+        config_source(options)
+
+    def install(self) -> Sequence[Tool]:
+        """The pinned binaries ``install-tools`` installs for this agent (none: it needs none, or
+        the user installs it)."""
+        return ()
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         """``doctor``'s checks of what the agent needs installed: (name, a function giving the

@@ -9,18 +9,11 @@ above ``cell/`` (they may read a cell's files), and nothing below them names the
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
 from .base import Agent, NopAgent, OracleAgent, as_agent
+from .settings import PACKAGE, agent_packages
 
-PACKAGE = __name__.rpartition(".")[0]
 ADAPTER = "adapter"  # the module of an agent's package that offers its agents
-
-
-def agent_packages() -> list[str]:
-    """The names of the agent packages under ``agents/`` (every folder of its path), sorted."""
-    where = importlib.import_module(PACKAGE).__path__
-    return sorted({m.name for m in pkgutil.iter_modules(where) if m.ispkg})
 
 
 def builtin_agents() -> list[Agent]:

@@ -23,6 +23,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-corpus-mismatch", action="store_true", help="Diff even if the task corpora differ")
     p.add_argument("--allow-fixture-mismatch", action="store_true", help="Diff even if the fixture stashes differ")
     p.add_argument("--allow-model-mismatch", action="store_true", help="Diff even if the models differ")
+    p.add_argument("--allow-agent-mismatch", action="store_true", help="Diff even if the agents differ")
     p.add_argument("--allow-workflow-mismatch", action="store_true", help="Diff even if a workflow's spec differs")
     return p
 
@@ -46,6 +47,7 @@ def main(argv: list[str]) -> int:
         allow_corpus_mismatch=args.allow_corpus_mismatch,
         allow_fixture_mismatch=args.allow_fixture_mismatch,
         allow_workflow_mismatch=args.allow_workflow_mismatch,
+        allow_agent_mismatch=args.allow_agent_mismatch,
     )
     sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render_markdown(result))
     if not result["ok"]:

@@ -14,12 +14,13 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..agents.registry import builtin_agents
+from ..agents.settings import table
 from ..cell import akm
 from ..cell.akm_check import check_index
 from ..corpus.config import RunConfig, config_options, corpus_near, load_run_config
 from ..corpus.tasks import load_lenient
 from ..corpus.values import parse_arms
-from ..errors import BenchError
+from ..errors import BenchError, ConfigError
 from ..system import sandbox, sandbox_doctor
 
 
@@ -103,16 +104,20 @@ def _tools(options: dict[str, Any], agents: list[Agent]) -> bool:
 def doctor(args: argparse.Namespace) -> int:
     """Print one line per check; exit 1 when something a run needs is missing or the run's
     preflight would stop it (the model does not answer, akm cannot index)."""
-    cfg = load_run_config(Path(args.config)) if args.config else None
+    rows = table()
+    cfg = load_run_config(Path(args.config), rows) if args.config else None
     # The command's own flags (an agent's binary, its providers) are the agents' options.
-    flags = {k: v for k, v in vars(args).items() if k not in ("func", "command", "config", "model")}
+    flags = {k: v for k, v in vars(args).items() if k not in ("func", "command", "config", "model", "agent")}
     options: dict[str, Any] = {
         **flags,
         "rootdir": str(near.parent if cfg and (near := corpus_near(cfg.path)) else Path.cwd()),
         "akm": args.akm or (cfg.resolve_path("akm") if cfg and cfg.get("akm") else None),
-        **config_options(cfg),
+        **config_options(cfg, rows),
     }
-    agents = builtin_agents()
+    agents = [a for a in builtin_agents() if args.agent in (None, a.name)]
+    if not agents:
+        names = ", ".join(a.name for a in builtin_agents())
+        raise ConfigError(f"--agent {args.agent}: no such built-in agent; built-in agents: {names}", usage=True)
     print("## pytest-akmbench doctor")
     failed = _tools(options, agents)
     status, detail = _akm_check(options, cfg)

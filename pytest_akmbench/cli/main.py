@@ -1,4 +1,4 @@
-"""``python -m pytest_akmbench``: report, compare, validate, doctor, kill, clean, install-tools.
+"""``python -m pytest_akmbench``: report, compare, lift, validate, doctor, kill, clean, install-tools.
 
 None of these needs pytest or an agent; they use the core directly. Errors are one line on
 stderr; exit status 2 for usage errors (a missing file, an unknown task), 78 for invalid
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..agents.settings import table
 from ..cell.context import RunContext
 from ..corpus.config import Settings, corpus_near, in_file, load_run_config, resolve, run_caps
-from ..corpus.settings_table import REPORT
 from ..corpus.tasks import Task, load_corpus, select_with_override
 from ..errors import BenchError, ConfigError
 from ..report import envelope as report
@@ -41,8 +41,35 @@ class _StoredAgent:
         self.name, self.version = name, version
 
 
+@dataclasses.dataclass
+class Built:
+    """An offline report before it is written: the envelope, what it could not make whole, the
+    merge's notes, its tasks and stores."""
+
+    envelope: Envelope
+    problems: list[str]
+    notes: list[str]
+    tasks: list[Task]
+    stores: list[Path]
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
+    built = build_report(args, cwd)
+    envelope, stores = built.envelope, built.stores
+    out = Path(args.out or DEFAULT_OUT)
+    if args.out is None and (out / "report.json").exists():
+        # The default is the bench's own report directory: say that its report is replaced.
+        print(f"note: replacing the report in {out} (the last run's); --out DIR writes elsewhere", file=sys.stderr)
+    json_path, md_path, html_path = report_files.write(out, envelope, stores[0], stores[1:])
+    print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
+    _say(envelope, built.problems, built.notes, built.tasks, cwd)
+    return _report_status(envelope, built.problems)
+
+
+def build_report(args: argparse.Namespace, cwd: Path) -> Built:
+    """The report command's envelope from its arguments (the stores, the corpus, the run config),
+    not written; ``lift`` builds each agent's this way."""
     settings = _report_settings(args, cwd)
     corpus = load_corpus(settings.tasks_root, settings.stashes_root)
     try:
@@ -92,14 +119,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         envelope["merge"] = merged.block()
     if (problems or not envelope["complete"]) and envelope.get("gates"):
         envelope["gates"] = gates.withhold(envelope["gates"], len(problems))
-    out = Path(args.out or DEFAULT_OUT)
-    if args.out is None and (out / "report.json").exists():
-        # The default is the bench's own report directory: say that its report is replaced.
-        print(f"note: replacing the report in {out} (the last run's); --out DIR writes elsewhere", file=sys.stderr)
-    json_path, md_path, html_path = report_files.write(out, envelope, stores[0], stores[1:])
-    print(f"report: {json_path}\nsummary: {md_path}\nhtml: {html_path}")
-    _say(envelope, problems, merged.notes() if merging else [], tasks, cwd)
-    return _report_status(envelope, problems)
+    return Built(envelope, problems, merged.notes() if merging else [], tasks, stores)
 
 
 def _say(envelope: Envelope, problems: list[str], notes: list[str], tasks: list[Task], cwd: Path) -> None:
@@ -130,7 +150,8 @@ def _report_status(envelope: Envelope, problems: list[str]) -> int:
 
 def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
     """The report command's settings: its options over the run config, as a bench resolves them."""
-    config = load_run_config(Path(args.config)) if args.config else None
+    settings = table()
+    config = load_run_config(Path(args.config), settings) if args.config else None
     for gate in args.gate or ():
         try:
             gates.parse(gate)
@@ -141,9 +162,10 @@ def _report_settings(args: argparse.Namespace, cwd: Path) -> Settings:
         cwd=cwd,
         config=config,
         ini={},
-        cli={row.name: getattr(args, row.name) for row in REPORT if row.parse is not None and not row.many},
+        cli={row.name: getattr(args, row.name) for row in settings.report if row.parse is not None and not row.many},
         tasks_root=inputs.tasks_root(args.corpus),
         stashes_root=Path(args.stashes).resolve(),
+        table=settings,
     )
 
 
@@ -214,6 +236,20 @@ def cmd_compare(argv: Sequence[str]) -> int:
     return compare.main(list(argv))
 
 
+def cmd_lift(argv: Sequence[str]) -> int:
+    from . import lift
+
+    return lift.main(list(argv), _agent_report)
+
+
+def _agent_report(store: Path, agent: str, options: list[str]) -> tuple[Envelope, list[str]]:
+    """One agent's envelope of one store, as ``report --store STORE --agent AGENT`` builds it."""
+    built = build_report(
+        build_parser().parse_args(["report", "--store", str(store), "--agent", agent, *options]), Path.cwd()
+    )
+    return built.envelope, built.problems
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from .validate import validate
 
@@ -264,7 +300,7 @@ def _report_parser(sub: Any) -> None:
         help="the akm whose samples the akm arm counts, when the store holds several (default: the one)",
     )
     rep.add_argument("--run-id", help="which run counts as this report's own (default: the latest)")
-    for row in REPORT:  # the settings it shares with a bench run, from the settings table
+    for row in table().report:  # the settings it shares with a bench run, from the settings table
         flag = "--" + row.name.replace("_", "-")
         if row.many:
             rep.add_argument(flag, action="append", metavar=row.metavar, help=row.report)
@@ -280,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     _report_parser(sub)
 
     sub.add_parser("compare", help="compare two report.json files (see compare --help)", add_help=False)
+    sub.add_parser(
+        "lift", help="akm's lift per agent, side by side, from several agents' stores (see lift --help)", add_help=False
+    )
 
     val = sub.add_parser("validate", help="check a corpus and run configs without running any agent")
     val.add_argument(
@@ -309,10 +348,12 @@ def build_parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("doctor", help="what is installed and reachable")
     doc.add_argument("--config", help="run config (for its providers and model)")
     doc.add_argument("--providers", help="providers file")
-    doc.add_argument("--opencode-config", help="standard opencode config (opencode.json)")
     doc.add_argument("--model", help="model to check")
-    doc.add_argument("--opencode", help="opencode executable")
     doc.add_argument("--akm", help="akm executable")
+    doc.add_argument("--agent", help="check only this agent (default: every built-in one)")
+    for row in table().options:  # each agent's own options (its binary, its own provider file)
+        if row.owner != "bench":
+            doc.add_argument("--" + row.name.replace("_", "-"), metavar=row.metavar, help=row.help)
     doc.set_defaults(func=cmd_doctor)
 
     tools.add_parser(sub)
@@ -323,6 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["compare"]:
         return _guard(lambda: cmd_compare(argv[1:]))
+    if argv[:1] == ["lift"]:
+        return _guard(lambda: cmd_lift(argv[1:]))
     args = build_parser().parse_args(argv)
     return _guard(lambda: args.func(args))
 

@@ -1,10 +1,11 @@
-"""What a project needs beside the package: ``install-tools`` puts opencode, Codex, bun and akm into its
-``.tools/``; ``schemas`` gives it the JSON Schemas its files can name in ``$schema``.
+"""What a project needs beside the package: ``install-tools`` puts each built-in agent's pinned
+binaries (``Agent.install``), bun and akm into its ``.tools/``; ``schemas`` gives it the JSON
+Schemas its files can name in ``$schema``.
 
-Where a bench looks first (README, "akm"): ``.tools/node_modules/opencode-linux-x64/bin/opencode``
-and ``.tools/akm/<version>/akm``, the newest supported version. opencode and bun come from npm as
-their platform packages, pinned (the package's tarball carries the binary; nothing is fetched at
-run time). akm is not on the npm registry: it comes from akm's bundles, ``akm-<version>.js`` (akm
+Where a bench looks first (README, "akm"): ``.tools/node_modules/<package>/...`` for an agent's
+binary and ``.tools/akm/<version>/akm``, the newest supported version. The agents' binaries and
+bun come from npm as their platform packages, pinned (the package's tarball carries the binary;
+nothing is fetched at run time). akm is not on the npm registry: it comes from akm's bundles, ``akm-<version>.js`` (akm
 built for bun), each made one self-contained directory ``.tools/akm/<version>/`` holding bun,
 the bundle and an ``akm`` script, so a sandbox that exposes the akm executable's directory
 exposes its runtime too (docs/akm.md). The CI scripts (.ci/setup, .ci/akm) install through here.
@@ -23,8 +24,8 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from ..agents.codex import binaries as codex_binaries
-from ..agents.opencode.binaries import OPENCODE_VERSION, PLATFORM_PACKAGE, read_version
+from ..agents.base import Tool
+from ..agents.registry import builtin_agents
 from ..cell import akm
 from ..errors import BenchError, ConfigError
 from ..system.procs import is_executable
@@ -38,7 +39,8 @@ AKM_SCRIPT = '#!/bin/sh\nhere=$(dirname "$(readlink -f "$0")")\nexec "$here/bun"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "install-tools",
-        help="install opencode (and, with akm bundles, bun and akm) where a bench finds them: .tools/",
+        help="install each built-in agent's pinned binaries (and, with akm bundles, bun and akm) where a bench "
+        "finds them: .tools/",
     )
     p.add_argument("--dir", default=".tools", help="where to install (default: .tools, the bench's own place)")
     p.add_argument(
@@ -79,10 +81,8 @@ def install_tools(args: argparse.Namespace) -> int:
     _check_platform()
     tools = Path(args.dir).absolute()  # each tool is probed from a throwaway HOME, not from here
     tools.mkdir(parents=True, exist_ok=True)
-    opencode = install_opencode(tools)
-    print(f"opencode {OPENCODE_VERSION}: {opencode}")
-    codex = install_codex(tools)
-    print(f"codex {codex_binaries.CODEX_VERSION}: {codex}")
+    for tool in [tool for agent in builtin_agents() for tool in agent.install()]:
+        print(f"{tool.name} {tool.version}: {install_pinned(tools, tool)}")
     if not found:
         print(
             "akm: no bundles given (--akm-bundles DIR or $AKM_BUNDLES); the akm arm needs it (README, 'Installing the tools')"
@@ -123,8 +123,8 @@ def _check_platform() -> None:
     system, machine = platform.system(), platform.machine().lower()
     if system != "Linux" or machine not in ("x86_64", "amd64"):
         raise ConfigError(
-            f"install-tools installs the linux-x64 builds of opencode and bun, and this is {system} {machine}: "
-            "install opencode yourself and pass --bench-opencode PATH (and --bench-akm PATH for akm)",
+            f"install-tools installs the linux-x64 builds of the agents and bun, and this is {system} {machine}: "
+            "install the agent yourself and pass its binary's --bench-* option (and --bench-akm PATH for akm)",
             usage=True,
         )
 
@@ -152,22 +152,13 @@ def npm_install(tools: Path, spec: str) -> None:
         raise BenchError(f"npm install {spec} failed (exit {proc.returncode}): {reason}")
 
 
-def install_opencode(tools: Path) -> Path:
-    binary = tools / "node_modules" / PLATFORM_PACKAGE / "bin" / "opencode"
-    if not _runs_as(binary, OPENCODE_VERSION, read_version):
-        npm_install(tools, f"{PLATFORM_PACKAGE}@{OPENCODE_VERSION}")
-        if not _runs_as(binary, OPENCODE_VERSION, read_version):
-            raise BenchError(f"{binary}: installed, but it does not report version {OPENCODE_VERSION}")
-    return binary
-
-
-def install_codex(tools: Path) -> Path:
-    binary = codex_binaries.binary_in(tools)
-    version = codex_binaries.CODEX_VERSION
-    if not _runs_as(binary, version, codex_binaries.read_version):
-        npm_install(tools, codex_binaries.NPM_SPEC)
-        if not _runs_as(binary, version, codex_binaries.read_version):
-            raise BenchError(f"{binary}: installed, but it does not report version {version}")
+def install_pinned(tools: Path, tool: Tool) -> Path:
+    """An agent's pinned binary in ``tools``: npm installs it unless it is there and reports its version."""
+    binary = tools / tool.binary
+    if not _runs_as(binary, tool.version, tool.probe):
+        npm_install(tools, f"{tool.package}@{tool.version}")
+        if not _runs_as(binary, tool.version, tool.probe):
+            raise BenchError(f"{binary}: installed, but it does not report version {tool.version}")
     return binary
 
 

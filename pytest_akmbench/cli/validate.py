@@ -6,9 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..agents.opencode.discovery import discover_providers
+from ..agents.base import Agent
+from ..agents.registry import builtin_agents
+from ..agents.settings import table
 from ..cell.checks import static_problems
-from ..corpus.config import PROVIDER_FIELDS, RunConfig, config_options, in_file, read_run_config, run_config_problems
+from ..corpus.config import RunConfig, config_options, in_file, read_run_config, run_config_problems
 from ..corpus.tasks import Corpus, select
 from ..errors import BenchError
 from ..tracks.evolve.core import plan as evolve_plan
@@ -21,14 +23,18 @@ def config_problems(path: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
         data = read_run_config(path)
     except BenchError as err:
         return [str(err)], []
-    errors = run_config_problems(data, path)
+    rows = table()
+    errors = run_config_problems(data, path, rows)
     if errors:
         return errors, []
     cfg = RunConfig(path=path, data=data)
     warnings = cfg.warnings()
-    if any(key in data for key in PROVIDER_FIELDS):
+    if any(key in data for key in rows.provider_fields):
+        # The config's agent checks it (a third-party agent: the providers file's rules).
+        name = cfg.get("agent") or rows.by_name["agent"].default
+        agent = next((a for a in builtin_agents() if a.name == name), Agent())
         try:  # only the config's own source: no environment, no user file
-            discover_providers(env={}, **config_options(cfg))
+            agent.check_providers(config_options(cfg, rows))
         except BenchError as err:
             errors.append(str(err))
     try:

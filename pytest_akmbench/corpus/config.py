@@ -17,11 +17,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from .config_fields import PHASE2_FIELDS as PHASE2_FIELDS
-from .config_fields import PROVIDER_FIELDS as PROVIDER_FIELDS
 from .config_fields import TRACKS as TRACKS
 from .config_fields import run_config_problems as run_config_problems
+from .settings_table import CORE, Table, default
 from .settings_table import DEFAULT_FLOOR as DEFAULT_FLOOR
-from .settings_table import RESOLVED, default
 from .settings_table import parse_track as parse_track
 from .strict import DuplicateKey, loads_json
 from .values import parse_tasks
@@ -96,14 +95,15 @@ def expand_path(raw: str | Path, base: Path, environ: Mapping[str, str] | None =
     return path if path.is_absolute() else (base / path)
 
 
-def load_run_config(path: Path) -> RunConfig:
+def load_run_config(path: Path, table: Table = CORE) -> RunConfig:
     """Read and validate a run config; an error names the file, the field and the fix.
 
     Only the first problem is raised (one line); ``validate`` lists them all
-    (:func:`run_config_problems`).
+    (:func:`run_config_problems`). ``table``: the settings whose fields a config may hold (the
+    whole table, agents' rows included, is ``agents/settings.py``'s).
     """
     data = read_run_config(path)
-    problems = run_config_problems(data, path)
+    problems = run_config_problems(data, path, table)
     if problems:
         more = len(problems) - 1
         tail = f" (and {more} more: python -m pytest_akmbench validate {path} lists them)" if more else ""
@@ -132,13 +132,19 @@ def read_run_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def config_options(cfg: RunConfig | None) -> dict[str, Any]:
-    """The run config's provider and model fields, as the agent adapter's discovery reads them."""
+def config_options(cfg: RunConfig | None, table: Table = CORE) -> dict[str, Any]:
+    """The run config's provider and model fields, as the agent adapter's discovery reads them;
+    an agent's own run-config fields that are no option (rows of ``table`` it owns; an option's
+    field is a layer of its resolved value) under their attribute names."""
+    own = {
+        row.field: cfg.get(str(row.key)) if cfg else None
+        for row in table.fields
+        if row.owner != "bench" and not row.option
+    }
     return {
         "config_providers": cfg.get("providers") if cfg else None,
         "config_providers_ref": cfg.get("providersRef") if cfg else None,
-        "config_opencode": cfg.get("opencodeConfig") if cfg else None,
-        "config_opencode_ref": cfg.get("opencodeConfigRef") if cfg else None,
+        **own,
         "config_default_model": cfg.default_model if cfg else None,
         "config_path": str(cfg.path) if cfg else None,
     }
@@ -164,7 +170,6 @@ class Settings:
     agent: str = default("agent")
     model: str | None = None
     providers: Path | None = None
-    opencode_config: Path | None = None
     budget_tokens: int = default("budget_tokens")
     budget_wall_ms: int = default("budget_wall_ms")
     budget_turns: int | None = None
@@ -175,7 +180,6 @@ class Settings:
     report: Path | None = None
     tmp: Path | None = None
     akm: Path | None = None
-    opencode: Path | None = None
     keep_runs: bool = default("keep_runs")
     fresh: bool = default("fresh")
     soundness: bool = default("soundness")
@@ -196,6 +200,8 @@ class Settings:
     budget_usd: float | None = None
     budget_run_tokens: int | None = None
     origins: Mapping[str, str] = field(default_factory=dict)
+    # The agents' own settings (rows an agent's folder declares), by name: passed on to the agent.
+    agent_settings: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -211,6 +217,7 @@ def resolve(
     tasks_root: Path,
     stashes_root: Path,
     cwd: Path,
+    table: Table = CORE,
 ) -> Settings:
     """Merge the layers. ``cli`` and ``ini`` hold raw values keyed by setting name (None = unset).
 
@@ -219,7 +226,7 @@ def resolve(
     """
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    for row in RESOLVED:
+    for row in table.resolved:
         layers: list[tuple[str, Any, Path]] = [(row.option_flag, cli.get(row.name), cwd)]
         if config is not None and row.key is not None and row.layered:
             layers.append((f"{config.path}: {row.key}", config.get(row.key), config.path.parent))
@@ -228,7 +235,7 @@ def resolve(
             if raw is None or raw == "":
                 continue
             try:
-                value = row.parse(raw)  # type: ignore[misc]  # RESOLVED rows have one
+                value = row.parse(raw)  # type: ignore[misc]  # resolved rows have one
             except ValueError as err:
                 raise ConfigError(f"{origin}: {err}") from None
             if row.path and row.many:
@@ -241,13 +248,15 @@ def resolve(
     if config is not None and config.get("tasks") is not None:
         values["tasks_override"] = values.pop("tasks", None)
         values["tasks"] = parse_tasks(config.get("tasks"))
+    agents = {row.field for row in table.resolved if row.owner != "bench"}
     return Settings(
         rootdir=rootdir,
         tasks_root=tasks_root,
         stashes_root=stashes_root,
         config=config,
         origins=origins,
-        **values,
+        agent_settings={k: v for k, v in values.items() if k in agents},
+        **{k: v for k, v in values.items() if k not in agents},
     )
 
 
@@ -255,6 +264,20 @@ def _existing(path: Path, origin: str) -> Path:
     if not path.exists():
         raise ConfigError(f"{origin}: {path} does not exist; give a file or directory the sandboxed agent may read")
     return path
+
+
+def agent_options(settings: Settings, agent: str, table: Table) -> dict[str, Any]:
+    """What an agent is given of the settings: the providers file, the run config's provider and
+    model fields, and its own settings (the rows of ``table`` it owns; a path as text), with
+    where each came from (``origins``) for an agent that weighs one source against another."""
+    own = [row.field for row in table.resolved if row.owner == agent]
+    given = {name: settings.agent_settings.get(name) for name in own}
+    return {
+        "providers": settings.providers and str(settings.providers),
+        **{name: str(v) if isinstance(v, Path) else v for name, v in given.items()},
+        **config_options(settings.config, table),
+        "origins": {name: settings.origins[name] for name in ("providers", *own) if name in settings.origins},
+    }
 
 
 def run_caps(settings: Settings) -> dict[str, Any]:

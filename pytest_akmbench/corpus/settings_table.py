@@ -44,7 +44,8 @@ class Setting:
     many: bool = False  # repeatable; the ini key is a list of lines
     path: bool = False  # a path: expanded, relative to where it was given
     attr: str = ""  # the Settings attribute, when it is not name
-    owner: str = "bench"  # "opencode": the agent's own setting, passed on to it
+    owner: str = "bench"  # an agent's name: that agent's own setting, declared in its folder and passed on to it
+    provider_source: bool = False  # a run-config field giving the providers: a config gives one at most
     option: bool = True  # False: a run-config field only
     unused: bool = False  # accepted in a run config so it loads, unused by this harness
 
@@ -129,10 +130,8 @@ ROWS: tuple[Setting, ...] = (
       report="agent name (default: from the config, else opencode)"),
     S("model", "Model as provider/model, e.g. scripted/oracle", "MODEL", str, key="model", layered=False,
       schema={**_STR, "description": "the run's model, provider/model"}, report="model (default: the latest sample's)"),
-    S("providers", "Providers file for opencode (schemaVersion 1, providers, defaultModel)", "FILE", str,
-      path=True, owner="opencode"),
-    S("opencode_config", "Standard opencode config (opencode.json): its provider block and model are used instead of "
-      "a providers file", "FILE", str, path=True, owner="opencode"),
+    S("providers", "Providers file of the agent's model (schemaVersion 1, providers, defaultModel)", "FILE", str,
+      path=True),
     S("budget_tokens", "Token budget per cell: caps every task's own; used where a task declares none (default: 30000)", "N",
       v.budget_tokens, 30000, "budgetTokens", {**_INT, "maximum": v.MAX_BUDGET_TOKENS},
       _positive_then(v.budget_tokens), report="as --bench-budget-tokens"),
@@ -159,7 +158,6 @@ ROWS: tuple[Setting, ...] = (
       {**_STR, "description": "the akm executable"}, path=True),
     S("baseline", "Baseline pass rates {task_id: rate}: adds the vs-base column to the summary", "FILE", str, None,
       "baseline", {**_STR, "description": "a file of baseline pass rates {task_id: rate}"}, path=True),
-    S("opencode", "The opencode executable", "PATH", str, path=True, owner="opencode"),
     S("shard", "Run only shard K of N of the selected cells, balanced by their walls in the store (CI matrix)", "K/N",
       str),
     S("sandbox", "Sandbox of each cell's agent: auto (bwrap when it works, else none with a warning; the default), "
@@ -199,19 +197,15 @@ ROWS: tuple[Setting, ...] = (
     S("max_seeds", "With --bench-until: the most seeds a task runs (default: 5)", "N", v.seeds_most, None, "maxSeeds",
       {**_INT, "maximum": v.MAX_SEEDS, "description": "the most seeds of an adaptive run (default 5)"}, v.seeds_most,
       report="as --bench-max-seeds, with --until"),
-    # Run-config fields that are no option: the file's own, and the opencode agent's providers.
+    # Run-config fields that are no option: the file's own, and the providers every agent reads.
     S("$schema", key="$schema", schema=_STR, option=False),
     S("schemaVersion", key="schemaVersion", schema={"const": 1}, option=False),
     S("name", key="name", schema={**_STR, "description": "labels the report"}, option=False),
     S("description", key="description", schema=_STR, option=False),
-    S("providers_inline", key="providers", option=False, owner="opencode", schema={"type": "object", "description":
-      "providers inline, in the providers file's shape (see providers.schema.json)"}),
+    S("providers_inline", key="providers", option=False, provider_source=True, schema={"type": "object",
+      "description": "providers inline, in the providers file's shape (see providers.schema.json)"}),
     S("providersRef", key="providersRef", schema={**_STR, "description": "a providers file"}, option=False,
-      owner="opencode"),
-    S("opencodeConfig", key="opencodeConfig", option=False, owner="opencode",
-      schema={"type": "object", "description": "providers inline, as a standard opencode config"}),
-    S("opencodeConfigRef", key="opencodeConfigRef", option=False, owner="opencode",
-      schema={**_STR, "description": "a standard opencode config (opencode.json)"}),
+      provider_source=True),
     S("defaultModel", key="defaultModel", schema=_STR, option=False),
     # The standalone akm-bench's evolve settings: its configs load unchanged, with a warning that
     # names them unused (README, "Run configs").
@@ -225,15 +219,35 @@ ROWS: tuple[Setting, ...] = (
 # fmt: on
 del S
 
-OPTIONS = tuple(row for row in ROWS if row.option)
-RESOLVED = tuple(row for row in ROWS if row.option and row.parse is not None)
-FIELDS = tuple(row for row in ROWS if row.key is not None)
-REPORT = tuple(row for row in ROWS if row.report is not None)
-BY_NAME: Mapping[str, Setting] = {row.name: row for row in ROWS}
-DEFAULTS: Mapping[str, Any] = {row.field: row.default for row in RESOLVED}
-# One source of provider entries per run config.
-PROVIDER_FIELDS = ("providers", "providersRef", "opencodeConfig", "opencodeConfigRef")
-PHASE2_FIELDS = tuple(str(row.key) for row in FIELDS if row.unused)
+
+class Table:
+    """The settings of a bench run: the rows above, then each built-in agent's own rows (its
+    folder declares them; ``agents/settings.py`` assembles the whole table, since this package
+    sits below the agents). Everything a row generates is made from one of these."""
+
+    def __init__(self, rows: tuple[Setting, ...] = ROWS) -> None:
+        self.rows = rows
+        self.options = tuple(row for row in rows if row.option)
+        self.resolved = tuple(row for row in rows if row.option and row.parse is not None)
+        self.fields = tuple(row for row in rows if row.key is not None)
+        self.report = tuple(row for row in rows if row.report is not None)
+        self.by_name: Mapping[str, Setting] = {row.name: row for row in rows}
+        # One source of provider entries per run config.
+        self.provider_fields = tuple(str(row.key) for row in self.fields if row.provider_source)
+        self.phase2_fields = tuple(str(row.key) for row in self.fields if row.unused)
+
+    def with_rows(self, rows: tuple[Setting, ...]) -> Table:
+        """This table and ``rows`` (an agent's), each name and run-config field once."""
+        taken = {row.name for row in self.rows} | {row.key for row in self.fields}
+        clash = [row.name for row in rows if row.name in taken or (row.key is not None and row.key in taken)]
+        if clash:
+            raise ValueError(f"settings {', '.join(clash)}: declared twice")
+        return Table((*self.rows, *rows))
+
+
+CORE = Table()
+DEFAULTS: Mapping[str, Any] = {row.field: row.default for row in CORE.resolved}
+PHASE2_FIELDS = CORE.phase2_fields
 
 
 def default(name: str) -> Any:

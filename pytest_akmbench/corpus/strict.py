@@ -1,6 +1,6 @@
 """The user's input files read strictly: a key given twice in one JSON object or YAML mapping is an
 error naming the key, never json's and yaml's silent "the last one wins" (README, "What the
-harness refuses, and when"). Run configs, providers files, opencode configs, baselines, task.yaml
+harness refuses, and when"). Run configs, providers files, agents' own config files, baselines, task.yaml
 files and workflow specs are read through here. Also the heuristic that finds a literal API key
 (an ``sk-…`` string) in a parsed file, by the JSON path where it sits."""
 

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from ..agents.base import Agent, OracleAgent, as_agent
+from ..agents.settings import table
 from ..cell import checks
-from ..corpus.config import Settings, config_options, corpus_near, in_file, load_run_config, resolve
+from ..corpus.config import Settings, agent_options, corpus_near, in_file, load_run_config, resolve
 from ..corpus.tasks import find_task_files, load_lenient, select_with_override
 from ..corpus.values import check_matrix, load_baseline
 from ..errors import BenchError, ConfigError, CorpusError, StoreError
@@ -53,8 +54,9 @@ def _setup(config: pytest.Config) -> BenchState | None:
     cwd = config.invocation_params.dir
     cfg_raw, cfg_ini = raw.pop("config")
     run_config = None
+    rows = table()
     if cfg_raw or cfg_ini:
-        run_config = load_run_config(Path(cwd if cfg_raw else rootdir) / (cfg_raw or cfg_ini))
+        run_config = load_run_config(Path(cwd if cfg_raw else rootdir) / (cfg_raw or cfg_ini), rows)
     corpus_cli, corpus_ini = raw.pop("corpus")
     stash_cli, stash_ini = raw.pop("stashes")
     # Without a corpus on the command line or in the ini, a run config brings its project's own.
@@ -73,6 +75,7 @@ def _setup(config: pytest.Config) -> BenchState | None:
         ini={k: v[1] for k, v in raw.items()},
         tasks_root=tasks_root,
         stashes_root=stashes_root.resolve(),
+        table=rows,
     )
     for gate in settings.gates:
         try:
@@ -346,32 +349,17 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     return result
 
 
-def _provider_files(s: Settings) -> dict[str, Any]:
-    """--bench-providers / --bench-opencode-config: the command line beats the ini; both on the
-    same layer reach discovery, which refuses them."""
-    files = {
-        "providers": s.providers and str(s.providers),
-        "opencode_config": s.opencode_config and str(s.opencode_config),
-    }
-    if files["providers"] and files["opencode_config"]:
-        on_cli = {name: s.origins.get(name, "").startswith("--") for name in files}
-        if on_cli["providers"] != on_cli["opencode_config"]:
-            files["opencode_config" if on_cli["providers"] else "providers"] = None
-    return files
-
-
 def _agent_options(state: BenchState) -> dict[str, Any]:
+    """The agent's start options: the bench's settings an agent needs, and the agent's own
+    (the rows its folder declares, docs/configuration.md), which the plugin does not name."""
     s = state.settings
-    cfg = s.config
     return {
         "rootdir": str(startup.tools_project(state)),
-        "opencode": s.opencode and str(s.opencode),
         "akm": s.akm and str(s.akm),
-        # The preflight starts the agent inside a cell's sandbox too (agents/opencode/boundary.py).
+        # The preflight starts the agent inside a cell's sandbox too (the agent's boundary check).
         "sandbox": state.sandbox,
         "network": s.network,
         "sandbox_ro": [str(p) for p in s.sandbox_ro],
         "work_root": str(state.run_dir),
-        **_provider_files(s),
-        **config_options(cfg),
+        **agent_options(s, state.agent.name, table()),
     }

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from ..corpus.settings_table import OPTIONS
+from ..agents.settings import table
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Every option and ini key, one of each per row of the settings table."""
+    """Every option and ini key, one of each per row of the settings table (agents' rows included)."""
     group = parser.getgroup("akmbench", "agent benchmark cells (pytest-akmbench)")
-    for row in OPTIONS:
+    for row in table().options:
         if row.many:
             group.addoption(
                 row.option_flag, dest=row.dest, action="append", default=None, metavar=row.metavar, help=row.help
@@ -32,6 +32,7 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(row.dest, row.ini_help or row.help, default=None)
 
 
+OPTIONS = table().options
 # Every setting read as (command line, ini) pair.
 SETTINGS = [row.name for row in OPTIONS]
 

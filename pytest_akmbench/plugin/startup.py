@@ -5,7 +5,7 @@ the preflight request, akm's index of one stash) prints one ``akmbench:`` line w
 so 20-40 s of start-up are not silence. The preflight runs once per session on the controller,
 also under xdist (whose workers start after it): a model that cannot be reached or refuses the
 key, or an akm that cannot index, stops the run with one line naming what failed and the fix,
-before any cell runs or anything is stored (docs/opencode.md, "Preflight").
+before any cell runs or anything is stored (the agent's page in docs/, "Preflight").
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def find_akm(config: pytest.Config, state: BenchState, needed: bool) -> akm.AkmI
 
 
 def tools_project(state: BenchState) -> Path:
-    """The project whose ``.tools/`` holds the run's opencode and akm: a run config's own (its
+    """The project whose ``.tools/`` holds the run's agent binaries and akm: a run config's own (its
     corpus's parent), wherever the run starts from, else pytest's rootdir."""
     cfg = state.settings.config
     near = corpus_near(cfg.path) if cfg is not None else None

@@ -33,7 +33,7 @@ class ReportInput:
     """What a report is about: the selection, and the samples to summarise.
 
     ``floor`` is the reporting floor (valid samples per task × arm); ``provenance`` adds
-    facts only the caller knows (e.g. ``opencode_version``, ``akm_version``); ``gates`` are
+    facts only the caller knows (e.g. ``akm_version``); ``gates`` are
     ``--bench-gate`` expressions evaluated into the envelope (paths relative to
     ``gates_base_dir``); ``baseline`` is a flat {task_id: pass_rate} map (docs/corpus.md, "Run configs").
     """

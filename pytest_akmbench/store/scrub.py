@@ -1,7 +1,7 @@
 """Remove secret values from every text the harness stores or reports.
 
 The secrets are the values of the environment variables a providers file references
-(``{env:VAR}``): API keys and the like. The opencode adapter keeps them out of the agent's
+(``{env:VAR}``): API keys and the like. The agent's adapter keeps them out of the agent's
 environment, but an agent can still come across one (print its own config file, say) and
 a transcript, a verifier's output or a reason string would then carry it into the store and
 the report. Every such text passes through a :class:`Scrubber` first.

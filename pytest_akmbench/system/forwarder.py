@@ -12,7 +12,7 @@ secret, and the forwarder swaps placeholders for the real values in the request 
 (never in a body, so an agent cannot have the key echoed back by the model). Upstream answers
 are streamed back as they arrive (server-sent events stay live), with any secret value masked.
 
-One request per connection (``Connection: close``): simple, and the clients (opencode's HTTP
+One request per connection (``Connection: close``): simple, and the clients (an agent's HTTP
 stack) open a new connection for the next request.
 """
 

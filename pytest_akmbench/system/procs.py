@@ -1,7 +1,7 @@
 """Start processes for a cell and make sure none of them outlives it.
 
-opencode starts every tool command with setsid(), so killing the agent's process group
-leaves those commands running. Three mechanisms together close that gap (docs/opencode.md, "Processes"):
+An agent may start every tool command with setsid(), so killing the agent's process group
+leaves those commands running. Three mechanisms together close that gap (the agent's page in docs/, "Processes"):
 
 1. this process becomes a child subreaper, so orphans of the agent are re-parented to us
    instead of init, and every process we spawn starts in its own session;

@@ -1,6 +1,6 @@
 """Making sure no process of a cell outlives it: this process as a child subreaper, and the
 sweep that kills every orphan re-parented onto it and every process carrying a cell's marker
-(docs/opencode.md, "Processes"). Linux only: it reads /proc and uses prctl."""
+(the agent's page in docs/, "Processes"). Linux only: it reads /proc and uses prctl."""
 
 from __future__ import annotations
 

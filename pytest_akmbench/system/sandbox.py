@@ -14,10 +14,10 @@ sandbox), so no namespace code of our own decides what is safe. A cell sees:
   ``/proc/<pid>/root`` leads nowhere) with ``/proc/sys`` read-only, minimal ``/dev``, private
   ``/tmp``;
 * its run dir read-write, at the same absolute path as outside (workspace, private HOME, XDG
-  dirs and tmp, opencode's config dir, the akm arm's stash copy and index: akm's index records
+  dirs and tmp, the agent's config dir, the akm arm's stash copy and index: akm's index records
   the stash path, so no path may change);
 * read-only: the Python running the harness (``sys.prefix`` and ``sys.base_prefix``), the
-  tools the agent adapter exposes (opencode's package, ripgrep), on the akm arm the akm
+  tools the agent adapter exposes (its package, ripgrep), on the akm arm the akm
   executable's directory (or package root) and its interpreter, and ``--bench-sandbox-ro``
   paths;
 * a network namespace of its own with loopback only; its one way out is the model forwarder

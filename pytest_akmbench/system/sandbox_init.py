@@ -138,7 +138,7 @@ def main(args: list[str]) -> int:
         _drop(int(ids[0]), int(ids[2]))
     if cwd is not None:
         os.chdir(cwd[0])
-        os.environ["PWD"] = cwd[0]  # bwrap set it to where it started us; opencode trusts PWD
+        os.environ["PWD"] = cwd[0]  # bwrap set it to where it started us; an agent may trust PWD
     if relay is None and lifeline is None:
         os.execvp(argv[0], argv)
     if lifeline is not None:

@@ -1,6 +1,6 @@
 """Reading files an agent could have replaced: its run dir after it ran, a verifier's output.
 
-The harness reads some files from places a sandboxed process could write (opencode's stderr
+The harness reads some files from places a sandboxed process could write (an agent's stderr
 log, akm's event log, pytest's report). Read naively, a planted symbolic link would make the
 harness, which may run as root, copy any host file into a sample or the store. So each read
 here takes only a regular file that is not a link, whose real path stays under the directory

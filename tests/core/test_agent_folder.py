@@ -6,6 +6,7 @@ same run."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from pytest_akmbench.cell.runner import run_cell
 from pytest_akmbench.cell.trajectory import analyse_cell
 from pytest_akmbench.cell.workflow_trace import build_trace
 from pytest_akmbench.corpus.tasks import load_corpus
+from pytest_akmbench.plugin import options
 from tests.core.test_runner import context, tracker
 from tests.core.test_trajectory import DATA, RECORDED, TASK, recorded_log
 from tests.support import real_akm
@@ -68,13 +70,22 @@ def read_transcript(path):
             )
 '''
 
+SETTINGS = '''"""The toy agent's own settings: an option with its ini and run-config twins."""
+
+from ...corpus.settings_table import Setting
+
+SETTINGS = (
+    Setting("toy_speed", "How fast the toy types", "N", int, 1, "toySpeed", {"type": "integer"}, owner="toy"),
+)
+'''
+
 ADAPTER = '''"""The toy agent's adapter."""
 
 from __future__ import annotations
 
 import time
 
-from ..base import Agent, AgentResult
+from ..base import Agent, AgentResult, Tool
 from ..transcript import ToolEvent
 from .transcript import line, read_transcript
 
@@ -84,6 +95,13 @@ class ToyAgent(Agent):
 
     def __init__(self):
         self.plan = []
+        self.options = {}
+
+    def start(self, session):
+        self.options = dict(session.options)
+
+    def install(self):
+        return [Tool("toy", "toy-linux-x64", "1.2.3", "node_modules/toy-linux-x64/bin/toy", lambda p: p.read_text().strip())]
 
     def run(self, request):
         with open(request.transcript, "w", encoding="utf-8") as log:
@@ -114,6 +132,7 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Agent]:
     (folder / "__init__.py").write_text(INIT)
     (folder / "transcript.py").write_text(TRANSCRIPT)
     (folder / "adapter.py").write_text(ADAPTER)
+    (folder / "settings.py").write_text(SETTINGS)
     monkeypatch.setattr(agents_package, "__path__", [*agents_package.__path__, str(folder.parent)])
     importlib.invalidate_caches()
     try:
@@ -231,3 +250,76 @@ def test_a_hook_agent_that_does_not_derive_from_agent_declares_what_it_has() -> 
     )
     assert [e.path for e in declaring.read_transcript(Path("t"))] == ["README.md"]
     assert as_agent(declaring) is declaring and as_agent(Bare()).name == "bare"
+
+
+def test_an_agent_folder_declares_its_settings(toy: Agent, tmp_path: Path) -> None:
+    """The toy's row: its option and ini key, its run-config field and schema, resolved into
+    the agent's settings and handed to the agent in its start options, the plugin naming none."""
+    from pytest_akmbench.agents.base import SessionInfo
+    from pytest_akmbench.agents.settings import table
+    from pytest_akmbench.corpus import config, config_fields
+    from tests.core.test_config_table import _Recorder
+
+    rows = table()
+    assert rows.by_name["toy_speed"].owner == "toy"
+    recorder = _Recorder()
+    options.add_options(recorder)  # type: ignore[arg-type]
+    assert ("--bench-toy-speed",) in [names for names, _ in recorder.options]
+    assert "bench_toy_speed" in [name for name, _, _ in recorder.inis]
+    assert config_fields.schema(rows)["properties"]["toySpeed"] == {"type": "integer"}
+    path = tmp_path / "run.json"
+    path.write_text('{"schemaVersion": 1, "agent": "toy", "toySpeed": 3}')
+    with pytest.raises(config.ConfigError, match="unknown field 'toySpeed'"):
+        config.load_run_config(path)  # the bench's rows alone do not know it
+    cfg = config.load_run_config(path, rows)
+    kw: dict[str, Any] = {"rootdir": tmp_path, "cwd": tmp_path, "tasks_root": tmp_path, "stashes_root": tmp_path}
+    assert config.resolve(cli={}, ini={}, config=cfg, table=rows, **kw).agent_settings["toy_speed"] == 3
+    settings = config.resolve(cli={}, ini={"toy_speed": "5"}, config=None, table=rows, **kw)
+    assert (settings.agent_settings, settings.origins["toy_speed"]) == ({"toy_speed": 5}, "ini bench_toy_speed")
+    settings = config.resolve(cli={"toy_speed": "7"}, ini={}, config=cfg, table=rows, **kw)
+    given = config.agent_options(settings, "toy", rows)
+    assert given["toy_speed"] == 7 and "opencode" not in given  # its own, not another agent's
+    toy.start(SessionInfo(model=None, arms=("akm",), tasks=(), options=given))
+    assert toy.options["toy_speed"] == 7  # type: ignore[attr-defined]
+
+
+def test_install_tools_installs_each_agents_pin(toy: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_akmbench.cli import tools
+
+    pins = {tool.name: tool for agent in builtin_agents() for tool in agent.install()}
+    assert pins["opencode"].package == "opencode-linux-x64" and pins["toy"].version == "1.2.3"
+    installed: list[str] = []
+
+    def npm(where: Path, spec: str) -> None:  # npm stands in: the tarball's binary, reporting its version
+        installed.append(spec)
+        binary = where / pins["toy"].binary
+        binary.parent.mkdir(parents=True)
+        binary.write_text("1.2.3\n")
+        binary.chmod(0o755)
+
+    monkeypatch.setattr(tools, "npm_install", npm)
+    assert tools.install_pinned(tmp_path, pins["toy"]) == tmp_path / "node_modules/toy-linux-x64/bin/toy"
+    assert tools.install_pinned(tmp_path, pins["toy"]) == tmp_path / "node_modules/toy-linux-x64/bin/toy"
+    assert installed == ["toy-linux-x64@1.2.3"]  # once: the second finds it there
+
+
+def test_validate_checks_the_providers_for_the_configs_agent(toy: Agent, tmp_path: Path) -> None:
+    """A run config of another agent: the providers file's rules (a literal key refused, a bad
+    entry named), and no opencode source accepted as its own."""
+    from pytest_akmbench.cli.validate import config_problems
+    from pytest_akmbench.corpus.tasks import Corpus
+
+    corpus = Corpus(tmp_path, tmp_path, ())
+    path = tmp_path / "run.json"
+    good = {"local": {"options": {"baseURL": "http://127.0.0.1:1/v1", "apiKey": "{env:LOCAL_KEY}"}}}
+    for providers, error in [
+        (good, None),
+        ({"local": "x"}, "providers.local: must be an object"),
+        ({"local": {"options": {"apiKey": "plain"}}}, "apiKey: must be an env-ref"),
+    ]:
+        path.write_text(json.dumps({"schemaVersion": 1, "agent": "toy", "providers": providers}))
+        errors = [e for e in config_problems(path, corpus)[0] if "matched no task" not in e]
+        assert (error is None and errors == []) or (error is not None and error in errors[0]), errors
+    path.write_text(json.dumps({"schemaVersion": 1, "agent": "toy", "providersRef": "missing.json"}))
+    errors = config_problems(path, corpus)[0]
+    assert "providers file (providersRef in" in errors[0] and "opencode" not in errors[0]

@@ -4,6 +4,7 @@ the file (and field or key) and the fix, found by ``validate`` and before a benc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -15,11 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_akmbench.agents.opencode.providers import load_providers_file
+from pytest_akmbench.agents.providers import load_providers_file
+from pytest_akmbench.agents.settings import table
 from pytest_akmbench.cell.checks import static_problems
 from pytest_akmbench.cell.rundir import LARGE_WORKSPACE, copy_workspace, large_workspace, tree_hash
 from pytest_akmbench.cli.validate import validate
-from pytest_akmbench.corpus.config import load_run_config
+from pytest_akmbench.corpus import config
 from pytest_akmbench.corpus.hashes import fixture_hash
 from pytest_akmbench.corpus.strict import DuplicateKey, literal_keys, load_yaml, loads_json
 from pytest_akmbench.corpus.tasks import load_corpus, load_lenient
@@ -28,6 +30,9 @@ from pytest_akmbench.corpus.workflows import load_spec
 from pytest_akmbench.errors import ConfigError, CorpusError
 from pytest_akmbench.system.procs import ProcessTracker
 from tests.support.corpus import standard_corpus, write_task
+
+# The whole table (the agents' rows too): the run-config fields of every built-in agent load.
+load_run_config = functools.partial(config.load_run_config, table=table())
 
 SECRET = "sk-" + "proj4Qq7Rr2Ss9Tt"
 

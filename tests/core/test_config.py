@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_akmbench.agents.settings import table
 from pytest_akmbench.corpus.config import (
     Settings,
     config_options,
@@ -93,7 +94,7 @@ class TestRunConfig:
     def test_one_source_of_providers(self, tmp_path: Path, fields: dict) -> None:
         """Two provider sources in one config are refused, naming both fields."""
         with pytest.raises(ConfigError, match=r"give one source of providers, not 2") as err:
-            load_run_config(write_config(tmp_path, **fields))
+            load_run_config(write_config(tmp_path, **fields), table())
         assert all(key in str(err.value) for key in fields)
 
 
@@ -337,7 +338,7 @@ class TestConfigOptions:
     def test_fields_or_nothing(self, tmp_path: Path) -> None:
         providers = {"local": {"baseURL": "http://127.0.0.1:1/v1"}}
         cfg = load_run_config(write_config(tmp_path, providers=providers, model="local/m"))
-        assert config_options(cfg) == {
+        assert config_options(cfg, table()) == {
             "config_providers": providers,
             "config_providers_ref": None,
             "config_opencode": None,

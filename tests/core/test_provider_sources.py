@@ -3,6 +3,7 @@ accepted field, and the credential rules applied to a standard opencode config."
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import ClassVar
@@ -12,9 +13,16 @@ import pytest
 from pytest_akmbench.agents.opencode.discovery import discover_providers
 from pytest_akmbench.agents.opencode.model import choose_model
 from pytest_akmbench.agents.opencode.providers import OPENCODE_CONFIG, load_opencode_config, validate_opencode_config
+from pytest_akmbench.agents.settings import table
 from pytest_akmbench.cli.validate import validate
-from pytest_akmbench.corpus.config import config_options, load_run_config, run_config_problems
+from pytest_akmbench.corpus import config
+from pytest_akmbench.corpus.config import run_config_problems
 from pytest_akmbench.errors import ConfigError
+
+# The whole table (the agents' rows too): the run-config fields of every built-in agent load.
+TABLE = table()
+load_run_config = functools.partial(config.load_run_config, table=TABLE)
+
 
 SECRET = "sk-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
 
@@ -74,7 +82,7 @@ class TestStandaloneRunConfig:
         assert cfg.default_model == "local/qwen3"
         (warning,) = cfg.warnings()
         assert all(key in warning for key in STANDALONE if key.startswith("phase2"))
-        choice = choose_model(None, config_options(cfg), env={"LOCAL_KEY": "k", "HOME": str(tmp_path)})
+        choice = choose_model(None, config.config_options(cfg, TABLE), env={"LOCAL_KEY": "k", "HOME": str(tmp_path)})
         assert (choice.model, choice.model_source) == ("local/qwen3", "run config model")
         assert choice.providers is not None and choice.providers.kind == OPENCODE_CONFIG
         assert choice.providers.source == str((tmp_path / "configs" / "opencode.json").resolve())
@@ -85,17 +93,17 @@ class TestStandaloneRunConfig:
         data = {k: v for k, v in STANDALONE.items() if k != "model"}
         cfg = load_run_config(write(tmp_path / "run.json", data))
         assert cfg.default_model is None and cfg.warnings()
-        choice = choose_model(None, config_options(cfg), env={"LOCAL_KEY": "k", "HOME": str(tmp_path)})
+        choice = choose_model(None, config.config_options(cfg, TABLE), env={"LOCAL_KEY": "k", "HOME": str(tmp_path)})
         assert choice.model == "local/qwen3" and choice.model_source.endswith("opencode.json model")
 
     def test_inline_opencode_config(self, tmp_path: Path) -> None:
         cfg = load_run_config(write(tmp_path / "run.json", {"schemaVersion": 1, "opencodeConfig": opencode_json()}))
-        choice = choose_model(None, config_options(cfg), env={"LOCAL_KEY": "k", "HOME": str(tmp_path)})
+        choice = choose_model(None, config.config_options(cfg, TABLE), env={"LOCAL_KEY": "k", "HOME": str(tmp_path)})
         assert choice.provider_key == "local" and choice.providers.source == f"{tmp_path / 'run.json'}: opencodeConfig"
 
     def test_an_evolve_config_of_the_standalone_bench_loads(self, tmp_path: Path) -> None:
         path = write(tmp_path / "run.json", {**STANDALONE, "track": "evolve"})
-        assert run_config_problems(json.loads(path.read_text()), path) == []
+        assert run_config_problems(json.loads(path.read_text()), path, TABLE) == []
         assert load_run_config(path).get("track") == "evolve"
 
     @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_akmbench.agents.opencode.discovery import discover_providers
 from pytest_akmbench.agents.opencode.model import check_model, describe, resolve_model
-from pytest_akmbench.agents.opencode.providers import check_env_vars, load_providers_file, validate_providers
+from pytest_akmbench.agents.providers import check_env_vars, load_providers_file, validate_providers
 from pytest_akmbench.errors import ConfigError
 
 SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2"

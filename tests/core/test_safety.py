@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.providers import validate_providers
+from pytest_akmbench.agents.providers import validate_providers
 from pytest_akmbench.cell.runner import SAMPLE_SCHEMA
 from pytest_akmbench.corpus.config import resolve
 from pytest_akmbench.corpus.tasks import load_corpus, load_lenient

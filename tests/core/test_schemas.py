@@ -16,7 +16,8 @@ import tomllib
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_akmbench.agents.opencode import providers
+from pytest_akmbench.agents import providers
+from pytest_akmbench.agents.settings import table
 from pytest_akmbench.corpus import config, config_fields, tasks
 from pytest_akmbench.errors import BenchError
 from pytest_akmbench.report import envelope as report
@@ -82,13 +83,13 @@ def test_each_corpus_task_validates() -> None:
 
 
 def test_the_schemas_name_exactly_the_fields_the_code_knows() -> None:
-    assert set(schema("run-config")["properties"]) == set(config_fields.FIELDS)
+    assert set(schema("run-config")["properties"]) == set(config_fields.field_types(table()))
     assert set(schema("task")["properties"]) == set(tasks._KNOWN_KEYS)
     assert set(schema("providers")["properties"]) == set(providers.ALLOWED_KEYS)
 
 
 def _code_accepts_config(data: dict[str, Any], tmp_path: Path) -> bool:
-    return config.run_config_problems(data, tmp_path / "c.json") == []
+    return config.run_config_problems(data, tmp_path / "c.json", table()) == []
 
 
 @pytest.mark.parametrize(

@@ -37,9 +37,20 @@ TASKS = (
 
 
 def bench(cwd: Path, *args: str, home: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AKMBENCH_CODEX": str(CODEX), **({"HOME": str(home)} if home else {})}
+    env = {k: v for k, v in os.environ.items() if k != "AKMBENCH_CODEX"} | ({"HOME": str(home)} if home else {})
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench-agent", "codex", *args],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--bench-agent",
+            "codex",
+            "--bench-codex",
+            str(CODEX),
+            *args,
+        ],
         cwd=cwd,
         env=env,
         capture_output=True,

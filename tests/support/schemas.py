@@ -12,7 +12,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-NAMES = ("run-config", "providers", "task", "report", "evolve-report", "attribute")
+NAMES = ("run-config", "providers", "task", "report", "evolve-report", "attribute", "lift")
 
 
 def schema(name: str) -> dict[str, Any]:

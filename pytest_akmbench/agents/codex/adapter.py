@@ -38,15 +38,15 @@ from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
-from ..base import Agent, AgentRequest, AgentResult, SessionInfo
+from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
 from ..opencode.boundary import check_inside
 from ..opencode.model import choice_digest, choose_model
 from ..opencode.preflight import DEFAULT_BASE_URLS
-from ..opencode.providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..opencode.watch import tail
+from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
 from . import doctor
-from .binaries import locate_codex, read_version
+from .binaries import CODEX_VERSION, INSTALLED, NPM_PACKAGE, PLATFORM_PACKAGE, locate_codex, read_version
 from .config import KEY_VAR, cell_config, key_value, to_toml
 from .events import EventStream
 from .preflight import check_responses
@@ -111,6 +111,19 @@ class CodexAgent(Agent):
 
     def read_transcript(self, path: Path) -> Iterator[TranscriptItem]:
         return read_transcript(path)
+
+    def install(self) -> list[Tool]:
+        # npm's version of the platform package is the CLI's with the platform, under an alias
+        # of @openai/codex (binaries.NPM_SPEC); its probe reads the binary's own version so.
+        return [
+            Tool(
+                "codex",
+                f"{PLATFORM_PACKAGE}@npm:{NPM_PACKAGE}",
+                f"{CODEX_VERSION}-linux-x64",
+                INSTALLED,
+                lambda binary: f"{read_version(binary)}-linux-x64",
+            )
+        ]
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)

@@ -25,6 +25,7 @@ TARGET = "x86_64-unknown-linux-musl"
 # The platform package alone, under the name @openai/codex's launcher gives it (an npm alias of
 # @openai/codex@<version>-linux-x64): no Node launcher, as opencode's platform package.
 NPM_SPEC = f"{PLATFORM_PACKAGE}@npm:{NPM_PACKAGE}@{CODEX_VERSION}-linux-x64"
+INSTALLED = f"node_modules/{PLATFORM_PACKAGE}/vendor/{TARGET}/bin/codex"  # under .tools/
 INSTALL_HINT = (
     f"install it into the project with `python -m pytest_akmbench install-tools` ({NPM_PACKAGE}@{CODEX_VERSION} "
     "from npm into .tools/); or set AKMBENCH_CODEX to the codex binary"
@@ -33,7 +34,7 @@ INSTALL_HINT = (
 
 def binary_in(tools: Path) -> Path:
     """Where ``install-tools`` puts the native binary in a tools directory."""
-    return tools / "node_modules" / PLATFORM_PACKAGE / "vendor" / TARGET / "bin" / "codex"
+    return tools / INSTALLED
 
 
 def local_binary(rootdir: Path) -> Path:

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..opencode.providers import ModelChoice, resolve_env_refs
+from ..providers import ModelChoice, resolve_env_refs
 
 PROVIDER_ID = "akmbench"
 KEY_VAR = "AKMBENCH_CODEX_KEY"  # the variable Codex reads the provider's key from (env_key)

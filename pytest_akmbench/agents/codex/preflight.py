@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from ...errors import ConfigError
 from ..opencode.preflight import DEFAULT_BASE_URLS, TIMEOUT_S
-from ..opencode.providers import ModelChoice, check_env_vars, resolve_env_refs
+from ..providers import ModelChoice, check_env_vars, resolve_env_refs
 from .config import model_id
 
 

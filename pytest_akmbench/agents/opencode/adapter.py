@@ -49,16 +49,25 @@ from ...scripted import ScriptedModel
 from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
-from ..base import Agent, AgentRequest, AgentResult, SessionInfo
+from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
+from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
 from . import agentlog, doctor
-from .binaries import OFFLINE_ENV, locate_opencode, locate_rg, read_version
+from .binaries import (
+    INSTALLED,
+    OFFLINE_ENV,
+    OPENCODE_VERSION,
+    PLATFORM_PACKAGE,
+    locate_opencode,
+    locate_rg,
+    read_version,
+)
 from .boundary import check_inside
 from .config import cell_config
+from .discovery import CONFIG_SOURCES, discover_providers
 from .events import EventStream
 from .model import choice_digest, choose_model
 from .preflight import DEFAULT_BASE_URLS, check_provider
-from .providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from .transcript import read_transcript
 from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
 
@@ -142,6 +151,13 @@ class OpencodeAgent(Agent):
 
     def read_transcript(self, path: Path) -> Iterator[TranscriptItem]:
         return read_transcript(path)
+
+    def check_providers(self, options: Mapping[str, Any]) -> None:
+        """The run config's source, its opencode config too (the discovery chain's run-config step)."""
+        discover_providers(env={}, **{key: options.get(key) for key in CONFIG_SOURCES})
+
+    def install(self) -> list[Tool]:
+        return [Tool("opencode", PLATFORM_PACKAGE, OPENCODE_VERSION, INSTALLED, read_version)]
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)

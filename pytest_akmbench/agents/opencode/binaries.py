@@ -17,6 +17,7 @@ from ...system.procs import is_executable
 
 OPENCODE_VERSION = "1.18.33"
 PLATFORM_PACKAGE = "opencode-linux-x64"
+INSTALLED = f"node_modules/{PLATFORM_PACKAGE}/bin/opencode"  # under a project's .tools/, where install-tools puts it
 INSTALL_HINT = (
     f"install it into the project with `python -m pytest_akmbench install-tools` ({PLATFORM_PACKAGE}@{OPENCODE_VERSION} "
     "from npm into .tools/); or set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
@@ -54,7 +55,7 @@ def locate_opencode(options: Mapping[str, Any], env: Mapping[str, str] | None = 
             )
         return path.resolve()
     rootdir = Path(str(options.get("rootdir") or Path.cwd()))
-    local = rootdir / ".tools" / "node_modules" / PLATFORM_PACKAGE / "bin" / "opencode"
+    local = rootdir / ".tools" / INSTALLED
     if is_executable(local):
         return local.resolve()
     found = shutil.which("opencode")

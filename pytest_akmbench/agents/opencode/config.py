@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .providers import ModelChoice, resolve_env_refs
+from ..providers import ModelChoice, resolve_env_refs
 
 SCHEMA_URL = "https://opencode.ai/config.json"
 PERMISSION = {

@@ -10,16 +10,18 @@ from typing import Any
 
 from ...corpus.config import expand_path
 from ...errors import ConfigError
+from ..providers import SCHEMA_VERSION, ProvidersFile, load_providers_file, validate_providers
 from .providers import (
+    FIX_HINT,
     OPENCODE_CONFIG,
-    SCHEMA_VERSION,
-    ProvidersFile,
     load_opencode_config,
     load_provider_source,
-    load_providers_file,
     validate_opencode_config,
-    validate_providers,
 )
+
+# The run config's fields the discovery reads (their names in the start options).
+CONFIG_SOURCES: tuple[str, ...] = ("config_providers", "config_providers_ref", "config_opencode")
+CONFIG_SOURCES += ("config_opencode_ref", "config_default_model", "config_path")
 
 
 def default_providers_path(env: Mapping[str, str]) -> Path:
@@ -70,7 +72,7 @@ def discover_providers(
         return from_config
     default = default_providers_path(env)
     if default.is_file():
-        return load_providers_file(default)
+        return load_providers_file(default, hint=FIX_HINT)
     return None
 
 
@@ -122,7 +124,7 @@ def _run_config_source(
         return validate_providers(wrapper, f"{cfg}: providers")
     if providers_ref:
         return load_providers_file(
-            expand_path(providers_ref, base, env), what=f"providers file (providersRef in {cfg})"
+            expand_path(providers_ref, base, env), what=f"providers file (providersRef in {cfg})", hint=FIX_HINT
         )
     if opencode is not None:
         return validate_opencode_config(opencode, f"{cfg}: opencodeConfig")

@@ -9,16 +9,9 @@ from typing import Any
 
 from ...errors import ConfigError
 from ..base import setup_digest
+from ..providers import SCRIPTED_PREFIX, ModelChoice, ProvidersFile, provider_key
 from .discovery import discover_providers
-from .providers import (
-    CLOUD_PREFIXES,
-    FIX_HINT,
-    OPENCODE_CONFIG,
-    SCRIPTED_PREFIX,
-    ModelChoice,
-    ProvidersFile,
-    provider_key,
-)
+from .providers import CLOUD_PREFIXES, FIX_HINT, OPENCODE_CONFIG
 
 
 def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ModelChoice:
@@ -31,6 +24,7 @@ def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str
     needs no providers, so discovery is skipped for it unless a file was named explicitly.
     """
     env = options.get("env") or (os.environ if env is None else env)
+    options = named_files(options)
     given = options.get("providers")
     providers: ProvidersFile | None = given if isinstance(given, ProvidersFile) else None
     scripted_model = bool(model) and provider_key(str(model)) == SCRIPTED_PREFIX
@@ -53,6 +47,18 @@ def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str
             env=env, config_default_model=options.get("config_default_model"), providers=providers
         )
     return check_model(chosen, source, providers)
+
+
+def named_files(options: Mapping[str, Any]) -> Mapping[str, Any]:
+    """--bench-providers / --bench-opencode-config: the command line beats the ini; both on the
+    same layer reach discovery, which refuses them (``origins``: where each setting came from)."""
+    origins = options.get("origins") or {}
+    if not (options.get("providers") and options.get("opencode_config") and origins):
+        return options
+    on_cli = {name: str(origins.get(name, "")).startswith("--") for name in ("providers", "opencode_config")}
+    if on_cli["providers"] == on_cli["opencode_config"]:
+        return options
+    return {**options, "opencode_config" if on_cli["providers"] else "providers": None}
 
 
 def resolve_model(

@@ -30,7 +30,7 @@ from .. import metrics
 from ..envelope_types import Envelope
 from . import corpus_diff
 from . import workflow as compare_workflow
-from .refusals import corpus_field, refusal
+from .refusals import agent_of, corpus_field, refusal
 from .stats import Strata, holm_flag, paired_changes
 
 FLAT = 0.005
@@ -149,6 +149,7 @@ def compare(
     allow_corpus_mismatch: bool = False,
     allow_fixture_mismatch: bool = False,
     allow_workflow_mismatch: bool = False,
+    allow_agent_mismatch: bool = False,
 ) -> dict[str, Any]:
     """The comparison of ``head`` (current) against ``base``; ``ok`` False means refused."""
     warnings: list[str] = []
@@ -160,6 +161,7 @@ def compare(
         allow_fixture_mismatch,
         warnings,
         allow_workflow_mismatch,
+        allow_agent_mismatch,
     )
     if refused is not None:
         return refused
@@ -189,6 +191,8 @@ def compare(
         "per_task_family": sum(t["p_value"] is not None for t in tasks),
         "arms": compared,
     }
+    if (base.get("agent") or {}).get("harness") != (head.get("agent") or {}).get("harness"):
+        result["baseAgent"], result["currentAgent"] = agent_of(base), agent_of(head)  # only when they differ
     workflows = compare_workflow.compare(base, head, warnings)
     if workflows is not None:  # only when both reports have workflow compliance
         result["workflow"] = workflows

@@ -62,6 +62,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         return _refused(result)
     model = result["currentModel"] or "<unknown>"
     lines = [f"# akm-bench compare — `{model}`", ""]
+    if "baseAgent" in result:  # two agents' reports, compared on request
+        lines += [f"agents differ: base=`{result['baseAgent']}`, current=`{result['currentAgent']}`", ""]
     bf, cf = result["baseFixtureContentHash"], result["currentFixtureContentHash"]
     if bf or cf:
         lines += [f"fixture-content hash: base={f'`{bf}`' if bf else 'n/a'}, current={f'`{cf}`' if cf else 'n/a'}", ""]
@@ -84,6 +86,8 @@ def render_markdown(result: dict[str, Any]) -> str:
 def _refused(result: dict[str, Any]) -> str:
     lines = [f"# akm-bench compare — refused ({result['reason']})", "", result["message"]]
     for key in (
+        "baseAgent",
+        "currentAgent",
         "baseModel",
         "currentModel",
         "baseTaskCorpusHash",

@@ -1,8 +1,8 @@
 """Whether two report envelopes may be compared at all (docs/report.md, "compare").
 
-Refusals, in order: schema, track, model, task corpus (hash, else selected ids), fixture hash,
-workflow specs (:mod:`compare_workflow`); the last four can be overridden, which turns them into
-warnings. Pure: no pytest.
+Refusals, in order: schema, track, agent, model, task corpus (hash, else selected ids), fixture
+hash, workflow specs (:mod:`compare_workflow`); the last five can be overridden, which turns them
+into warnings. Pure: no pytest.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ def refusal(
     allow_fixture: bool,
     warnings: list[str],
     allow_workflow: bool = False,
+    allow_agent: bool = False,
 ) -> dict[str, Any] | None:
     """The refusal to compare ``head`` with ``base``, or None; the mismatches the caller allowed,
     and the pins a report lacks, are appended to ``warnings``."""
     return (
         _format_refusal(base, head, warnings)
+        or _agent_refusal(base, head, allow_agent, warnings)
         or _model_refusal(base, head, allow_model, warnings)
         or _corpus_refusal(base, head, allow_corpus, warnings)
         or _fixture_refusal(base, head, allow_fixture, warnings)
@@ -58,6 +60,34 @@ def _format_refusal(base: Envelope, head: Envelope, warnings: list[str]) -> dict
                 f"{name} report has track {envelope.get('track')!r}; only utility reports compare",
                 warnings,
             )
+    return None
+
+
+def agent_of(envelope: Envelope) -> str:
+    """The agent a report ran, as "name version" (its envelope's ``agent.harness`` and ``version``)."""
+    agent = envelope.get("agent") or {}
+    name, version = agent.get("harness") or "<unknown>", agent.get("version")
+    return f"{name} {version}" if version else str(name)
+
+
+def _agent_refusal(base: Envelope, head: Envelope, allow_agent: bool, warnings: list[str]) -> dict[str, Any] | None:
+    """Two agents' reports measure two agents, not a change: refused unless allowed. Only the
+    name counts; another version of the same agent is an ordinary comparison (docs/report.md)."""
+    bn, hn = ((e.get("agent") or {}).get("harness") for e in (base, head))
+    if bn == hn or bn is None or hn is None:
+        return None
+    both = f"base={agent_of(base)!r}, current={agent_of(head)!r}"
+    if not allow_agent:
+        return _refuse(
+            "agent_mismatch",
+            f"agents differ ({both}); use --allow-agent-mismatch to diff anyway",
+            warnings,
+            baseAgent=agent_of(base),
+            currentAgent=agent_of(head),
+        )
+    warnings.append(
+        f"agents differ ({both}) — diff requested via --allow-agent-mismatch: every change includes the agent's"
+    )
     return None
 
 

@@ -315,7 +315,7 @@ def _cost_plot(envelope: Envelope) -> list[str]:
         for arm, c, k in costs
         if c is not None and agg.get(arm) and agg[arm]["pass_rate"] is not None
     ]
-    # opencode reports $0 for a model without a price: a cost is known when some run cost something.
+    # An agent may report $0 for a model without a price: a cost is known when some run cost something.
     if not any(p.x > 0 for p in cost_points):
         return [empty("no run reported a cost above $0 (the model's price is unknown)", "cost")]
     return [

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...agents.settings import table
 from ...cell.masks import canonical
 from ...corpus.config import load_run_config
 from ...corpus.tasks import Corpus, select
@@ -85,7 +86,7 @@ def report_of_config(path: Path, report_dir: Path, corpus: Corpus) -> Path:
     """The report.json the utility run of the run config ``path`` writes: the report directory
     of this run (a run config does not name one), checked to be that config's run."""
     where = f"--bench-base {path}"
-    config = load_run_config(path)
+    config = load_run_config(path, table())
     track = config.get("track") or "utility"
     if track != "utility":
         raise ConfigError(f"{where}: a run config of the {track} track; give the run config of a utility run")
