@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..corpus.tasks import Task
-from . import anthropic, chat
+from . import anthropic, chat, responses
 from .policies import AKM_LLM_POLICIES, IDLE_TEXT, POLICIES, ScriptedCell, akm_llm_reply, next_action
 from .wire import Action, Reply, Usage, Wire, json_reply
 
@@ -34,7 +34,7 @@ __all__ = ["ERROR_MESSAGE", "IDLE_TEXT", "POLICIES", "TITLE_TEXT", "WIRES", "Scr
 ERROR_MESSAGE = "scripted provider failure: the model is unavailable (policy error)"
 TITLE_TEXT = "akmbench"
 # Every protocol the server speaks; a new wire is one entry here (docs/scripted.md).
-WIRES: tuple[Wire, ...] = (chat.WIRE, anthropic.WIRE)
+WIRES: tuple[Wire, ...] = (chat.WIRE, anthropic.WIRE, responses.WIRE)
 
 
 def turn_usage(turn: int) -> Usage:

@@ -162,5 +162,6 @@ def test_the_inert_plugin_stays_cheap() -> None:
         f"pytest_akmbench.agents{m}"
         for m in ("", ".settings", ".claude_code", ".claude_code.settings", ".opencode", ".opencode.settings")
     ]
+    names += ["pytest_akmbench.agents.codex", "pytest_akmbench.agents.codex.settings"]
     names += [f"pytest_akmbench.plugin{m}" for m in ("", ".hooks", ".options")] + ["pytest_akmbench.records"]
     assert out.strip() == f"{sorted(names)} False"

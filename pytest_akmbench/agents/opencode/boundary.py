@@ -44,6 +44,7 @@ def check_inside(
     cell_path: str,
     swaps: Mapping[str, str],
     extra: Sequence[Path] = (),
+    agent: str = "opencode",
 ) -> str | None:
     """None when the sandbox is off; else a line of what was checked, or a ConfigError."""
     if mode == "none":
@@ -62,7 +63,7 @@ def check_inside(
             code, out, _ = procs.run(list(version_argv), cwd=run_dir / "workspace", env=env, timeout_s=120)
             if code != 0:
                 raise ConfigError(
-                    f"preflight: opencode does not start inside the cell sandbox (exit {code}: "
+                    f"preflight: {agent} does not start inside the cell sandbox (exit {code}: "
                     f"{out.strip()[-200:]}); add what it needs with --bench-sandbox-ro, or run --bench-sandbox none",
                     usage=True,
                 )
@@ -78,4 +79,4 @@ def check_inside(
         procs.kill_all()
         forwarder.close()
         shutil.rmtree(run_dir, ignore_errors=True)
-    return f"opencode starts and reaches the model inside the cell sandbox ({network} network)"
+    return f"{agent} starts and reaches the model inside the cell sandbox ({network} network)"

@@ -1,0 +1,1 @@
+"""The Codex CLI agent: ``codex exec --json`` for one cell (docs/codex.md)."""
