@@ -62,7 +62,7 @@ def test_every_option_and_ini_key_is_a_row() -> None:
 def test_the_options_keep_their_names() -> None:
     """Users and the README name these: none is renamed or lost."""
     flags = {names[0] for names, _ in _declared().options}
-    assert len(flags) == 41 and "--parallel" in flags
+    assert len(flags) == 42 and "--parallel" in flags
     assert all(f.startswith("--bench-") for f in flags - {"--parallel"})
     readme = (ROOT / "README.md").read_text()
     assert not {f for f in flags if f not in readme} - {"--bench-evolve-llm"}
