@@ -177,7 +177,14 @@ def verifier_env(base: Mapping[str, str], run_dir: Path | None = None) -> dict[s
     no PATH entry inside the run dir (where the agent could have planted a ``bash``)."""
     env = {k: v for k, v in base.items() if not k.startswith("AKM_")}
     if run_dir is not None and "PATH" in env:
-        root = run_dir.resolve()
-        kept = [e for e in env["PATH"].split(os.pathsep) if e and not Path(e).resolve().is_relative_to(root)]
+        # Compared as strings: the same test as ``Path.resolve().is_relative_to``, without a path
+        # object and a caught ValueError per entry (benchmarks/README.md, "Where the overhead goes").
+        root = os.path.realpath(run_dir)
+        inside = root if root.endswith("/") else root + "/"
+        kept = [
+            e
+            for e in env["PATH"].split(os.pathsep)
+            if e and (real := os.path.realpath(e)) != root and not real.startswith(inside)
+        ]
         env["PATH"] = os.pathsep.join(kept)
     return env

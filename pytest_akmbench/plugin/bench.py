@@ -35,7 +35,7 @@ from .cells import (  # noqa: F401 - fixtures and hooks of a cell, registered th
     pytest_report_teststatus,
     pytest_runtest_makereport,
 )
-from .nodes import CELL_KEY, STORED_KEY, TaskFile, guard_notes
+from .nodes import CELL_KEY, STORED_KEY, TaskDir, TaskFile, guard_notes
 from .progress import Progress
 from .selection import deselect_by_keyword
 from .state import STATE_KEY, BenchState, register
@@ -315,10 +315,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A task.yaml that is a directory: its error is that path's collection error, as a bad
-    task.yaml file's is, rather than a directory pytest walks into and finds nothing in."""
+    """A task's directory is a ``TaskDir`` (it asks only about its task.yaml). A task.yaml that
+    is a directory: its error is that path's collection error, as a bad task.yaml file's is,
+    rather than a directory pytest walks into and finds nothing in."""
     state = parent.config.stash.get(STATE_KEY, None)
-    if state is None or path.name != "task.yaml" or path not in state.errors:
+    if state is None:
+        return None
+    if path in state.task_dirs and not (path / "__init__.py").is_file():  # else pytest's Package
+        return TaskDir.from_parent(parent, path=path)
+    if path.name != "task.yaml" or path not in state.errors:
         return None
     return TaskFile.from_parent(parent, path=path)
 

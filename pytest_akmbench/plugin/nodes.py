@@ -67,6 +67,29 @@ def guard_notes(config: pytest.Config) -> list[str]:
     return notes
 
 
+class TaskDir(pytest.Directory):
+    """A task's directory. Every entry of it but task.yaml is ignored (``bench.pytest_ignore_collect``),
+    so only task.yaml is asked about, as pytest's ``Dir`` would ask: not every file of the
+    workspace, verifier and solution listed and refused one by one (benchmarks/README.md, "Where
+    the overhead goes"). It is shown as the ``Dir`` it stands in for."""
+
+    def collect(self) -> Any:
+        path, ihook = self.path / "task.yaml", self.ihook
+        is_dir = path.is_dir()
+        if not is_dir and not path.is_file():
+            return
+        asked = not self.session.isinitpath(path, with_parents=is_dir)
+        if asked and ihook.pytest_ignore_collect(collection_path=path, config=self.config):
+            return
+        if not is_dir:
+            yield from ihook.pytest_collect_file(file_path=path, parent=self)
+        elif (col := ihook.pytest_collect_directory(path=path, parent=self)) is not None:
+            yield col
+
+    def __repr__(self) -> str:
+        return f"<Dir {self.name}>"
+
+
 class TaskFile(pytest.File):
     """A task.yaml under the tasks root; its items are the task's cells."""
 
