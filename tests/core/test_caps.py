@@ -82,3 +82,19 @@ def test_a_track_that_refuses_caps_is_one_line_and_one_that_ignores_them_install
         caps.install(cast(pytest.Config, config), state(usd=1.0, track=AttributeTrack()))
     caps.install(cast(pytest.Config, config), state(usd=1.0, track=SoundnessTrack()))  # registers nothing
     caps.install(cast(pytest.Config, config), state(track=AttributeTrack()))  # no cap: nothing to refuse
+
+
+def test_the_controller_counts_the_cells_a_cap_skipped() -> None:
+    s = state(usd=1.0)
+    spend = caps.SpendCaps(s, caps.parse(s))
+    assert spend.block(StoredSamples())["not_run"] == 0
+    reason = "not run: spend cap $1.0000 reached ($1.0000 spent by this run; --bench-budget-usd)"
+    reports = [
+        SimpleNamespace(skipped=True, when="setup", longrepr=("task.yaml", 3, f"Skipped: {reason}")),
+        SimpleNamespace(skipped=True, when="setup", longrepr=("task.yaml", 4, "Skipped: no opencode")),
+        SimpleNamespace(skipped=True, when="call", longrepr=("task.yaml", 5, reason)),
+        SimpleNamespace(skipped=False, when="setup", longrepr=None),
+    ]
+    for report in reports:
+        spend.pytest_runtest_logreport(cast(pytest.TestReport, report))
+    assert spend.not_run == 1

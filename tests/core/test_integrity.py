@@ -113,6 +113,11 @@ class TestCheck:
         old = sample(run="r0", from_store=True)
         assert check(chosen=[old], received=[old], stored_by_run=[]) == []
 
+    def test_four_cells_name_three_and_one_more(self) -> None:
+        received = [sample(seed=s) for s in (1, 2, 3, 4)]
+        (problem,) = check(chosen=received, received=received, stored_by_run=[])
+        assert "(d/t::akm-s1, d/t::akm-s2, d/t::akm-s3 and 1 more)" in problem
+
     def test_three_cells_are_all_named(self) -> None:
         received = [sample(seed=s) for s in (3, 1, 2)]
         (problem,) = check(chosen=received, received=received, stored_by_run=[])

@@ -3,6 +3,7 @@ the same in any interpreter; and K/N parsed or refused in one line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.errors import ConfigError, StoreError
 from pytest_akmbench.store import shards
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,3 +187,22 @@ def test_the_heaviest_cells_go_first_to_the_lightest_shard() -> None:
     cells = [("c/z", "akm", 1), ("a/x", "akm", 1), ("b/y", "akm", 1)]
     assert shards.split(cells, 2, walls) == {("a/x", "akm", 1): 1, ("b/y", "akm", 1): 2, ("c/z", "akm", 1): 2}
     assert shards.split([("b", "a", 1), ("a", "a", 1), ("a", "a", 1)], 2, {}) == {("a", "a", 1): 1, ("b", "a", 1): 2}
+    # In cell order a light first cell would pull the second heavy one onto its shard.
+    light_first = {"a/x|akm": 1, "b/y|akm": 5, "c/z|akm": 5}
+    assert shards.split([("a/x", "akm", 1), ("b/y", "akm", 1), ("c/z", "akm", 1)], 2, light_first) == {
+        ("b/y", "akm", 1): 1,
+        ("c/z", "akm", 1): 2,
+        ("a/x", "akm", 1): 1,
+    }
+
+
+def test_the_plan_hash_is_the_same_in_every_version() -> None:
+    """Shards of one run may be written by two versions of the bench: a merge compares their hashes."""
+    plan = {("d/t", "akm", 1): 1, ("d/t", "noakm", 1): 2}
+    assert shards.plan_hash(plan) == hashlib.sha256(b'[["d/t","akm",1,1],["d/t","noakm",1,2]]').hexdigest()[:16]
+
+
+def test_a_shard_record_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / shards.SHARDS_FILE).mkdir()
+    with pytest.raises(StoreError, match=r"shards.jsonl: cannot record the shard \(Is a directory\); check the store"):
+        shards.append(tmp_path, {"schema": 1})
