@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_akmbench.plugin import caps
-from pytest_akmbench.plugin.state import BenchState
+from pytest_akmbench.plugin.state import STATE_KEY, BenchState
 from pytest_akmbench.run.resume import StoredSamples
 from pytest_akmbench.tracks.attribute.track import AttributeTrack
 from pytest_akmbench.tracks.track import SoundnessTrack, Track
@@ -98,3 +98,23 @@ def test_the_controller_counts_the_cells_a_cap_skipped() -> None:
     for report in reports:
         spend.pytest_runtest_logreport(cast(pytest.TestReport, report))
     assert spend.not_run == 1
+
+
+def test_a_utility_run_with_a_cap_installs_it_and_its_report_block() -> None:
+    registered: list[tuple[object, str]] = []
+    pluginmanager = SimpleNamespace(register=lambda plugin, name: registered.append((plugin, name)))
+    s = state(tokens=10)
+    config = cast(pytest.Config, SimpleNamespace(stash={STATE_KEY: s}, pluginmanager=pluginmanager))
+    assert caps.report_block(config, StoredSamples()) is None  # no cap installed: no block
+    caps.install(config, s)
+    ((plugin, name),) = registered
+    assert name == caps.PLUGIN and s.plugins == {caps.PLUGIN: plugin}
+    assert isinstance(plugin, caps.SpendCaps) and plugin.state is s and plugin.caps == caps.parse(s)
+    stored = StoredSamples([{**run(tokens=12), "schema": 1}])
+    assert caps.report_block(config, stored) == {
+        "kind": "tokens",
+        "limit": 10,
+        "spent": 12.0,
+        "reached": True,
+        "not_run": 0,
+    }

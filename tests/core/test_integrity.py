@@ -109,6 +109,11 @@ class TestCheck:
                 "report mismatch: 1 cells have a newer sample"
             )
 
+    def test_a_harness_error_does_not_hide_the_cells_after_it(self) -> None:
+        error, absent = sample(seed=1, outcome="harness_error"), sample(seed=2, at="t2")
+        (problem,) = check(chosen=[], received=[error, absent], stored_by_run=[error, absent])
+        assert problem == "report mismatch: 1 cells this run reported have no sample in the report (d/t::akm-s2)"
+
     def test_a_sample_from_the_store_is_not_looked_for_among_this_runs(self) -> None:
         old = sample(run="r0", from_store=True)
         assert check(chosen=[old], received=[old], stored_by_run=[]) == []
