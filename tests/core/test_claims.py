@@ -4,10 +4,14 @@ it was; the claim's file names its owner alone, is private, and is gone once rel
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from pytest_akmbench.store import claims
 from pytest_akmbench.store.claims import Claim
 
 
@@ -73,3 +77,48 @@ def test_other_trials_do_not_wait(tmp_path: Path) -> None:
     assert other.acquire() is None and other.path != first.path
     other.release()
     first.release()
+
+
+def test_a_release_never_frees_another_claimants_file(tmp_path: Path) -> None:
+    """A claim never acquired, or released already, leaves the trial's current holder alone."""
+    early, holder = Claim(tmp_path, "t", owner="a"), Claim(tmp_path, "t", owner="b")
+    early.acquire()
+    early.release()
+    holder.acquire()
+    early.release()
+    Claim(tmp_path, "t", owner="c").release()
+    assert holder.path.read_text() == "b"
+    holder.release()
+
+
+def test_a_long_name_is_read_cut_and_never_fails_the_waiter(tmp_path: Path) -> None:
+    """A waiter reads at most 512 bytes of the holder's name; a character cut there is replaced."""
+    first = Claim(tmp_path, "t", owner="x" + "é" * 300)
+    second = Claim(tmp_path, "t", owner="b")
+    first.acquire()
+    thread, got = _wait_in_thread(second)
+    first.release()
+    thread.join(10)
+    assert got == ["x" + "é" * 255 + "\ufffd"]
+    second.release()
+
+
+def test_an_interrupt_while_waiting_is_raised_and_leaks_no_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holder = Claim(tmp_path, "t", owner="a")
+    holder.acquire()
+    real = claims.fcntl.flock
+
+    def flock(fd: int, op: int) -> None:
+        if op == claims.fcntl.LOCK_EX:  # the blocking wait: Ctrl-C arrives
+            raise KeyboardInterrupt
+        real(fd, op)
+
+    monkeypatch.setattr(claims.fcntl, "flock", flock)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        Claim(tmp_path, "t", owner="b").acquire()
+    assert len(os.listdir("/proc/self/fd")) == before
+    monkeypatch.undo()
+    holder.release()

@@ -138,6 +138,7 @@ def test_a_shard_record_is_read_only_whole(tmp_path: Path) -> None:
     warnings: list[str] = []
     assert shards.read(tmp_path, warnings) == [GOOD, edge]
     assert [w.rsplit(":", 2)[-2] for w in warnings] == [str(n) for n in range(2, len(BAD) + 2)]
+    assert warnings[0] == f"{tmp_path / shards.SHARDS_FILE}:2: skipped unreadable shard record"
     assert shards.plan_of(edge) == {("d/t", "akm", 1): 1, ("d/u", "akm", 2): 2}
 
 
