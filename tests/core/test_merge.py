@@ -131,6 +131,13 @@ def test_a_shard_whose_store_lost_cells_is_incomplete(tmp_path: Path) -> None:
     merged = merge.load([one, two])
     (line,) = merge.check(merged, corpus.tasks, sorted(plan), ctx)
     assert "no sample for 2 of its 3 cells" in line and "torn" not in line
+    lost = sorted(c for c, k in plan.items() if k == 2)[1:]
+    assert line == (
+        f"shard 2/2 incomplete: {two} ran it but holds no sample for 2 of its 3 cells "
+        f"({', '.join(f'{t}::{a}-s{n}' for t, a, n in lost)}); rerun them with --bench-shard 2/2 into that store "
+        "(it runs exactly the missing cells), then merge again"
+    )
+    assert merged.block()["missing"] == merged.missing
 
 
 def test_stores_without_a_plan_name_the_cells_no_store_holds(tmp_path: Path) -> None:
