@@ -111,3 +111,51 @@ def test_the_envelope_says_the_design_in_its_verdict_and_warnings() -> None:
         "adaptive": block,
     }
     assert envelope["warnings"] == ["w"]  # the envelope given is left as it was
+
+
+def test_the_block_before_the_first_look_and_after_it() -> None:
+    """The report's ``adaptive`` block, every key: before the floor no look was taken."""
+    early = sequential.block(plan(rounds(1)), arms=ARMS, floor=2, max_seeds=4)
+    assert early == {
+        "design": "adaptive",
+        "until": "decisive",
+        "method": sequential.METHOD,
+        "reference": sequential.REFERENCE,
+        "alpha": sequential.ALPHA,
+        "spending": "obrien_fleming",
+        "futility": sequential.FUTILITY,
+        "conditional_power": None,
+        "floor": 2,
+        "max_seeds": 4,
+        "looks": 0,
+        "stopping_reason": None,
+        "decisive": False,
+        "direction": None,
+        "lead_needed": None,
+        "alpha_spent": 0.0,
+        "pairs": 0,
+        "akm_only": 0,
+        "noakm_only": 0,
+        "floor_lift": None,
+        "floor_lift_tasks": 0,
+        "cells_used": 8,
+        "cells_max": 16,
+        "seeds_by_task": {"d/a": 2, "d/b": 2},
+        "history": [],
+    }
+    state = plan(rounds(2))
+    (look,) = state.looks
+    later = sequential.block(state, arms=ARMS, floor=2, max_seeds=4)
+    assert later["history"] == [
+        {
+            "round": 2,
+            "tasks": 2,
+            "pairs": 4,
+            "akm_only": 4,
+            "noakm_only": 0,
+            "lead_needed": look.bound,
+            "alpha_spent": round(look.spent, 6),
+        }
+    ]
+    assert (later["lead_needed"], later["pairs"], later["alpha_spent"]) == (look.bound, 4, round(look.spent, 6))
+    assert state.needs("d/zz", 1) is False  # a task the plan does not hold needs no seed
