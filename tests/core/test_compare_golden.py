@@ -6,6 +6,7 @@ the diff."""
 from __future__ import annotations
 
 import copy
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from pytest_akmbench.report.compare.changes import compare
 from pytest_akmbench.report.compare.markdown import render_markdown
 from tests.core.test_compare import envelope
+from tests.core.test_compare_workflow import specs, wf_envelope
 
 DATA = Path(__file__).with_name("data") / "compare"
 
@@ -43,7 +45,19 @@ def cases() -> dict[str, str]:
         "corpus_refused": render_markdown(compare(good, fewer)),
         "corpus_allowed": render_markdown(compare(good, fewer, allow_corpus_mismatch=True)),
         "one_arm": render_markdown(compare(only_akm, envelope([0, 3, 2]))),
+        "workflows": _workflows(),
     }
+
+
+def _workflows() -> str:
+    """Two workflows in both reports, one in each alone, on eight tasks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        both = specs(Path(tmp), "lookup", "feedback")
+        before = {"lookup": [1, 0, 1, 0, 0, 1, 0, 0], "feedback": [2, 3, 2, 2, 1, 3, 2, 2], "old": [1] * 8}
+        after = {"lookup": [4, 4, 3, 4, 3, 4, 4, 3], "feedback": [2, 2, 3, 2, 2, 3, 1, 2], "new": [4] * 8}
+        base = wf_envelope({**both, **specs(Path(tmp), "old")}, before)
+        head = wf_envelope({**both, **specs(Path(tmp), "new")}, after)
+        return render_markdown(compare(base, head))
 
 
 @pytest.mark.parametrize("name", sorted(cases()))
