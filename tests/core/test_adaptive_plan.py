@@ -159,3 +159,10 @@ def test_the_block_before_the_first_look_and_after_it() -> None:
     ]
     assert (later["lead_needed"], later["pairs"], later["alpha_spent"]) == (look.bound, 4, round(look.spent, 6))
     assert state.needs("d/zz", 1) is False  # a task the plan does not hold needs no seed
+
+
+def test_a_floor_without_one_valid_pair_has_no_floor_lift() -> None:
+    """Every cell of the floor rounds errored: the floor lift is unknown, not a division by zero."""
+    errored = {(t.id, arm, s) for t in TASKS for arm in ARMS for s in (1, 2)}
+    state = sequential.plan(["d/a", "d/b"], ARMS, {}, errored, floor=2, max_seeds=4)
+    assert (state.floor_lift, state.floor_tasks) == (None, 0)

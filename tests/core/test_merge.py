@@ -154,6 +154,6 @@ def test_stores_without_a_plan_name_the_cells_no_store_holds(tmp_path: Path) -> 
         "wrote (its whole directory), or leave it out"
     )
     assert line.startswith("no store given holds a sample of 2 of the 6 selected cells (")
-    assert merged.plan is None and merged.incomplete == []
+    assert merged.plan is None and merged.incomplete == [] and merged.seeds() == 0
     whole = sorted(c for c, k in plan.items() if k == 1)  # all in store one, given twice: counted once
     assert merge.check(merge.load([one, two, one]), corpus.tasks, whole, ctx) == []
