@@ -20,7 +20,7 @@ def test_the_claim_file_is_the_trials_hash_and_names_its_owner(tmp_path: Path) -
     claim = Claim(tmp_path, "t\0akm\x001\0fp", owner="run a")
     digest = hashlib.sha256(b"t\0akm\x001\0fp").hexdigest()[:32]
     assert claim.path == tmp_path / "claims" / f"{digest}.lock"
-    assert claim.acquire() is None
+    assert _acquire(claim) is None
     assert claim.path.read_text() == "run a"
     assert claim.path.stat().st_mode & 0o777 == 0o600  # the owner names a run: private
     assert claim.path.parent.stat().st_mode & 0o777 == 0o700
@@ -34,22 +34,30 @@ def test_a_stale_file_is_claimed_and_names_only_the_new_owner(tmp_path: Path) ->
     claim = Claim(tmp_path, "t", owner="b")
     claim.path.parent.mkdir()
     claim.path.write_text("a run that crashed long ago")
-    assert claim.acquire() is None
+    assert _acquire(claim) is None
     assert claim.path.read_text() == "b"
     claim.release()
 
 
-def _wait_in_thread(claim: Claim) -> tuple[threading.Thread, list[str | None]]:
+def _acquire(claim: Claim) -> str | None:
+    """``claim.acquire()``, failing the test instead of hanging it if it never returns."""
+    thread, got = _wait_in_thread(claim, wait=0)
+    thread.join(10)
+    assert got, "acquire never returned"
+    return got[0]
+
+
+def _wait_in_thread(claim: Claim, wait: float = 0.3) -> tuple[threading.Thread, list[str | None]]:
     got: list[str | None] = []
     thread = threading.Thread(target=lambda: got.append(claim.acquire()), daemon=True)
     thread.start()
-    time.sleep(0.3)
+    time.sleep(wait)
     return thread, got
 
 
 def test_a_second_claimant_waits_and_learns_who_held_the_trial(tmp_path: Path) -> None:
     first, second = Claim(tmp_path, "t", owner="run a (pid 1)"), Claim(tmp_path, "t", owner="run b")
-    assert first.acquire() is None
+    assert _acquire(first) is None
     thread, got = _wait_in_thread(second)
     assert got == []  # it waits while the first holds the trial
     first.release()
@@ -73,8 +81,8 @@ def test_a_holder_without_a_name_is_another_run(tmp_path: Path) -> None:
 
 def test_other_trials_do_not_wait(tmp_path: Path) -> None:
     first, other = Claim(tmp_path, "t", owner="a"), Claim(tmp_path, "u", owner="b")
-    first.acquire()
-    assert other.acquire() is None and other.path != first.path
+    _acquire(first)
+    assert _acquire(other) is None and other.path != first.path
     other.release()
     first.release()
 
@@ -82,9 +90,9 @@ def test_other_trials_do_not_wait(tmp_path: Path) -> None:
 def test_a_release_never_frees_another_claimants_file(tmp_path: Path) -> None:
     """A claim never acquired, or released already, leaves the trial's current holder alone."""
     early, holder = Claim(tmp_path, "t", owner="a"), Claim(tmp_path, "t", owner="b")
-    early.acquire()
+    _acquire(early)
     early.release()
-    holder.acquire()
+    _acquire(holder)
     early.release()
     Claim(tmp_path, "t", owner="c").release()
     assert holder.path.read_text() == "b"
