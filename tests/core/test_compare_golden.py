@@ -1,4 +1,4 @@
-"""The whole markdown ``compare`` prints (report/compare/markdown.py), byte for byte, for a set of
+"""The whole markdown ``compare`` prints (and two of its JSON results) (report/compare/markdown.py), byte for byte, for a set of
 report pairs: a reader's diff view must not change without a deliberate update of these files.
 Regenerate them after such a change with ``python -m tests.core.test_compare_golden`` and read
 the diff."""
@@ -6,6 +6,7 @@ the diff."""
 from __future__ import annotations
 
 import copy
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ def cases() -> dict[str, str]:
     fewer["corpus"]["taskCorpusHash"] = "another"
     only_akm = envelope([3, 0, 2])
     return {
+        "within_noise.json": json.dumps(compare(base, head), indent=1, sort_keys=True) + "\n",
+        "regression.json": json.dumps(compare(good, bad), indent=1, sort_keys=True) + "\n",
         "within_noise": render_markdown(compare(base, head)),
         "regression": render_markdown(compare(good, bad)),
         "improvement_with_warnings": render_markdown(compare(bad, good, allow_model_mismatch=True)),
@@ -62,10 +65,14 @@ def _workflows() -> str:
 
 @pytest.mark.parametrize("name", sorted(cases()))
 def test_the_markdown_is_the_one_on_file(name: str) -> None:
-    assert cases()[name] == (DATA / f"{name}.md").read_text(encoding="utf-8")
+    assert cases()[name] == (DATA / _file(name)).read_text(encoding="utf-8")
+
+
+def _file(name: str) -> str:
+    return name if name.endswith(".json") else f"{name}.md"
 
 
 if __name__ == "__main__":
     DATA.mkdir(parents=True, exist_ok=True)
     for name, text in cases().items():
-        (DATA / f"{name}.md").write_text(text, encoding="utf-8")
+        (DATA / _file(name)).write_text(text, encoding="utf-8")
