@@ -6,6 +6,7 @@ the diff."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import tempfile
 from pathlib import Path
@@ -28,6 +29,7 @@ def _without(report: dict[str, Any], task: str) -> dict[str, Any]:
     return out
 
 
+@functools.cache  # built once: every case asks for all of them
 def cases() -> dict[str, str]:
     base = envelope([3, 3, 0, 1, 2, 3], [0, 1, 0, 1, 2, 0])
     head = envelope([0, 0, 0, 1, 3, 3], [3, 3, 0, 1, 2, 0])
