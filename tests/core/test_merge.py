@@ -3,6 +3,7 @@ stores as within one, and the stores' shard plans are checked against each other
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,13 @@ def test_a_shard_whose_store_lost_cells_is_incomplete(tmp_path: Path) -> None:
     merged = merge.load([one, two])
     (line,) = merge.check(merged, corpus.tasks, sorted(plan), ctx)
     assert "no sample for 2 of its 3 cells" in line and "torn" not in line
+    lost = sorted(c for c, k in plan.items() if k == 2)[1:]
+    assert line == (
+        f"shard 2/2 incomplete: {two} ran it but holds no sample for 2 of its 3 cells "
+        f"({', '.join(f'{t}::{a}-s{n}' for t, a, n in lost)}); rerun them with --bench-shard 2/2 into that store "
+        "(it runs exactly the missing cells), then merge again"
+    )
+    assert merged.block()["missing"] == merged.missing
 
 
 def test_stores_without_a_plan_name_the_cells_no_store_holds(tmp_path: Path) -> None:
@@ -147,6 +155,36 @@ def test_stores_without_a_plan_name_the_cells_no_store_holds(tmp_path: Path) -> 
         "wrote (its whole directory), or leave it out"
     )
     assert line.startswith("no store given holds a sample of 2 of the 6 selected cells (")
-    assert merged.plan is None and merged.incomplete == []
+    assert merged.plan is None and merged.incomplete == [] and merged.seeds() == 0
     whole = sorted(c for c, k in plan.items() if k == 1)  # all in store one, given twice: counted once
     assert merge.check(merge.load([one, two, one]), corpus.tasks, whole, ctx) == []
+
+
+def _refingerprint(store: Path, **changes: Any) -> None:
+    """Store ``store``'s samples again under a fingerprint with ``changes``."""
+    path = store / "samples.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in records:
+        r["fingerprint"] = {**r["fingerprint"], **changes}
+        r["fingerprint_hash"] = fingerprint_hash(r["fingerprint"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_cells_held_only_under_another_fingerprint_are_named_with_the_fields(tmp_path: Path) -> None:
+    corpus, ctx, plan = two_shards(tmp_path, records=False)
+    one, two = tmp_path / "one", tmp_path / "two"
+    _refingerprint(two, model="x/other", sandbox="none")
+    cells = sorted(plan)
+    (conflict,) = merge.check(merge.load([one, two]), corpus.tasks, cells, ctx)
+    arms = sorted(c[1] for c, k in plan.items() if k == 2)
+    by_arm = ", ".join(f"{a} {arms.count(a)}" for a in sorted(set(arms)))
+    assert conflict == (
+        f"conflicting fingerprints: {two} holds 3 selected cells ({by_arm}) only under another fingerprint "
+        "(differing in model, sandbox), left out of this report: report that store apart, or rerun those cells "
+        "with this report's settings"
+    )
+    (alone,) = merge.check(merge.load([two]), corpus.tasks, sorted(c for c, k in plan.items() if k == 2), ctx)
+    assert alone.endswith(
+        "left out of this report: rerun those cells (a bench runs exactly them), or give --run-id of the run "
+        "that made them"
+    )

@@ -3,6 +3,7 @@ the same in any interpreter; and K/N parsed or refused in one line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.errors import ConfigError
+from pytest_akmbench.errors import ConfigError, StoreError
 from pytest_akmbench.store import shards
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,3 +106,104 @@ def test_records_round_trip_and_bad_lines_are_skipped(tmp_path: Path) -> None:
     (read,) = shards.read(tmp_path, warnings)
     assert shards.plan_of(read) == plan and read["plan_hash"] == shards.plan_hash(plan)
     assert [w.rsplit(":", 2)[-2] for w in warnings] == ["2", "3"]
+
+
+GOOD = {"schema": 1, "run_id": "r", "plan_hash": "h", "shard": 1, "of": 2, "plan": [["d/t", "akm", 1, 2]]}
+BAD = [
+    {**GOOD, "schema": 2},
+    {**GOOD, "plan_hash": 1},
+    {**GOOD, "run_id": None},
+    {**GOOD, "shard": 0},
+    {**GOOD, "shard": 3},
+    {**GOOD, "shard": True},
+    {**GOOD, "of": "2"},
+    {**GOOD, "plan": {}},
+    {**GOOD, "plan": [["d/t", "akm", 1]]},
+    {**GOOD, "plan": [("d/t", "akm", 1, 2, 0)]},
+    {**GOOD, "plan": [["d/t", "akm", "1", 2]]},
+    {**GOOD, "plan": [["d/t", "akm", 1, 2.0]]},
+    {**GOOD, "plan": [["d/t", "akm", 1, 0]]},
+    {**GOOD, "plan": [["d/t", "akm", 1, 3]]},
+    {**GOOD, "plan": ["d/t"]},
+    [GOOD],
+]
+
+
+def test_a_shard_record_is_read_only_whole(tmp_path: Path) -> None:
+    """Each line with one field wrong is skipped with a warning naming it; the good lines around it,
+    at the edges of what is allowed (shard K = N, a cell in shard N), are kept."""
+    edge = {**GOOD, "shard": 2, "plan": [["d/t", "akm", 1, 1], ["d/u", "akm", 2, 2]]}
+    lines = [GOOD, *BAD, edge]
+    (tmp_path / shards.SHARDS_FILE).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    warnings: list[str] = []
+    assert shards.read(tmp_path, warnings) == [GOOD, edge]
+    assert [w.rsplit(":", 2)[-2] for w in warnings] == [str(n) for n in range(2, len(BAD) + 2)]
+    assert warnings[0] == f"{tmp_path / shards.SHARDS_FILE}:2: skipped unreadable shard record"
+    assert shards.plan_of(edge) == {("d/t", "akm", 1): 1, ("d/u", "akm", 2): 2}
+
+
+def test_the_record_names_the_shard_and_the_whole_plan() -> None:
+    plan = {("d/u", "akm", 1): 1, ("d/t", "akm", 2): 2}
+    record = shards.make_record(shards.Shard(2, 3), plan, "run-1", "2026-01-01T00:00:00.000Z")
+    assert record == {
+        "schema": 1,
+        "run_id": "run-1",
+        "started_at": "2026-01-01T00:00:00.000Z",
+        "shard": 2,
+        "of": 3,
+        "plan_hash": shards.plan_hash(plan),
+        "plan": [["d/t", "akm", 2, 2], ["d/u", "akm", 1, 1]],
+    }
+    assert shards.Shard(2, 3).label == "2/3"
+    assert shards.plan_hash(plan) != shards.plan_hash({**plan, ("d/u", "akm", 1): 2})
+    assert len(shards.plan_hash(plan)) == 16
+
+
+def test_an_invalid_or_unknown_wall_does_not_weigh() -> None:
+    records = [
+        {"task_id": "a/x", "arm": "akm", "outcome": "pass", "wallclock_ms": 0},
+        {"task_id": "a/x", "arm": "akm", "outcome": "pass", "wallclock_ms": 1.5},
+        {"task_id": "a/x", "arm": "akm", "outcome": "pass", "wallclock_ms": True},
+        {"task_id": "a/x", "arm": "akm", "outcome": "pass", "wallclock_ms": -5},
+        {"task_id": "a/x", "arm": "akm", "outcome": "pass"},
+        {"task_id": 1, "arm": "akm", "outcome": "pass", "wallclock_ms": 10},
+        {"task_id": "a/x", "arm": None, "outcome": "pass", "wallclock_ms": 10},
+        {"task_id": "a/x", "arm": "akm", "wallclock_ms": 10},
+        {"task_id": "a/x", "arm": "akm", "outcome": "pass", "wallclock_ms": 1},
+    ]
+    assert shards.expected_walls(records) == {"a/x|akm": 1, "a/x|": 1}
+    # Medians are rounded to whole ms; a cell of an unknown task weighs the known cells' median.
+    walls = shards.expected_walls(
+        [{"task_id": "a/x", "arm": "akm", "outcome": "fail", "wallclock_ms": w} for w in (1, 2)]
+    )
+    assert walls == {"a/x|akm": 2, "a/x|": 2}
+    cells = [("a/x", "akm", 1), ("c/z", "noakm", 1), ("b/y", "akm", 1)]
+    assert shards.weights(cells, {"a/x|akm": 3, "c/z|": 6}) == {cells[0]: 3, cells[1]: 6, cells[2]: 4}
+
+
+def test_the_heaviest_cells_go_first_to_the_lightest_shard() -> None:
+    """Three cells of 5, 4 and 3 ms on two shards: 5 to shard 1, 4 to shard 2, 3 to shard 2
+    (4 < 5); ties go to the lower shard, and equal weights go in cell order."""
+    walls = {"a/x|akm": 5, "b/y|akm": 4, "c/z|akm": 3}
+    cells = [("c/z", "akm", 1), ("a/x", "akm", 1), ("b/y", "akm", 1)]
+    assert shards.split(cells, 2, walls) == {("a/x", "akm", 1): 1, ("b/y", "akm", 1): 2, ("c/z", "akm", 1): 2}
+    assert shards.split([("b", "a", 1), ("a", "a", 1), ("a", "a", 1)], 2, {}) == {("a", "a", 1): 1, ("b", "a", 1): 2}
+    # In cell order a light first cell would pull the second heavy one onto its shard.
+    light_first = {"a/x|akm": 1, "b/y|akm": 5, "c/z|akm": 5}
+    assert shards.split([("a/x", "akm", 1), ("b/y", "akm", 1), ("c/z", "akm", 1)], 2, light_first) == {
+        ("b/y", "akm", 1): 1,
+        ("c/z", "akm", 1): 2,
+        ("a/x", "akm", 1): 1,
+    }
+
+
+def test_the_plan_hash_is_the_same_in_every_version() -> None:
+    """Shards of one run may be written by two versions of the bench: a merge compares their hashes."""
+    plan = {("d/t", "akm", 1): 1, ("d/t", "noakm", 1): 2}
+    assert shards.plan_hash(plan) == hashlib.sha256(b'[["d/t","akm",1,1],["d/t","noakm",1,2]]').hexdigest()[:16]
+
+
+def test_a_shard_record_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / shards.SHARDS_FILE).mkdir()
+    with pytest.raises(StoreError, match=r"shards.jsonl: cannot record the shard \(Is a directory\); check the store"):
+        shards.append(tmp_path, {"schema": 1})

@@ -83,6 +83,12 @@ def test_the_settings_choose_the_track() -> None:
         ConfigError, match=r"^--bench-track: --bench-soundness checks the corpus; drop the evolve track$"
     ):
         chosen(dataclasses.replace(SETTINGS, soundness=True, track="evolve"))
+    from_config = dataclasses.replace(
+        SETTINGS, soundness=True, track="attribute", origins={"track": "bench.json track"}
+    )
+    with pytest.raises(ConfigError, match=r"^bench.json track: --bench-soundness checks the corpus") as err:
+        chosen(from_config)
+    assert err.value.usage is True  # a usage error: pytest's exit status 4
 
 
 def test_the_items_of_a_task() -> None:

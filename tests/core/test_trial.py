@@ -13,6 +13,7 @@ from pytest_akmbench.agents import OracleAgent
 from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint
 from pytest_akmbench.cell.trial import Ended, StorePlace, Trial, append, run_trial
 from pytest_akmbench.corpus.tasks import Task, load_corpus
+from pytest_akmbench.errors import StoreError
 from pytest_akmbench.records import CellKey
 from pytest_akmbench.store.claims import Claim
 from pytest_akmbench.store.samples import fingerprint_hash
@@ -170,6 +171,46 @@ class TestStorePlace:
         ended = StorePlace(tmp_path, index, owner="me").claim(("t", "noakm", 1), "fp")
         assert ended == Ended(record=record, claimed_by="another run")
         assert index.refreshed == 1  # read again under the claim
+        assert list((tmp_path / "claims").iterdir()) == []  # released
+
+    def test_a_trial_an_older_store_holds_under_its_legacy_arm_is_reported(self, tmp_path: Path) -> None:
+        record = {"outcome": "pass", "arm": "evolve-post"}
+        index = Index({(("t", "evolve-post", 1), "fp"): record})
+        place = StorePlace(tmp_path, index, owner="me")
+        assert place.claim(("t", "akm", 1), "fp", ("t", "evolve-post", 1)) == Ended(
+            record=record, claimed_by="another run"
+        )
+        held = place.claim(("t", "akm", 1), "other fp", ("t", "evolve-post", 1))
+        assert isinstance(held, Claim)  # the legacy sample is of another fingerprint: run it
+        held.release()
+
+    def test_the_store_is_read_under_the_lock(self, tmp_path: Path) -> None:
+        """Workers of one run share the store's index: it is refreshed and read under their lock."""
+        seen: list[str] = []
+
+        class Lock:
+            def __enter__(self) -> None:
+                seen.append("enter")
+
+            def __exit__(self, *exc: object) -> None:
+                seen.append("exit")
+
+        class Watched(Index):
+            def done(self, cell: CellKey, fingerprint_hash: str) -> dict[str, Any] | None:
+                seen.append("done")
+                return None
+
+        held = StorePlace(tmp_path, Watched(), owner="me", lock=Lock()).claim(("t", "akm", 1), "fp")  # type: ignore[arg-type]
+        assert seen == ["enter", "done", "exit"] and isinstance(held, Claim)
+        held.release()
+
+    def test_a_store_that_cannot_be_read_under_the_claim_is_one_line(self, tmp_path: Path) -> None:
+        class Broken(Index):
+            def refresh(self) -> None:
+                raise StoreError("samples.jsonl: unreadable")
+
+        ended = StorePlace(tmp_path, Broken(), owner="me").claim(("t", "noakm", 1), "fp")
+        assert ended == Ended(error=f"akmbench: {tmp_path}: cannot claim a cell (samples.jsonl: unreadable)")
         assert list((tmp_path / "claims").iterdir()) == []  # released
 
     def test_a_claim_that_fails_is_one_line(self, tmp_path: Path) -> None:

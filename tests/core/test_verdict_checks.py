@@ -83,3 +83,43 @@ def test_the_soundness_of_the_tasks_as_they_are_now(tmp_path: Path) -> None:
     assert env["verdict"] == soundness.headline(block)
     assert "## Corpus soundness" in render_markdown(env)
     assert soundness.block(tasks, tmp_path / "elsewhere") is None
+
+
+def test_an_oracle_failure_of_many_cells_names_three() -> None:
+    samples = _all(lambda t, a: "fail" if a == "akm" else "pass")
+    samples[0] = {**samples[0], "outcome": "harness_error"}
+    env = report.build(dataclasses.replace(inp(TASKS, samples, seeds=1), agent="oracle"))
+    assert env["verdict"] == (
+        "oracle check FAILED: 4 of 7 valid cells are not solved by its own solution "
+        "(d0/t0 akm s1, d1/t1 akm s1, d2/t2 akm s1 …); 3 pass (noakm 3/3, akm 0/4, 1 harness error)"
+    )
+
+
+def test_a_nop_run_with_harness_errors_counts_them() -> None:
+    samples = [
+        {**s, "outcome": "harness_error"} if s["task_id"] in ("d0/t0", "d1/t1") else s
+        for s in _all(lambda t, a: "fail")
+    ]
+    env = report.build(dataclasses.replace(inp(TASKS, samples, seeds=1), agent="nop"))
+    assert env["verdict"] == (
+        "nop check: 0 of 4 valid cells pass (noakm 0/2, akm 0/2, 4 harness errors): "
+        "every selected task is failed by doing nothing"
+    )
+
+
+def test_one_arm_and_arms_without_a_shared_task() -> None:
+    one = report.build(
+        inp(TASKS, _all(lambda t, a: "pass" if t != "d3/t3" else "fail", arms=("akm",)), arms=("akm",), seeds=1)
+    )
+    assert one["verdict"] == (
+        "provisional: 4 of 4 cells below the floor of 3 — only one arm ran (akm): pass rate 0.75 [0.19, 0.99] "
+        "over 4 tasks, valid runs akm 4/4; no lift measured"
+    )
+    apart = [sample("d0/t0", "akm", 1, "pass"), sample("d1/t1", "noakm", 1, "fail")]
+    env = report.build(inp(TASKS[:2], apart, seeds=1))
+    assert env["verdict"] == (
+        "provisional: 4 of 4 cells below the floor of 3 — arms noakm, akm ran, but akm and another arm share no "
+        "task with valid runs: no lift measured"
+    )
+    none = report.build(inp(TASKS, [{**s, "outcome": "harness_error"} for s in _all(lambda t, a: "pass")], seeds=1))
+    assert none["verdict"] == "no valid runs: no arm produced a pass or fail outcome"
