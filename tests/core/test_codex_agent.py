@@ -18,7 +18,7 @@ from pytest_akmbench.agents.codex.events import EventStream, tokens_of
 from pytest_akmbench.agents.codex.preflight import check_responses
 from pytest_akmbench.agents.codex.transcript import agent_command, read_transcript
 from pytest_akmbench.agents.codex.watch import Rollout
-from pytest_akmbench.agents.opencode.model import check_model
+from pytest_akmbench.agents.model import check_model
 from pytest_akmbench.agents.providers import validate_providers
 from pytest_akmbench.agents.transcript import Moment, ToolEvent
 from pytest_akmbench.errors import ConfigError

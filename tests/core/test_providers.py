@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.discovery import discover_providers
-from pytest_akmbench.agents.opencode.model import check_model, describe, resolve_model
+from pytest_akmbench.agents.discovery import discover_providers
+from pytest_akmbench.agents.model import check_model, describe, resolve_model
 from pytest_akmbench.agents.providers import check_env_vars, load_providers_file, validate_providers
 from pytest_akmbench.errors import ConfigError
 
@@ -204,7 +204,7 @@ def test_env_vars_must_resolve_and_never_leak(tmp_path):
 
 def test_choose_scripted_without_providers(tmp_path):
     """A scripted model needs no providers; otherwise the model comes from the providers file."""
-    from pytest_akmbench.agents.opencode.model import choose_model
+    from pytest_akmbench.agents.model import choose_model
 
     choice = choose_model("scripted/oracle", {}, env={"HOME": str(tmp_path)})
     assert choice.scripted and describe(choice)["providers_source"] is None

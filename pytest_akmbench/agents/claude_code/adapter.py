@@ -33,7 +33,7 @@ from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
-from ..opencode.model import choice_digest, choose_model
+from ..model import choice_digest, choose_model
 from ..providers import ModelChoice, check_env_vars, secret_values
 from ..transcript import TranscriptItem
 from ..watching import over_budget, watch
@@ -74,7 +74,7 @@ class ClaudeCodeAgent(Agent):
         self._options = options
         self.binary = locate_claude(options)
         choice = options.get("model_choice")
-        choice = choice if isinstance(choice, ModelChoice) else choose_model(session.model, options)
+        choice = choice if isinstance(choice, ModelChoice) else choose_model(session.model, options, agent=self.name)
         provider.check_anthropic(choice)
         self.choice, self.model = choice, choice.model
         env = options.get("env") or os.environ

@@ -10,8 +10,8 @@ from typing import Any
 from ...store.scrub import Scrubber
 from ...system.untrusted import read_inside
 from ..base import AgentRequest, AgentResult
-from ..opencode.boundary import check_inside
-from ..opencode.preflight import check_provider
+from ..boundary import check_inside
+from ..preflight import check_provider
 from ..providers import ModelChoice
 from .events import ClaudeStream
 from .provider import Endpoint

@@ -39,12 +39,12 @@ from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
-from ..opencode.boundary import check_inside
-from ..opencode.model import choice_digest, choose_model
-from ..opencode.preflight import DEFAULT_BASE_URLS
-from ..opencode.watch import tail
+from ..boundary import check_inside
+from ..model import choice_digest, choose_model
+from ..preflight import DEFAULT_BASE_URLS
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
+from ..watching import tail
 from . import doctor
 from .binaries import CODEX_VERSION, INSTALLED, NPM_PACKAGE, PLATFORM_PACKAGE, locate_codex, read_version
 from .config import KEY_VAR, cell_config, key_value, to_toml
@@ -83,7 +83,9 @@ class CodexAgent(Agent):
         options = session.options
         self.binary = locate_codex(options)
         choice = options.get("model_choice")
-        self.choice = choice if isinstance(choice, ModelChoice) else choose_model(session.model, options)
+        self.choice = (
+            choice if isinstance(choice, ModelChoice) else choose_model(session.model, options, agent=self.name)
+        )
         self.model = self.choice.model
         env = options.get("env") or os.environ
         self._env_source = env

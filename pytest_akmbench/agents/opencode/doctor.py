@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import BenchError
+from ..model import choose_model
+from ..preflight import check_provider
 from .binaries import locate_opencode, locate_rg, read_version
-from .model import choose_model
-from .preflight import check_provider
 
 
 def tools(options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:

@@ -15,8 +15,8 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import ConfigError
-from ..providers import ModelChoice, check_env_vars, resolve_env_refs
+from ..errors import ConfigError
+from .providers import ModelChoice, check_env_vars, resolve_env_refs
 
 # Where opencode's own providers send a request when an entry gives no baseURL.
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
