@@ -336,7 +336,7 @@ def test_doctor_takes_an_agent_by_its_folders_name(toy: Agent, capsys: pytest.Ca
     assert {"--opencode", "--opencode-config", "--toy-speed", "--agent"} <= flags
     assert main(["doctor", "--agent", "nosuch"]) == 2
     assert (
-        "--agent nosuch: no such built-in agent; built-in agents: claude-code, opencode, toy, nop, oracle"
+        "--agent nosuch: no such built-in agent; built-in agents: claude-code, codex, opencode, toy, nop, oracle"
         in capsys.readouterr().err
     )
     main(["doctor", "--agent", "toy"])

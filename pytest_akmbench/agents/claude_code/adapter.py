@@ -48,7 +48,7 @@ __all__ = ["ClaudeCodeAgent", "agents"]
 
 class ClaudeCodeAgent(Agent):
     """The ``claude-code`` adapter. Session options: ``rootdir`` (for ``.tools/``), the model
-    choice's (see agents/opencode/model.py ``choose_model``), ``env``, ``version`` and the
+    choice's (see agents/model.py ``choose_model``), ``env``, ``version`` and the
     sandbox's (``sandbox``, ``network``, ``sandbox_ro``, ``work_root``) for the preflight."""
 
     name = "claude-code"
@@ -106,6 +106,9 @@ class ClaudeCodeAgent(Agent):
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)
+
+    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return doctor.model_check(model, options)
 
     def preflight(self) -> str:
         assert self.choice is not None and self.binary is not None

@@ -72,7 +72,7 @@ def preflight_line(
     options: Mapping[str, Any],
 ) -> str:
     """One request to the model with the cells' credentials, then Claude Code's start and the way
-    to the model from inside a cell's sandbox (agents/opencode/boundary.py)."""
+    to the model from inside a cell's sandbox (agents/boundary.py)."""
     line = check_provider(choice, env)
     if options.get("sandbox", "none") == "none" or not options.get("work_root"):
         return line
@@ -86,5 +86,6 @@ def preflight_line(
         cell_path=point.cell_path,
         swaps=swaps,
         extra=[Path(p) for p in options.get("sandbox_ro") or ()],
+        agent="claude",
     )
-    return line if inside is None else f"{line}; {inside.replace('opencode', 'claude')}"
+    return line if inside is None else f"{line}; {inside}"

@@ -58,8 +58,8 @@ ARGV = ("exec", "--json", "--strict-config", "--skip-git-repo-check", "--dangero
 
 class CodexAgent(Agent):
     """The ``codex`` adapter. Session options it reads: ``codex`` (binary path), ``rootdir`` (for
-    ``.tools/``), and the model and providers options opencode's adapter reads (the same
-    providers file and credential rules: agents/opencode/model.py)."""
+    ``.tools/``), and the model and providers options every agent reads (the same
+    providers file and credential rules: agents/model.py)."""
 
     name = "codex"
 
@@ -129,6 +129,9 @@ class CodexAgent(Agent):
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)
+
+    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return doctor.model_check(model, options)
 
     def run(self, request: AgentRequest) -> AgentResult:
         if self.binary is None or self.choice is None:
