@@ -241,3 +241,13 @@ def test_user_default_file_is_only_read(tmp_path):
     # Any explicit source wins over the default.
     inline = discover_providers(env={"HOME": str(home)}, cwd=tmp_path, config_providers={"local": local_entry()})
     assert inline is not None and inline.source == "run config: providers"
+
+
+def test_opencode_reads_its_own_variable_before_bench_model() -> None:
+    """opencode keeps BENCH_OPENCODE_MODEL (first), then BENCH_MODEL, which every agent reads."""
+    env = {"BENCH_OPENCODE_MODEL": "local/own", "BENCH_MODEL": "local/all"}
+    assert resolve_model(env=env) == ("local/own", "BENCH_OPENCODE_MODEL")
+    assert resolve_model(env={"BENCH_MODEL": "local/all"}) == ("local/all", "BENCH_MODEL")
+    assert resolve_model(env=env, agent="codex") == ("local/all", "BENCH_MODEL")
+    with pytest.raises(ConfigError, match=r"no model chosen for opencode; .* set BENCH_OPENCODE_MODEL or BENCH_MODEL,"):
+        resolve_model(env={})
