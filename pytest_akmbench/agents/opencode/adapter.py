@@ -126,7 +126,7 @@ class OpencodeAgent(Agent):
             )
         env = options.get("env") or os.environ
         self._env_source = env
-        # Where the preflight looks from inside a cell (agents/opencode/boundary.py).
+        # Where the preflight looks from inside a cell (agents/boundary.py).
         self._boundary = {k: options.get(k) for k in ("sandbox", "network", "sandbox_ro", "work_root")}
         self._secret_env = check_env_vars(choice, env)
         self._placeholders = {
