@@ -138,6 +138,7 @@ def test_a_config_whose_akm_arm_has_no_akm_fails(
 
     monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
     monkeypatch.delenv("BENCH_OPENCODE_MODEL", raising=False)
+    monkeypatch.delenv("BENCH_MODEL", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("AKMBENCH_OPENCODE", str(opencode.binary()))
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
