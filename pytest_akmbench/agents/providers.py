@@ -36,6 +36,21 @@ SCHEMA_VERSION = 1
 FORBIDDEN_KEYS = ("plugin", "mcp", "permission", "disabled_providers", "small_model", "snapshot")
 ALLOWED_KEYS = ("$schema", "schemaVersion", "defaultModel", "providers")
 SCRIPTED_PREFIX = "scripted"
+# The scripted model's policies, the names a ``scripted/<policy>`` model may give (docs/scripted.md);
+# here, below every agent, so that any agent's model choice can check a name.
+SCRIPTED_POLICIES = (
+    "oracle",
+    "shortcut",
+    "idle",
+    "hang",
+    "error",
+    "loop",
+    "snoop",
+    "learner",
+    "lesson",
+    "garbage",
+    "needs-asset",
+)
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _ENV_REF_WHOLE = re.compile(r"^\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 # Any sk-... token not glued to a preceding word (so "risk-free" or "task-name" pass): keys of

@@ -12,9 +12,11 @@ import queue
 import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import Protocol
 
 from ..store.scrub import Scrubber
+from ..system.untrusted import read_inside
 from .base import AgentRequest, AgentResult, Limits
 
 HUNG_AFTER_S = 20.0  # no output for this long (or half the wall budget) at the wall: "hung"
@@ -112,3 +114,8 @@ def over_budget(result: AgentResult, budget: str, idle: float, elapsed: float, l
         result.warnings.append(f"token budget of {limits.tokens} exceeded: {total} tokens after {turns} turn(s)")
     else:
         result.warnings.append(f"turn budget of {limits.turns} reached with the agent still calling tools")
+
+
+def tail(path: Path, root: Path, limit: int = 8192) -> str:
+    """The end of a log the agent's sandbox could have replaced: only a regular file in ``root``."""
+    return (read_inside(path, root, limit=limit, tail=True) or b"").decode("utf-8", "replace")

@@ -88,7 +88,7 @@ class RunContext:
     # Run-level budgets given explicitly (command line, run config or ini): they cap the task's own.
     cap_tokens: int | None = None
     cap_wall_ms: int | None = None
-    # What the agent is given to reach its model, as a digest (agents/opencode/model.py
+    # What the agent is given to reach its model, as a digest (agents/model.py
     # setup_digest): recorded in every sample so a report says it, offline too.
     providers: dict[str, Any] | None = None
     # The offline report's: the run-level facts of the fingerprint as the reported run's samples

@@ -123,11 +123,11 @@ def doctor(args: argparse.Namespace) -> int:
     status, detail = _akm_check(options, cfg)
     failed |= status == "FAIL"
     _line(status, "akm", detail)
-    for found in [agent.doctor_model(args.model, options) for agent in agents]:
-        if found is not None:
-            status, detail = found
-            failed |= status == "FAIL"
-            _line(status, "model", detail)
+    options["doctor_agent"] = args.agent  # an agent's model fails doctor only when asked for (or the only one)
+    found = [(agent.name, line) for agent in agents if (line := agent.doctor_model(args.model, options)) is not None]
+    for name, (status, detail) in found:
+        failed |= status == "FAIL"
+        _line(status, "model" if len(found) == 1 else f"{name} model", detail)
     print("One or more checks FAILED." if failed else "All needed checks passed.")
     sys.stdout.flush()
     return 1 if failed else 0

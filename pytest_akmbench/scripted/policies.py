@@ -39,25 +39,14 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..agents.providers import SCRIPTED_POLICIES
 from ..cell import akm
 from ..cell.prompts import search_words
 from ..corpus.tasks import Task
 from . import snoop
 from .wire import Action, Turn
 
-POLICIES = (
-    "oracle",
-    "shortcut",
-    "idle",
-    "hang",
-    "error",
-    "loop",
-    "snoop",
-    "learner",
-    "lesson",
-    "garbage",
-    "needs-asset",
-)
+POLICIES = SCRIPTED_POLICIES  # the names live below every agent: agents/providers.py
 # The policies that stand in for akm's own LLM (distill, reflect, improve), not for the agent.
 AKM_LLM_POLICIES = ("lesson", "garbage")
 IDLE_TEXT = "I have looked at the task and will not change anything."

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pytest_akmbench.agents.opencode.model import choice_digest, choose_model
+from pytest_akmbench.agents.model import choice_digest, choose_model
 from pytest_akmbench.scripted.server import ScriptedModel
 from tests.akm.test_attribute import TASKS, corpus
 from tests.support import opencode as oc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_akmbench.agents.opencode.model import choice_digest, choose_model
+from pytest_akmbench.agents.model import choice_digest, choose_model
 
 
 def write(path: Path, base_url: str, key_ref: str = "{env:LOCAL_API_KEY}") -> Path:

@@ -159,3 +159,18 @@ class TestProvider:
     def test_the_scripted_endpoint_stops_before_v1(self) -> None:
         point = provider.scripted("http://127.0.0.1:5/c/tok/v1")
         assert (point.upstream, point.cell_path, point.key) == ("http://127.0.0.1:5/c/tok", "/c/tok", "scripted")
+
+
+def test_no_model_names_claude_code_and_bench_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code reads BENCH_MODEL, not opencode's BENCH_OPENCODE_MODEL, and its error says so."""
+    from pytest_akmbench.agents import SessionInfo
+    from pytest_akmbench.agents.claude_code import adapter
+    from pytest_akmbench.errors import ConfigError
+
+    monkeypatch.setattr(adapter, "locate_claude", lambda options: tmp_path / "claude")
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "BENCH_OPENCODE_MODEL": "scripted/oracle"}
+    with pytest.raises(ConfigError) as err:
+        adapter.ClaudeCodeAgent().start(SessionInfo(model=None, arms=("akm",), tasks=(), options={"env": env}))
+    assert str(err.value).startswith(
+        "no model chosen for claude-code; pass --bench-model PROVIDER/MODEL, set BENCH_MODEL,"
+    )

@@ -18,7 +18,7 @@ from pytest_akmbench.agents.codex.events import EventStream, tokens_of
 from pytest_akmbench.agents.codex.preflight import check_responses
 from pytest_akmbench.agents.codex.transcript import agent_command, read_transcript
 from pytest_akmbench.agents.codex.watch import Rollout
-from pytest_akmbench.agents.opencode.model import check_model
+from pytest_akmbench.agents.model import check_model, choose_model
 from pytest_akmbench.agents.providers import validate_providers
 from pytest_akmbench.agents.transcript import Moment, ToolEvent
 from pytest_akmbench.errors import ConfigError
@@ -186,3 +186,17 @@ def test_preflight_sends_a_responses_request(status: int, outcome: str) -> None:
     ((path, auth, body),) = handler.seen
     assert path == "/v1/responses" and auth == "Bearer k1" and body["model"] == "qwen3"
     assert "built-in" in check_responses(check_model("scripted/idle", "--bench-model", None), {})
+
+
+def test_no_model_names_codex_and_bench_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex reads BENCH_MODEL, not opencode's BENCH_OPENCODE_MODEL, and its error says so."""
+    from pytest_akmbench.agents import SessionInfo
+    from pytest_akmbench.agents.codex import adapter
+
+    monkeypatch.setattr(adapter, "locate_codex", lambda options: tmp_path / "codex")
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "BENCH_OPENCODE_MODEL": "scripted/oracle"}
+    with pytest.raises(ConfigError) as err:
+        adapter.CodexAgent().start(SessionInfo(model=None, arms=("akm",), tasks=(), options={"env": env}))
+    assert str(err.value).startswith("no model chosen for codex; pass --bench-model PROVIDER/MODEL, set BENCH_MODEL,")
+    choice = choose_model(None, {"env": {**env, "BENCH_MODEL": "scripted/idle"}}, agent="codex")
+    assert (choice.model, choice.model_source) == ("scripted/idle", "BENCH_MODEL")

@@ -14,9 +14,22 @@ from pytest_akmbench.scripted.server import ScriptedModel
 from tests.support.http import answering, free_port
 
 
-def model_line(capsys: pytest.CaptureFixture[str]) -> str:
-    (line,) = [line for line in capsys.readouterr().out.splitlines() if "] model:" in line]
-    return line
+def model_lines(out: str) -> dict[str, str]:
+    """doctor's model lines by agent: one per agent that has one, ``model`` alone when only one does."""
+    found: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        head = line.split(": ", 1)[0]
+        if "] " in head and head.endswith(" model"):
+            name = head.split("] ", 1)[1].removesuffix("model").strip() or "only"
+            found.setdefault(name, []).append(line.replace(f"] {name} model:", "] model:"))
+    assert all(len(lines) == 1 for lines in found.values()), found
+    return {name: lines[0] for name, lines in found.items()}
+
+
+def model_line(capsys: pytest.CaptureFixture[str], agent: str = "opencode") -> str:
+    """The ``agent``'s model line, named ``model:`` as when it is the only agent checked."""
+    lines = model_lines(capsys.readouterr().out)
+    return lines.get(agent) or lines["only"]
 
 
 @pytest.fixture
@@ -48,9 +61,32 @@ def test_a_live_provider_answers(opencode_json, capsys, monkeypatch) -> None:
     monkeypatch.setenv("DOCTOR_TEST_KEY", "k")
     with ScriptedModel() as server:
         monkeypatch.setenv("DOCTOR_TEST_URL", server.register("doctor", "idle"))
-        assert main(["doctor", "--opencode-config", str(opencode_json("{env:DOCTOR_TEST_URL}"))]) in (0, 1)
+        argv = ["doctor", "--agent", "opencode", "--opencode-config", str(opencode_json("{env:DOCTOR_TEST_URL}"))]
+        assert main(argv) in (0, 1)
         assert model_line(capsys) == "  [PASS] model: local/m at {env:DOCTOR_TEST_URL}: answers"
         assert server.totals("doctor")["title_requests"] == 1  # one minimal request, no tools
+
+
+def test_each_agent_has_its_own_model_line(opencode_json, capsys, monkeypatch) -> None:
+    """Codex sends its own preflight (one Responses request), Claude Code its own (an entry it can
+    speak to); unless doctor --agent asked for that agent, its failure only warns."""
+    monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
+    monkeypatch.setenv("DOCTOR_TEST_KEY", "k")
+    monkeypatch.setenv("AKMBENCH_CODEX", "/nonexistent/codex")  # named: its lines are printed
+    monkeypatch.setenv("AKMBENCH_CLAUDE", "/nonexistent/claude")
+    with ScriptedModel() as server:
+        monkeypatch.setenv("DOCTOR_TEST_URL", server.register("doctor", "idle"))
+        config = str(opencode_json("{env:DOCTOR_TEST_URL}"))
+        assert main(["doctor", "--agent", "codex", "--opencode-config", config]) == 1  # no codex binary
+        assert model_line(capsys) == "  [PASS] model: local/m at {env:DOCTOR_TEST_URL}: answers the Responses API"
+        assert server.totals("doctor")["title_requests"] == 1
+        assert main(["doctor", "--agent", "claude-code", "--opencode-config", config]) == 1
+        assert model_line(capsys).startswith("  [FAIL] model: model 'local/m': claude-code speaks only")
+        main(["doctor", "--opencode-config", config])
+        lines = model_lines(capsys.readouterr().out)
+        assert {"opencode", "codex", "claude-code"} <= set(lines)
+        assert lines["claude-code"].startswith("  [WARN] model:")
+        assert lines["claude-code"].endswith("(only a claude-code run needs it)")
 
 
 def test_a_dead_provider_or_a_missing_variable_fails(opencode_json, capsys, monkeypatch) -> None:
@@ -70,7 +106,7 @@ def test_a_refused_key_fails_naming_the_variable(opencode_json, capsys, monkeypa
     monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
     monkeypatch.setenv("DOCTOR_TEST_KEY", "not-the-key-123")
     with answering(401) as (url, seen):
-        assert main(["doctor", "--opencode-config", str(opencode_json(url))]) == 1
+        assert main(["doctor", "--agent", "opencode", "--opencode-config", str(opencode_json(url))]) == 1
     line = model_line(capsys)
     assert "refused the credentials (HTTP 401: Incorrect API key provided); check DOCTOR_TEST_KEY" in line
     assert "not-the-key-123" not in line
@@ -102,6 +138,7 @@ def test_a_config_whose_akm_arm_has_no_akm_fails(
 
     monkeypatch.delenv("BENCH_OPENCODE_CONFIG", raising=False)
     monkeypatch.delenv("BENCH_OPENCODE_MODEL", raising=False)
+    monkeypatch.delenv("BENCH_MODEL", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("AKMBENCH_OPENCODE", str(opencode.binary()))
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))

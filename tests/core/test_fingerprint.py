@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_akmbench.agents import NopAgent
-from pytest_akmbench.agents.opencode.model import setup_digest
+from pytest_akmbench.agents.model import setup_digest
 from pytest_akmbench.cell import prompts
 from pytest_akmbench.cell.akm import AkmInfo
 from pytest_akmbench.cell.context import Cell, RunContext, cell_fingerprint, fingerprint, limits_for

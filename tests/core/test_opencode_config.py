@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, Limits
+from pytest_akmbench.agents.model import choose_model
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent
 from pytest_akmbench.agents.opencode.binaries import locate_opencode
-from pytest_akmbench.agents.opencode.model import choose_model
 from pytest_akmbench.cell.rundir import hide_akm
 from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.errors import ConfigError

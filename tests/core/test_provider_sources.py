@@ -10,10 +10,10 @@ from typing import ClassVar
 
 import pytest
 
-from pytest_akmbench.agents.opencode.discovery import discover_providers
-from pytest_akmbench.agents.opencode.model import choose_model
-from pytest_akmbench.agents.opencode.providers import OPENCODE_CONFIG, load_opencode_config, validate_opencode_config
+from pytest_akmbench.agents.discovery import discover_providers
+from pytest_akmbench.agents.model import choose_model
 from pytest_akmbench.agents.settings import table
+from pytest_akmbench.agents.sources import OPENCODE_CONFIG, load_opencode_config, validate_opencode_config
 from pytest_akmbench.cli.validate import validate
 from pytest_akmbench.corpus import config
 from pytest_akmbench.corpus.config import run_config_problems

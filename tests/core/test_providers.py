@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_akmbench.agents.opencode.discovery import discover_providers
-from pytest_akmbench.agents.opencode.model import check_model, describe, resolve_model
+from pytest_akmbench.agents.discovery import discover_providers
+from pytest_akmbench.agents.model import check_model, describe, resolve_model
 from pytest_akmbench.agents.providers import check_env_vars, load_providers_file, validate_providers
 from pytest_akmbench.errors import ConfigError
 
@@ -204,7 +204,7 @@ def test_env_vars_must_resolve_and_never_leak(tmp_path):
 
 def test_choose_scripted_without_providers(tmp_path):
     """A scripted model needs no providers; otherwise the model comes from the providers file."""
-    from pytest_akmbench.agents.opencode.model import choose_model
+    from pytest_akmbench.agents.model import choose_model
 
     choice = choose_model("scripted/oracle", {}, env={"HOME": str(tmp_path)})
     assert choice.scripted and describe(choice)["providers_source"] is None
@@ -241,3 +241,13 @@ def test_user_default_file_is_only_read(tmp_path):
     # Any explicit source wins over the default.
     inline = discover_providers(env={"HOME": str(home)}, cwd=tmp_path, config_providers={"local": local_entry()})
     assert inline is not None and inline.source == "run config: providers"
+
+
+def test_opencode_reads_its_own_variable_before_bench_model() -> None:
+    """opencode keeps BENCH_OPENCODE_MODEL (first), then BENCH_MODEL, which every agent reads."""
+    env = {"BENCH_OPENCODE_MODEL": "local/own", "BENCH_MODEL": "local/all"}
+    assert resolve_model(env=env) == ("local/own", "BENCH_OPENCODE_MODEL")
+    assert resolve_model(env={"BENCH_MODEL": "local/all"}) == ("local/all", "BENCH_MODEL")
+    assert resolve_model(env=env, agent="codex") == ("local/all", "BENCH_MODEL")
+    with pytest.raises(ConfigError, match=r"no model chosen for opencode; .* set BENCH_OPENCODE_MODEL or BENCH_MODEL,"):
+        resolve_model(env={})

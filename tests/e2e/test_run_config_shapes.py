@@ -82,7 +82,7 @@ def test_each_shape_runs_a_cell(tmp_path: Path, shape: str) -> None:
         server.register(token, "oracle", commands=["echo hello > out.txt"])
         (tmp_path / "configs" / "run.json").write_text(json.dumps(run_config(shape, tmp_path, server)))
         env = {**os.environ, "LOCAL_API_KEY": f"key-{token}", "BENCH_CELL_TOKEN": token}
-        for name in ("BENCH_OPENCODE_CONFIG", "BENCH_OPENCODE_MODEL"):
+        for name in ("BENCH_OPENCODE_CONFIG", "BENCH_OPENCODE_MODEL", "BENCH_MODEL"):
             env.pop(name, None)
         proc = subprocess.run(
             [

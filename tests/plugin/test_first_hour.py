@@ -25,7 +25,7 @@ def bare(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
     """A project with the standard corpus, run where neither opencode nor akm can be found."""
     project(pytester)
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
-    for name in ("AKMBENCH_OPENCODE", "BENCH_OPENCODE_MODEL", "BENCH_OPENCODE_CONFIG", "PYTEST_ADDOPTS"):
+    for name in ("AKMBENCH_OPENCODE", "BENCH_OPENCODE_MODEL", "BENCH_MODEL", "BENCH_OPENCODE_CONFIG", "PYTEST_ADDOPTS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(pytester.path / "xdg"))  # no user providers file
     return pytester

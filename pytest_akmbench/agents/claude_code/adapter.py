@@ -33,7 +33,7 @@ from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
-from ..opencode.model import choice_digest, choose_model
+from ..model import choice_digest, choose_model
 from ..providers import ModelChoice, check_env_vars, secret_values
 from ..transcript import TranscriptItem
 from ..watching import over_budget, watch
@@ -48,7 +48,7 @@ __all__ = ["ClaudeCodeAgent", "agents"]
 
 class ClaudeCodeAgent(Agent):
     """The ``claude-code`` adapter. Session options: ``rootdir`` (for ``.tools/``), the model
-    choice's (see agents/opencode/model.py ``choose_model``), ``env``, ``version`` and the
+    choice's (see agents/model.py ``choose_model``), ``env``, ``version`` and the
     sandbox's (``sandbox``, ``network``, ``sandbox_ro``, ``work_root``) for the preflight."""
 
     name = "claude-code"
@@ -74,7 +74,7 @@ class ClaudeCodeAgent(Agent):
         self._options = options
         self.binary = locate_claude(options)
         choice = options.get("model_choice")
-        choice = choice if isinstance(choice, ModelChoice) else choose_model(session.model, options)
+        choice = choice if isinstance(choice, ModelChoice) else choose_model(session.model, options, agent=self.name)
         provider.check_anthropic(choice)
         self.choice, self.model = choice, choice.model
         env = options.get("env") or os.environ
@@ -106,6 +106,9 @@ class ClaudeCodeAgent(Agent):
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)
+
+    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return doctor.model_check(model, options)
 
     def preflight(self) -> str:
         assert self.choice is not None and self.binary is not None

@@ -10,8 +10,8 @@ from typing import Any
 from ...store.scrub import Scrubber
 from ...system.untrusted import read_inside
 from ..base import AgentRequest, AgentResult
-from ..opencode.boundary import check_inside
-from ..opencode.preflight import check_provider
+from ..boundary import check_inside
+from ..preflight import check_provider
 from ..providers import ModelChoice
 from .events import ClaudeStream
 from .provider import Endpoint
@@ -72,7 +72,7 @@ def preflight_line(
     options: Mapping[str, Any],
 ) -> str:
     """One request to the model with the cells' credentials, then Claude Code's start and the way
-    to the model from inside a cell's sandbox (agents/opencode/boundary.py)."""
+    to the model from inside a cell's sandbox (agents/boundary.py)."""
     line = check_provider(choice, env)
     if options.get("sandbox", "none") == "none" or not options.get("work_root"):
         return line
@@ -86,5 +86,6 @@ def preflight_line(
         cell_path=point.cell_path,
         swaps=swaps,
         extra=[Path(p) for p in options.get("sandbox_ro") or ()],
+        agent="claude",
     )
-    return line if inside is None else f"{line}; {inside.replace('opencode', 'claude')}"
+    return line if inside is None else f"{line}; {inside}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
-from ..opencode.preflight import ANTHROPIC_NPM, DEFAULT_BASE_URLS
+from ..preflight import ANTHROPIC_NPM, DEFAULT_BASE_URLS
 from ..providers import ModelChoice, resolve_env_refs
 
 SCRIPTED_KEY = "scripted"  # what the scripted model's cells hold as their key

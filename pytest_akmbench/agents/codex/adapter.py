@@ -39,12 +39,12 @@ from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
-from ..opencode.boundary import check_inside
-from ..opencode.model import choice_digest, choose_model
-from ..opencode.preflight import DEFAULT_BASE_URLS
-from ..opencode.watch import tail
+from ..boundary import check_inside
+from ..model import choice_digest, choose_model
+from ..preflight import DEFAULT_BASE_URLS
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
+from ..watching import tail
 from . import doctor
 from .binaries import CODEX_VERSION, INSTALLED, NPM_PACKAGE, PLATFORM_PACKAGE, locate_codex, read_version
 from .config import KEY_VAR, cell_config, key_value, to_toml
@@ -58,8 +58,8 @@ ARGV = ("exec", "--json", "--strict-config", "--skip-git-repo-check", "--dangero
 
 class CodexAgent(Agent):
     """The ``codex`` adapter. Session options it reads: ``codex`` (binary path), ``rootdir`` (for
-    ``.tools/``), and the model and providers options opencode's adapter reads (the same
-    providers file and credential rules: agents/opencode/model.py)."""
+    ``.tools/``), and the model and providers options every agent reads (the same
+    providers file and credential rules: agents/model.py)."""
 
     name = "codex"
 
@@ -83,7 +83,9 @@ class CodexAgent(Agent):
         options = session.options
         self.binary = locate_codex(options)
         choice = options.get("model_choice")
-        self.choice = choice if isinstance(choice, ModelChoice) else choose_model(session.model, options)
+        self.choice = (
+            choice if isinstance(choice, ModelChoice) else choose_model(session.model, options, agent=self.name)
+        )
         self.model = self.choice.model
         env = options.get("env") or os.environ
         self._env_source = env
@@ -127,6 +129,9 @@ class CodexAgent(Agent):
 
     def doctor_tools(self, options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         return doctor.tools(options)
+
+    def doctor_model(self, model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return doctor.model_check(model, options)
 
     def run(self, request: AgentRequest) -> AgentResult:
         if self.binary is None or self.choice is None:

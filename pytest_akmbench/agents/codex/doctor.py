@@ -1,7 +1,6 @@
 """What ``doctor`` checks of Codex: its binary, where one is installed. Only ``--bench-agent
-codex`` needs it, so a machine without it is not failed for it; the model line is opencode's (the
-same providers file), and a Codex run's own preflight sends its request in Codex's protocol
-(:mod:`preflight`)."""
+codex`` needs it, so a machine without it is not failed for it; the model line sends a Codex run's
+own preflight request, in Codex's protocol (:mod:`preflight`)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import BenchError
+from ..preflight import doctor_model
 from .binaries import locate_codex, read_version
+from .preflight import check_responses
 
 
 def tools(options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
@@ -22,3 +23,15 @@ def tools(options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
         if not named:
             return []
     return [("codex", lambda: f"{read_version(locate_codex(options))} at {locate_codex(options)}")]
+
+
+def model_check(model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The run's preflight (one Responses request) of the model a codex run
+    would choose; nothing when it is not installed. Unless ``doctor --agent codex`` asked, a failure only warns: a run of
+    another agent does not need it."""
+    if not tools(options):
+        return None
+    status, line = doctor_model(model, options, check_responses, agent="codex", env=os.environ)
+    if status == "FAIL" and options.get("doctor_agent") != "codex":
+        return "WARN", f"{line} (only a codex run needs it)"
+    return status, line

@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Mapping
 
 from ...errors import ConfigError
-from ..opencode.preflight import DEFAULT_BASE_URLS, TIMEOUT_S
+from ..preflight import DEFAULT_BASE_URLS, TIMEOUT_S
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs
 from .config import model_id
 

@@ -50,8 +50,13 @@ from ...store.scrub import Scrubber
 from ...system.forwarder import Forwarder
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
+from ..boundary import check_inside
+from ..discovery import CONFIG_SOURCES, discover_providers
+from ..model import choice_digest, choose_model
+from ..preflight import DEFAULT_BASE_URLS, check_provider
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
+from ..watching import tail
 from . import agentlog, doctor
 from .binaries import (
     INSTALLED,
@@ -62,14 +67,10 @@ from .binaries import (
     locate_rg,
     read_version,
 )
-from .boundary import check_inside
 from .config import cell_config
-from .discovery import CONFIG_SOURCES, discover_providers
 from .events import EventStream
-from .model import choice_digest, choose_model
-from .preflight import DEFAULT_BASE_URLS, check_provider
 from .transcript import read_transcript
-from .watch import agent_result, failure, over_budget, stream_warnings, tail, watch
+from .watch import agent_result, failure, over_budget, stream_warnings, watch
 
 # Names the tests and the docs reach through the adapter (doctor asks OpencodeAgent, agents/opencode/doctor.py).
 __all__ = ["OpencodeAgent", "agents", "choose_model", "locate_opencode", "locate_rg", "read_version"]
@@ -125,7 +126,7 @@ class OpencodeAgent(Agent):
             )
         env = options.get("env") or os.environ
         self._env_source = env
-        # Where the preflight looks from inside a cell (agents/opencode/boundary.py).
+        # Where the preflight looks from inside a cell (agents/boundary.py).
         self._boundary = {k: options.get(k) for k in ("sandbox", "network", "sandbox_ro", "work_root")}
         self._secret_env = check_env_vars(choice, env)
         self._placeholders = {

@@ -7,10 +7,8 @@ import queue
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 from ...store.scrub import Scrubber
-from ...system.untrusted import read_inside
 from ..base import AgentRequest, AgentResult, Limits
 from .events import EventStream
 
@@ -146,8 +144,3 @@ def failure(stream: EventStream, returncode: int | None, stderr_text: str) -> st
             f"stderr: {stderr_text[-500:].strip() or '(empty)'}"
         )
     return None
-
-
-def tail(path: Path, root: Path, limit: int = 8192) -> str:
-    """The end of a log the agent's sandbox could have replaced: only a regular file in ``root``."""
-    return (read_inside(path, root, limit=limit, tail=True) or b"").decode("utf-8", "replace")

@@ -1,5 +1,6 @@
-"""Which model a run uses and where its provider entry comes from (the README, "Models and
-providers")."""
+"""Which model a run uses and where its provider entry comes from, for every agent (the README,
+"Models and providers"): the same discovery, variables and checks; only the agent's name in the
+messages and opencode's older variable differ."""
 
 from __future__ import annotations
 
@@ -7,15 +8,28 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import ConfigError
-from ..base import setup_digest
-from ..providers import SCRIPTED_PREFIX, ModelChoice, ProvidersFile, provider_key
+from ..errors import ConfigError
+from .base import setup_digest
 from .discovery import discover_providers
-from .providers import CLOUD_PREFIXES, FIX_HINT, OPENCODE_CONFIG
+from .providers import SCRIPTED_POLICIES, SCRIPTED_PREFIX, ModelChoice, ProvidersFile, provider_key
+from .sources import CLOUD_PREFIXES, FIX_HINT, OPENCODE_CONFIG
+
+# The variable every agent reads for its model, after --bench-model.
+MODEL_ENV = "BENCH_MODEL"
+# An agent's own variable, read before MODEL_ENV: opencode's predates the other agents.
+AGENT_MODEL_ENV = {"opencode": "BENCH_OPENCODE_MODEL"}
 
 
-def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ModelChoice:
-    """The session's model and provider from ``session.model`` and the adapter options.
+def model_env_names(agent: str) -> tuple[str, ...]:
+    """The variables ``agent`` reads for its model, in order: its own (if any), then ``BENCH_MODEL``."""
+    own = AGENT_MODEL_ENV.get(agent)
+    return (own, MODEL_ENV) if own else (MODEL_ENV,)
+
+
+def choose_model(
+    model: str | None, options: Mapping[str, Any], env: Mapping[str, str] | None = None, *, agent: str = "opencode"
+) -> ModelChoice:
+    """``agent``'s model and provider from ``session.model`` and the adapter options.
 
     ``options["providers"]`` may be a :class:`ProvidersFile`, a path (``--bench-providers``)
     or absent; ``opencode_config`` is a ``--bench-opencode-config`` path; the other discovery
@@ -44,7 +58,7 @@ def choose_model(model: str | None, options: Mapping[str, Any], env: Mapping[str
         chosen, source = model, "--bench-model"
     else:
         chosen, source = resolve_model(
-            env=env, config_default_model=options.get("config_default_model"), providers=providers
+            env=env, config_default_model=options.get("config_default_model"), providers=providers, agent=agent
         )
     return check_model(chosen, source, providers)
 
@@ -67,20 +81,23 @@ def resolve_model(
     env: Mapping[str, str] | None = None,
     config_default_model: str | None = None,
     providers: ProvidersFile | None = None,
+    agent: str = "opencode",
 ) -> tuple[str, str]:
-    """(model, where it came from): CLI > BENCH_OPENCODE_MODEL > run config ``model`` or
-    ``defaultModel`` > the providers file's ``defaultModel`` or the opencode config's ``model``."""
+    """(model, where it came from): CLI > the agent's variables (:func:`model_env_names`) > run
+    config ``model`` or ``defaultModel`` > the providers file's ``defaultModel`` or the opencode
+    config's ``model``."""
     env = os.environ if env is None else env
+    names = model_env_names(agent)
     for value, where in (
         (cli_model, "--bench-model"),
-        (env.get("BENCH_OPENCODE_MODEL"), "BENCH_OPENCODE_MODEL"),
+        *((env.get(name), name) for name in names),
         (config_default_model, "run config model"),
         (providers.default_model if providers else None, _model_field(providers)),
     ):
         if value and value.strip():
             return value.strip(), where
     raise ConfigError(
-        "no model chosen; pass --bench-model PROVIDER/MODEL, set BENCH_OPENCODE_MODEL, or set model in the run "
+        f"no model chosen for {agent}; pass --bench-model PROVIDER/MODEL, set {' or '.join(names)}, or set model in the run "
         "config or the opencode config (defaultModel in a providers file); scripted/oracle runs offline without providers",
         usage=True,
     )
@@ -100,13 +117,11 @@ def check_model(model: str, model_source: str, providers: ProvidersFile | None) 
         )
     key = provider_key(model)
     if key == SCRIPTED_PREFIX:
-        from ...scripted.policies import POLICIES
-
         policy = model.split("/", 1)[1]
-        if policy not in POLICIES:
+        if policy not in SCRIPTED_POLICIES:
             raise ConfigError(
                 f"{model_source}: unknown scripted policy {policy!r}; use one of "
-                + ", ".join(f"scripted/{p}" for p in POLICIES)
+                + ", ".join(f"scripted/{p}" for p in SCRIPTED_POLICIES)
             )
         return ModelChoice(model=model, model_source=model_source, provider_key=key)
     if providers is not None and key in providers.providers:

@@ -16,9 +16,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ...errors import ConfigError
-from ...system.procs import ProcessTracker
-from ...system.sandbox import for_cell, open_route
+from ..errors import ConfigError
+from ..system.procs import ProcessTracker
+from ..system.sandbox import for_cell, open_route
 
 # A GET on the base URL: any HTTP answer, even 404, proves the way out works.
 _REACH = """

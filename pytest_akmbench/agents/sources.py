@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
-from ..providers import ProvidersFile, entries, read_json, scan_credentials, validate_providers
+from ..errors import ConfigError
+from .providers import ProvidersFile, entries, read_json, scan_credentials, validate_providers
 
 FIX_HINT = (
     "pass --bench-providers FILE or --bench-opencode-config FILE, set BENCH_OPENCODE_CONFIG, or add "

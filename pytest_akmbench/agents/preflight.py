@@ -1,7 +1,7 @@
-"""Before the first cell: does the chosen model answer, with the credentials opencode will get?
+"""Before the first cell: does the chosen model answer, with the credentials the agent will get?
 
-One minimal request (a one-token chat completion) goes to the provider entry each cell's
-opencode config will hold, its ``{env:VAR}`` references resolved the same way. A model that
+One minimal request (a one-token chat completion, or an Anthropic message) goes to the provider
+entry each cell's agent config will hold, its ``{env:VAR}`` references resolved the same way. A model that
 cannot be reached or refuses the key stops the run with one line, before any cell spends its
 budget on "Unexpected server error" (docs/opencode.md, "Preflight"). The scripted model needs no
 check: the harness starts it itself.
@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...errors import ConfigError
-from ..providers import ModelChoice, check_env_vars, resolve_env_refs
+from ..errors import BenchError, ConfigError
+from .model import choose_model, model_env_names
+from .providers import ModelChoice, check_env_vars, resolve_env_refs
 
-# Where opencode's own providers send a request when an entry gives no baseURL.
+# Where the agents' own providers send a request when an entry gives no baseURL.
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
 ANTHROPIC_NPM = "@ai-sdk/anthropic"
 TIMEOUT_S = 60.0  # a local server may load its model on the first request
@@ -110,3 +111,32 @@ def check_provider(choice: ModelChoice, env: Mapping[str, str], timeout_s: float
             usage=True,
         ) from None
     return f"{choice.model} at {written}: answers"
+
+
+def doctor_model(
+    model: str | None,
+    options: Mapping[str, Any],
+    check: Callable[[ModelChoice, Mapping[str, str]], str],
+    *,
+    agent: str,
+    env: Mapping[str, str],
+) -> tuple[str, str]:
+    """``doctor``'s model line for ``agent``: its preflight ``check`` of the model its run would
+    choose (the line names the URL as written, so no value of a variable is printed)."""
+    try:
+        choice = choose_model(model, options, agent=agent)
+    except BenchError as err:
+        # A model someone asked for must work; with none chosen anywhere it is only a warning.
+        asked = bool(
+            model
+            or any(env.get(name) for name in model_env_names(agent))
+            or options.get("config_default_model")
+            or options.get("providers")
+            or options.get("opencode_config")
+            or env.get("BENCH_OPENCODE_CONFIG")
+        )
+        return ("FAIL" if asked else "WARN"), str(err)
+    try:
+        return "PASS", check(choice, env)
+    except BenchError as err:
+        return "FAIL", str(err)

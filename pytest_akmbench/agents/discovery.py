@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...corpus.config import expand_path
-from ...errors import ConfigError
-from ..providers import SCHEMA_VERSION, ProvidersFile, load_providers_file, validate_providers
-from .providers import (
+from ..corpus.config import expand_path
+from ..errors import ConfigError
+from .providers import SCHEMA_VERSION, ProvidersFile, load_providers_file, validate_providers
+from .sources import (
     FIX_HINT,
     OPENCODE_CONFIG,
     load_opencode_config,
