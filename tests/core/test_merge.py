@@ -212,6 +212,10 @@ def test_a_long_list_of_cells_is_cut_to_three(tmp_path: Path) -> None:
     shown = ", ".join(f"{t}::{a}-s{n}" for t, a, n in own[:3])
     (line,) = merge.check(merge.load([one]), corpus.tasks, sorted(plan), ctx)
     assert f"(9 cells without a sample: {shown} and 6 more)" in line
+    lines = (two / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (two / "samples.jsonl").write_bytes(b"".join(lines[:5]))
+    (line,) = merge.check(merge.load([one, two]), corpus.tasks, sorted(plan), ctx)
+    assert "holds no sample for 4 of its 9 cells (" in line and " and 1 more)" in line
     (two / "samples.jsonl").write_bytes(b"")
     record(three, 2, 2, plan, "r3", "2026-01-01T00:00:05.000Z")
     (line,) = merge.check(merge.load([one, two, three]), corpus.tasks, sorted(plan), ctx)
