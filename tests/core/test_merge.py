@@ -221,3 +221,14 @@ def test_a_long_list_of_cells_is_cut_to_three(tmp_path: Path) -> None:
     (line,) = merge.check(merge.load([one, two, three]), corpus.tasks, sorted(plan), ctx)
     assert line.startswith(f"shard 2/2 incomplete: {two}, {three} ran it but hold no sample for 9 of its 9 cells ")
     assert f"({shown} and 6 more)" in line
+
+
+def test_a_fingerprint_differing_only_in_its_hash_says_so(tmp_path: Path) -> None:
+    """Samples whose fingerprint fields match but whose hash does not (made by another hash)."""
+    corpus, ctx, plan = two_shards(tmp_path, records=False)
+    one, two = tmp_path / "one", tmp_path / "two"
+    path = two / "samples.jsonl"
+    records = [{**json.loads(line), "fingerprint_hash": "0" * 16} for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (conflict,) = merge.check(merge.load([one, two]), corpus.tasks, sorted(plan), ctx)
+    assert "only under another fingerprint (differing in its hash), left out of this report" in conflict
