@@ -212,3 +212,15 @@ def test_another_akm_version_is_said_without_its_sha() -> None:
 def test_a_refused_corpus_names_the_tasks_of_one_side() -> None:
     md = render_markdown(compare(envelope([3, 3]), envelope([3, 3, 3])))
     assert md.startswith("# akm-bench compare — refused (corpus_mismatch)") and "\n- only in current: d/t02\n" in md
+
+
+def test_the_paired_change_counts_wins_losses_and_ties() -> None:
+    paired = compare(envelope([3, 1, 2]), envelope([1, 1, 3]))["arms"]["akm"]["paired"]
+    assert (paired["wins"], paired["losses"], paired["ties"]) == (1, 1, 1)
+
+
+def test_no_task_in_both_reports_draws_no_permutation() -> None:
+    base, head = envelope([3, 3]), envelope([3, 3, 3])
+    head["tasks"] = [t for t in head["tasks"] if t["id"] == "d/t02"]
+    paired = compare(base, head, allow_corpus_mismatch=True)["arms"]["akm"]["paired"]
+    assert (paired["tasks"], paired["iterations"]) == (0, 0)
