@@ -161,3 +161,66 @@ def test_compare_says_when_the_akm_arm_ran_another_akm() -> None:
     assert line.startswith(
         "the akm arm ran akm 0.7.0 built twice (sha256 aaaaaaaaaaaa in base, bbbbbbbbbbbb in current)"
     )
+
+
+def spend_envelope(tokens: int, wallclock_ms: int, n_tasks: int = 2) -> dict[str, Any]:
+    """A report of the akm arm whose every run passes, spending ``tokens`` in ``wallclock_ms``."""
+    tasks = [make_task(f"d/t{i:02d}") for i in range(n_tasks)]
+    samples = [
+        sample(t.id, "akm", s, "pass", tokens=tokens, wallclock_ms=wallclock_ms) for t in tasks for s in range(1, 4)
+    ]
+    return report.build(inp(tasks, samples, arms=("akm",), seeds=3), timestamp=TS)
+
+
+def test_tokens_and_time_per_pass_change_with_their_direction() -> None:
+    """Fewer tokens per pass is an improvement, more time a regression; the table shows both."""
+    result = compare(spend_envelope(1000, 1000), spend_envelope(800, 3000))
+    akm = result["arms"]["akm"]
+    assert (akm["tokens_per_pass_delta"], akm["tokens_per_pass_sign"]) == (-200.0, "improve")
+    assert (akm["wallclock_ms_delta"], akm["wallclock_ms_sign"]) == (2000.0, "regress")
+    assert akm["base"]["tasks"] == akm["current"]["tasks"] == 2
+    assert "| no             | -200                | +2000            |" in render_markdown(result)
+
+
+def test_a_pass_rate_change_within_half_a_point_is_flat() -> None:
+    """One failed run in 300 moves the pass rate by a third of a point: flat, not a regression."""
+    head = envelope([3] * 99 + [2])
+    akm = compare(envelope([3] * 100), head)["arms"]["akm"]
+    assert akm["pass_rate_delta"] == pytest.approx(-1 / 300) and akm["pass_rate_sign"] == "flat"
+
+
+def test_a_task_only_in_the_current_report_has_its_row() -> None:
+    """With the corpus mismatch allowed, a task the base did not run is listed as current-only."""
+    result = compare(envelope([3, 3]), envelope([3, 3, 1]), allow_corpus_mismatch=True)
+    rows = result["arms"]["akm"]["perTask"]
+    assert [(r["id"], r["presence"]) for r in rows] == [("d/t00", "both"), ("d/t01", "both"), ("d/t02", "current-only")]
+    assert rows[2]["current_pass_rate"] == pytest.approx(1 / 3) and rows[2]["base_pass_rate"] is None
+
+
+def test_another_akm_version_is_said_without_its_sha() -> None:
+    """A report that recorded akm's version but not its sha256 still says the versions differ."""
+    base = envelope([3, 3])
+    head = copy.deepcopy(base)
+    base["provenance"].update(akm_version="0.7.0", akm_sha256=None)
+    head["provenance"].update(akm_version="0.9.0", akm_sha256=None)
+    assert (
+        "the akm arm ran akm 0.7.0 in base, 0.9.0 in current: its change includes akm's own"
+        in (compare(base, head)["warnings"])
+    )
+
+
+def test_a_refused_corpus_names_the_tasks_of_one_side() -> None:
+    md = render_markdown(compare(envelope([3, 3]), envelope([3, 3, 3])))
+    assert md.startswith("# akm-bench compare — refused (corpus_mismatch)") and "\n- only in current: d/t02\n" in md
+
+
+def test_the_paired_change_counts_wins_losses_and_ties() -> None:
+    paired = compare(envelope([3, 1, 2]), envelope([1, 1, 3]))["arms"]["akm"]["paired"]
+    assert (paired["wins"], paired["losses"], paired["ties"]) == (1, 1, 1)
+
+
+def test_no_task_in_both_reports_draws_no_permutation() -> None:
+    base, head = envelope([3, 3]), envelope([3, 3, 3])
+    head["tasks"] = [t for t in head["tasks"] if t["id"] == "d/t02"]
+    paired = compare(base, head, allow_corpus_mismatch=True)["arms"]["akm"]["paired"]
+    assert (paired["tasks"], paired["iterations"]) == (0, 0)

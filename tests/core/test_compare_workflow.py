@@ -229,3 +229,45 @@ class TestPresenceAndRefusals:
         c = result["workflow"]["by_workflow"]["lookup"]
         assert c["paired"]["p_value"] is None and c["pass_rate_delta"] == 0 and c["beyond_noise"] is False
         assert any("per-task checks" in w for w in result["warnings"])
+
+
+class TestWhatAReaderSees:
+    def test_a_refused_spec_names_both_digests(self, tmp_path: Path) -> None:
+        """The refusal's JSON and markdown give each report's digest of the changed workflow."""
+        base = wf_envelope(specs(tmp_path, "lookup"), {"lookup": [2, 2]})
+        head = wf_envelope(specs(tmp_path, "lookup", title="Look it up, then act"), {"lookup": [2, 2]})
+        bd, hd = base["workflow"]["digests"]["lookup"], head["workflow"]["digests"]["lookup"]
+        refused = compare(base, head)
+        assert refused["baseWorkflowDigests"] == {"lookup": bd} and refused["currentWorkflowDigests"] == {"lookup": hd}
+        md = render_markdown(refused)
+        assert f"- baseWorkflowDigests: lookup `{bd}`\n- currentWorkflowDigests: lookup `{hd}`\n" in md
+
+    def test_a_base_report_without_digests_is_said(self, tmp_path: Path) -> None:
+        base = wf_envelope(specs(tmp_path, "lookup"), {"lookup": [2, 2]})
+        head = json.loads(json.dumps(base))
+        del base["workflow"]["digests"]
+        assert compare(base, head)["warnings"] == [
+            "base report has no workflow.digests; proceeding without workflow-spec pin check"
+        ]
+
+    def test_each_side_keeps_its_checks_and_tasks(self, tmp_path: Path) -> None:
+        wfs = specs(tmp_path, "lookup")
+        base, head = wf_envelope(wfs, {"lookup": [2, 2]}), wf_envelope(wfs, {"lookup": [4, 4, 4]})
+        c = compare(base, head, allow_corpus_mismatch=True)["workflow"]["by_workflow"]["lookup"]
+        for side, env in (("base", base), ("current", head)):
+            row = env["workflow"]["by_workflow"]["lookup"]
+            assert (c[side]["count"], c[side]["tasks"]) == (row["count"], row["tasks"])
+        assert (c["base"]["tasks"], c["current"]["tasks"]) == (2, 3)
+
+    def test_a_score_on_one_side_only_has_no_change(self) -> None:
+        """An older report without the compliance score: its change is n/a, not an error."""
+        base, head = counts_block([2, 2]), counts_block([3, 3])
+        head["workflow"]["by_workflow"]["lookup"]["score"] = 0.8
+        c = compare_workflow.compare(base, head, [])["by_workflow"]["lookup"]
+        assert c["score_delta"] is None and c["pass_rate_delta"] == pytest.approx(0.25)
+
+    def test_every_workflow_on_one_side_is_listed(self, tmp_path: Path) -> None:
+        wfs = specs(tmp_path, "lookup", "feedback", "review")
+        base = wf_envelope(wfs, {"lookup": [2, 2], "feedback": [1, 1], "review": [3, 3]})
+        head = wf_envelope({"lookup": wfs["lookup"]}, {"lookup": [2, 3]})
+        assert "only in the base report: feedback, review\n" in render_markdown(compare(base, head))

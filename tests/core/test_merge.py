@@ -76,7 +76,7 @@ def test_the_newest_plan_counts_and_older_ones_are_history(tmp_path: Path) -> No
     assert merged.cells() == sorted(CELLS) and merged.arms() == ("noakm", "akm") and merged.seeds() == 1
 
 
-def two_shards(tmp_path: Path, *, records: bool) -> tuple[Any, RunContext, shards.Plan]:
+def two_shards(tmp_path: Path, *, records: bool, seeds: int = 1) -> tuple[Any, RunContext, shards.Plan]:
     """The standard corpus split into two shards, each store holding its shard's samples (under
     the report's fingerprints) and, with ``records``, its shard record."""
     tasks_root, stashes = standard_corpus(tmp_path)
@@ -92,7 +92,8 @@ def two_shards(tmp_path: Path, *, records: bool) -> tuple[Any, RunContext, shard
         budget_turns=None,
         verify_timeout_s=1,
     )
-    plan = shards.split([(t.id, arm, 1) for t in corpus.tasks for arm in ("noakm", "akm")], 2, {})
+    cells = [(t.id, arm, n) for t in corpus.tasks for arm in ("noakm", "akm") for n in range(1, seeds + 1)]
+    plan = shards.split(cells, 2, {})
     by_id = {t.id: t for t in corpus.tasks}
     for name, k in (("one", 1), ("two", 2)):
         if records:
@@ -188,3 +189,46 @@ def test_cells_held_only_under_another_fingerprint_are_named_with_the_fields(tmp
         "left out of this report: rerun those cells (a bench runs exactly them), or give --run-id of the run "
         "that made them"
     )
+
+
+def test_a_shard_no_store_ran_is_missing(tmp_path: Path) -> None:
+    corpus, ctx, plan = two_shards(tmp_path, records=True)
+    merged = merge.load([tmp_path / "one"])
+    own = ", ".join(f"{t}::{a}-s{n}" for t, a, n in sorted(c for c, k in plan.items() if k == 2))
+    assert merge.check(merged, corpus.tasks, sorted(plan), ctx) == [
+        f"shard 2/2 missing: no store given ran it (3 cells without a sample: {own}); add its store with "
+        "--store, or run it with --bench-shard 2/2"
+    ]
+    assert merged.missing == [2]
+
+
+def test_a_long_list_of_cells_is_cut_to_three(tmp_path: Path) -> None:
+    """Nine cells a shard: the line names three and counts the rest, whether the shard is
+    missing or two stores that ran it hold none of its samples."""
+    corpus, ctx, plan = two_shards(tmp_path, records=True, seeds=3)
+    one, two, three = tmp_path / "one", tmp_path / "two", tmp_path / "three"
+    own = sorted(c for c, k in plan.items() if k == 2)
+    assert len(own) == 9
+    shown = ", ".join(f"{t}::{a}-s{n}" for t, a, n in own[:3])
+    (line,) = merge.check(merge.load([one]), corpus.tasks, sorted(plan), ctx)
+    assert f"(9 cells without a sample: {shown} and 6 more)" in line
+    lines = (two / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (two / "samples.jsonl").write_bytes(b"".join(lines[:5]))
+    (line,) = merge.check(merge.load([one, two]), corpus.tasks, sorted(plan), ctx)
+    assert "holds no sample for 4 of its 9 cells (" in line and " and 1 more)" in line
+    (two / "samples.jsonl").write_bytes(b"")
+    record(three, 2, 2, plan, "r3", "2026-01-01T00:00:05.000Z")
+    (line,) = merge.check(merge.load([one, two, three]), corpus.tasks, sorted(plan), ctx)
+    assert line.startswith(f"shard 2/2 incomplete: {two}, {three} ran it but hold no sample for 9 of its 9 cells ")
+    assert f"({shown} and 6 more)" in line
+
+
+def test_a_fingerprint_differing_only_in_its_hash_says_so(tmp_path: Path) -> None:
+    """Samples whose fingerprint fields match but whose hash does not (made by another hash)."""
+    corpus, ctx, plan = two_shards(tmp_path, records=False)
+    one, two = tmp_path / "one", tmp_path / "two"
+    path = two / "samples.jsonl"
+    records = [{**json.loads(line), "fingerprint_hash": "0" * 16} for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (conflict,) = merge.check(merge.load([one, two]), corpus.tasks, sorted(plan), ctx)
+    assert "only under another fingerprint (differing in its hash), left out of this report" in conflict
