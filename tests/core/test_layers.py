@@ -21,6 +21,7 @@ CORE = [
     "agents.registry",
     "agents.transcript",
     "agents.watching",
+    "agents.version",
     "agents.boundary",
     "agents.claude_code.adapter",
     "agents.claude_code.binaries",

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
 from ...system.procs import is_executable
+from ..version import version_output
 
 CLAUDE_VERSION = "2.1.332"
 # The platform package alone: its tarball carries the native binary, and nothing runs at install
@@ -70,28 +69,8 @@ def installed(tools: Path) -> Path:
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:
     """The version ``claude --version`` prints (``2.1.332 (Claude Code)``), run with a throwaway
     HOME and config dir so nothing of the user's is read or written."""
-    home = Path(tempfile.mkdtemp(prefix="akmbench-claude-version-"))
-    env = {
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / "config"),
-        "PATH": os.environ.get("PATH", os.defpath),
-        **OFFLINE_ENV,
-    }
-    try:
-        proc = subprocess.run(
-            [str(binary), "--version"],
-            env=env,
-            capture_output=True,
-            timeout=timeout_s,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise ConfigError(f"{binary}: cannot run claude --version: {err}; {INSTALL_HINT}") from err
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    words = proc.stdout.decode("utf-8", "replace").split()
-    if proc.returncode != 0 or not words:
-        tail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
-        raise ConfigError(f"{binary}: claude --version failed (exit {proc.returncode}): {tail}; {INSTALL_HINT}")
-    return words[0]
+
+    def home_env(home: Path) -> dict[str, str]:
+        return {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / "config"), **OFFLINE_ENV}
+
+    return version_output(binary, "claude", home_env, INSTALL_HINT, timeout_s).split()[0]

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
 from ...system.procs import is_executable
+from ..version import version_output
 
 CODEX_VERSION = "0.171.0"
 NPM_PACKAGE = "@openai/codex"
@@ -64,23 +63,7 @@ def locate_codex(options: Mapping[str, Any], env: Mapping[str, str] | None = Non
 
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:
     """``codex --version`` ("codex-cli 0.171.0") as its version, run with a throwaway home."""
-    home = Path(tempfile.mkdtemp(prefix="akmbench-codex-version-"))
-    env = {"HOME": str(home), "CODEX_HOME": str(home), "PATH": os.environ.get("PATH", os.defpath)}
-    try:
-        proc = subprocess.run(
-            [str(binary), "--version"],
-            env=env,
-            capture_output=True,
-            timeout=timeout_s,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise ConfigError(f"{binary}: cannot run codex --version: {err}; {INSTALL_HINT}") from err
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
-        raise ConfigError(f"{binary}: codex --version failed (exit {proc.returncode}): {tail}; {INSTALL_HINT}")
-    return lines[-1].strip().removeprefix("codex-cli").strip()
+    out = version_output(
+        binary, "codex", lambda home: {"HOME": str(home), "CODEX_HOME": str(home)}, INSTALL_HINT, timeout_s
+    )
+    return out.strip().splitlines()[-1].strip().removeprefix("codex-cli").strip()

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
 from ...system.procs import is_executable
+from ..version import version_output
 
 OPENCODE_VERSION = "1.18.33"
 PLATFORM_PACKAGE = "opencode-linux-x64"
@@ -86,31 +85,15 @@ def locate_rg() -> Path:
 
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:
     """``opencode --version`` run with a throwaway HOME (even --version creates XDG dirs)."""
-    home = Path(tempfile.mkdtemp(prefix="akmbench-opencode-version-"))
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_STATE_HOME": str(home / ".local/state"),
-        "PATH": os.environ.get("PATH", os.defpath),
-        **OFFLINE_ENV,
-    }
-    try:
-        proc = subprocess.run(
-            [str(binary), "--version"],
-            env=env,
-            capture_output=True,
-            timeout=timeout_s,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise ConfigError(f"{binary}: cannot run opencode --version: {err}; {INSTALL_HINT}") from err
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
-        raise ConfigError(f"{binary}: opencode --version failed (exit {proc.returncode}): {tail}; {INSTALL_HINT}")
-    return lines[-1].strip()
+
+    def home_env(home: Path) -> dict[str, str]:
+        return {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local/share"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_STATE_HOME": str(home / ".local/state"),
+            **OFFLINE_ENV,
+        }
+
+    return version_output(binary, "opencode", home_env, INSTALL_HINT, timeout_s).strip().splitlines()[-1].strip()
