@@ -22,6 +22,8 @@ CORE = [
     "agents.transcript",
     "agents.watching",
     "agents.version",
+    "agents.locate",
+    "agents.doctor_lines",
     "agents.boundary",
     "agents.claude_code.adapter",
     "agents.claude_code.binaries",

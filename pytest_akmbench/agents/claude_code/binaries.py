@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
-from ...system.procs import is_executable
+from ..locate import Binary
 from ..version import version_output
 
 CLAUDE_VERSION = "2.1.332"
@@ -37,33 +34,18 @@ OFFLINE_ENV = {
     "DISABLE_INSTALLATION_CHECKS": "1",
     "npm_config_registry": "http://127.0.0.1:9/",
 }
+CLAUDE = Binary("claude", "claude", "AKMBENCH_CLAUDE", INSTALLED, INSTALL_HINT)
 
 
 def locate_claude(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
     """``--bench-claude`` (its settings row), then $AKMBENCH_CLAUDE, then <rootdir>/.tools/...,
     then ``claude`` on PATH."""
-    env = os.environ if env is None else env
-    for given, where in ((options.get("claude"), "--bench-claude"), (env.get("AKMBENCH_CLAUDE"), "AKMBENCH_CLAUDE")):
-        if given:
-            path = Path(str(given)).expanduser()
-            if not is_executable(path):
-                raise ConfigError(
-                    f"{path}: claude binary not found or not executable ({where}); {INSTALL_HINT}", usage=True
-                )
-            return path.resolve()
-    rootdir = Path(str(options.get("rootdir") or Path.cwd()))
-    local = installed(rootdir / ".tools")
-    if is_executable(local):
-        return local.resolve()
-    found = shutil.which("claude")
-    if found:
-        return Path(found).resolve()
-    raise ConfigError(f"claude not found (looked in {local} and on PATH); {INSTALL_HINT}", usage=True)
+    return CLAUDE.locate(options, env)
 
 
 def installed(tools: Path) -> Path:
     """Where install-tools puts the binary under ``tools``."""
-    return tools / INSTALLED
+    return CLAUDE.under(tools)
 
 
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:

@@ -7,36 +7,28 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from ..preflight import check_provider, doctor_model
+from ..doctor_lines import Check, binary_line, model_line
+from ..preflight import check_provider
 from ..providers import ModelChoice
-from .binaries import installed, locate_claude, read_version
+from .binaries import CLAUDE, locate_claude, read_version
 from .provider import check_anthropic
 
 
-def tools(options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
+def tools(options: Mapping[str, Any]) -> list[Check]:
     """Claude Code's version and path (raising BenchError when it is broken), or nothing when it
     is neither installed nor named by AKMBENCH_CLAUDE."""
-    rootdir = Path(str(options.get("rootdir") or Path.cwd()))
-    named = os.environ.get("AKMBENCH_CLAUDE") or installed(rootdir / ".tools").exists() or shutil.which("claude")
-    if not named:
-        return []
-    return [("claude", lambda: f"{read_version(locate_claude(options))} at {locate_claude(options)}")]
+    named = os.environ.get("AKMBENCH_CLAUDE") or CLAUDE.local(options).exists() or shutil.which("claude")
+    return [binary_line("claude", locate_claude, read_version, options)] if named else []
 
 
 def model_check(model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
     """The run's preflight (an entry it can speak to, one Messages request) of the model a claude-code run
     would choose; nothing when it is not installed. Unless ``doctor --agent claude-code`` asked, a failure only warns: a run of
     another agent does not need it."""
-    if not tools(options):
-        return None
-    status, line = doctor_model(model, options, _check, agent="claude-code", env=os.environ)
-    if status == "FAIL" and options.get("doctor_agent") != "claude-code":
-        return "WARN", f"{line} (only a claude-code run needs it)"
-    return status, line
+    return model_line(model, options, _check, agent="claude-code", needed=False) if tools(options) else None
 
 
 def _check(choice: ModelChoice, env: Mapping[str, str]) -> str:

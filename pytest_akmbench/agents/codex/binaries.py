@@ -7,14 +7,11 @@ the ``rg`` Codex puts first on its commands' PATH.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
-from ...system.procs import is_executable
+from ..locate import Binary
 from ..version import version_output
 
 CODEX_VERSION = "0.171.0"
@@ -29,36 +26,17 @@ INSTALL_HINT = (
     f"install it into the project with `python -m pytest_akmbench install-tools` ({NPM_PACKAGE}@{CODEX_VERSION} "
     "from npm into .tools/); or set AKMBENCH_CODEX to the codex binary"
 )
-
-
-def binary_in(tools: Path) -> Path:
-    """Where ``install-tools`` puts the native binary in a tools directory."""
-    return tools / INSTALLED
+CODEX = Binary("codex", "codex", "AKMBENCH_CODEX", INSTALLED, INSTALL_HINT)
 
 
 def local_binary(rootdir: Path) -> Path:
     """The binary of the project at ``rootdir`` (its ``.tools/``)."""
-    return binary_in(rootdir / ".tools")
+    return CODEX.under(rootdir / ".tools")
 
 
 def locate_codex(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
     """The ``codex`` option, then $AKMBENCH_CODEX, then <rootdir>/.tools/..., then PATH."""
-    env = os.environ if env is None else env
-    for given, where in ((options.get("codex"), "--bench-codex"), (env.get("AKMBENCH_CODEX"), "AKMBENCH_CODEX")):
-        if given:
-            path = Path(str(given)).expanduser()
-            if not is_executable(path):
-                raise ConfigError(
-                    f"{path}: codex binary not found or not executable ({where}); {INSTALL_HINT}", usage=True
-                )
-            return path.resolve()
-    local = local_binary(Path(str(options.get("rootdir") or Path.cwd())))
-    if is_executable(local):
-        return local.resolve()
-    found = shutil.which("codex")
-    if found:
-        return Path(found).resolve()
-    raise ConfigError(f"codex not found (looked in {local} and on PATH); {INSTALL_HINT}", usage=True)
+    return CODEX.locate(options, env)
 
 
 def read_version(binary: Path, timeout_s: float = 60.0) -> str:

@@ -5,16 +5,16 @@ own preflight request, in Codex's protocol (:mod:`preflight`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ...errors import BenchError
-from ..preflight import doctor_model
+from ..doctor_lines import Check, binary_line, model_line
 from .binaries import locate_codex, read_version
 from .preflight import check_responses
 
 
-def tools(options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
+def tools(options: Mapping[str, Any]) -> list[Check]:
     """Codex's version and path; nothing when none is installed and none was named."""
     named = bool(options.get("codex") or os.environ.get("AKMBENCH_CODEX"))
     try:
@@ -22,16 +22,11 @@ def tools(options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
     except BenchError:
         if not named:
             return []
-    return [("codex", lambda: f"{read_version(locate_codex(options))} at {locate_codex(options)}")]
+    return [binary_line("codex", locate_codex, read_version, options)]
 
 
 def model_check(model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
     """The run's preflight (one Responses request) of the model a codex run
     would choose; nothing when it is not installed. Unless ``doctor --agent codex`` asked, a failure only warns: a run of
     another agent does not need it."""
-    if not tools(options):
-        return None
-    status, line = doctor_model(model, options, check_responses, agent="codex", env=os.environ)
-    if status == "FAIL" and options.get("doctor_agent") != "codex":
-        return "WARN", f"{line} (only a codex run needs it)"
-    return status, line
+    return model_line(model, options, check_responses, agent="codex", needed=False) if tools(options) else None

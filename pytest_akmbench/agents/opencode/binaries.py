@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Mapping
@@ -12,6 +11,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...system.procs import is_executable
+from ..locate import Binary
 from ..version import version_output
 
 OPENCODE_VERSION = "1.18.33"
@@ -21,6 +21,7 @@ INSTALL_HINT = (
     f"install it into the project with `python -m pytest_akmbench install-tools` ({PLATFORM_PACKAGE}@{OPENCODE_VERSION} "
     "from npm into .tools/); or set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
 )
+OPENCODE = Binary("opencode", "opencode", "AKMBENCH_OPENCODE", INSTALLED, INSTALL_HINT)
 RG_HINT = "install ripgrep: pip install ripgrep==14.1.0 (or apt-get install ripgrep)"
 OFFLINE_ENV = {
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
@@ -36,31 +37,7 @@ OFFLINE_ENV = {
 
 def locate_opencode(options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
     """Explicit option, then $AKMBENCH_OPENCODE, then <rootdir>/.tools/..., then PATH."""
-    env = os.environ if env is None else env
-    explicit = options.get("opencode")
-    if explicit:
-        path = Path(str(explicit)).expanduser()
-        if not is_executable(path):
-            raise ConfigError(
-                f"{path}: opencode binary not found or not executable (--bench-opencode); {INSTALL_HINT}", usage=True
-            )
-        return path.resolve()
-    from_env = env.get("AKMBENCH_OPENCODE")
-    if from_env:
-        path = Path(from_env).expanduser()
-        if not is_executable(path):
-            raise ConfigError(
-                f"{path}: opencode binary not found or not executable (AKMBENCH_OPENCODE); {INSTALL_HINT}", usage=True
-            )
-        return path.resolve()
-    rootdir = Path(str(options.get("rootdir") or Path.cwd()))
-    local = rootdir / ".tools" / INSTALLED
-    if is_executable(local):
-        return local.resolve()
-    found = shutil.which("opencode")
-    if found:
-        return Path(found).resolve()
-    raise ConfigError(f"opencode not found (looked in {local} and on PATH); {INSTALL_HINT}", usage=True)
+    return OPENCODE.locate(options, env)
 
 
 def locate_rg() -> Path:

@@ -3,22 +3,22 @@ run's preflight request."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from ..preflight import check_provider, doctor_model
+from ..doctor_lines import Check, binary_line, model_line
+from ..preflight import check_provider
 from .binaries import locate_opencode, locate_rg, read_version
 
 
-def tools(options: Mapping[str, Any]) -> list[tuple[str, Callable[[], str]]]:
+def tools(options: Mapping[str, Any]) -> list[Check]:
     """opencode's version and path, and rg's path; each raises BenchError when missing."""
     return [
-        ("opencode", lambda: f"{read_version(locate_opencode(options))} at {locate_opencode(options)}"),
+        binary_line("opencode", locate_opencode, read_version, options),
         ("rg", lambda: str(locate_rg())),
     ]
 
 
 def model_check(model: str | None, options: Mapping[str, Any]) -> tuple[str, str]:
     """The run's preflight: one minimal request through the provider entry the cells get."""
-    return doctor_model(model, options, check_provider, agent="opencode", env=os.environ)
+    return model_line(model, options, check_provider, agent="opencode")
