@@ -16,6 +16,15 @@ from ..errors import ConfigError
 from ..system.procs import is_executable
 
 
+def install_hint(package: str, otherwise: str) -> str:
+    """The hint an agent's binary errors end with: ``install-tools`` puts ``package`` (name@version)
+    into the project's ``.tools/``; ``otherwise`` says how to name a binary of one's own."""
+    return (
+        f"install it into the project with `python -m pytest_akmbench install-tools` ({package} from npm into "
+        f".tools/); or {otherwise}"
+    )
+
+
 @dataclass(frozen=True)
 class Binary:
     """One agent's binary: its ``name`` on PATH and in messages, the ``option`` of its settings

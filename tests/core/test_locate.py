@@ -116,3 +116,16 @@ def test_model_line_fails_only_where_needed(needed, asked, want, monkeypatch) ->
     monkeypatch.setattr(doctor_lines, "doctor_model", fake)
     options = {"doctor_agent": asked}
     assert doctor_lines.model_line(None, options, lambda c, e: "", agent="a1", needed=needed) == want
+
+
+def test_install_hints() -> None:
+    """The hint each agent's binary errors end with, word for word."""
+    head = "install it into the project with `python -m pytest_akmbench install-tools` ("
+    hints = [opencode_binaries.INSTALL_HINT, claude_binaries.INSTALL_HINT, codex_binaries.INSTALL_HINT]
+    assert hints == [
+        head
+        + "opencode-linux-x64@1.18.33 from npm into .tools/); or set AKMBENCH_OPENCODE / pass --bench-opencode PATH",
+        head + "@anthropic-ai/claude-code-linux-x64@2.1.332 from npm into .tools/); or pass --bench-claude PATH "
+        "(or set AKMBENCH_CLAUDE)",
+        head + "@openai/codex@0.171.0 from npm into .tools/); or set AKMBENCH_CODEX to the codex binary",
+    ]

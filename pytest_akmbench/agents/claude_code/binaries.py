@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..locate import Binary
+from ..locate import Binary, install_hint
 from ..version import version_output
 
 CLAUDE_VERSION = "2.1.332"
@@ -15,10 +15,7 @@ CLAUDE_VERSION = "2.1.332"
 # (the umbrella package @anthropic-ai/claude-code only picks one of these in a postinstall).
 PLATFORM_PACKAGE = "@anthropic-ai/claude-code-linux-x64"
 INSTALLED = f"node_modules/{PLATFORM_PACKAGE}/claude"  # under a project's .tools/, where install-tools puts it
-INSTALL_HINT = (
-    f"install it into the project with `python -m pytest_akmbench install-tools` ({PLATFORM_PACKAGE}@{CLAUDE_VERSION} "
-    "from npm into .tools/); or pass --bench-claude PATH (or set AKMBENCH_CLAUDE)"
-)
+INSTALL_HINT = install_hint(f"{PLATFORM_PACKAGE}@{CLAUDE_VERSION}", "pass --bench-claude PATH (or set AKMBENCH_CLAUDE)")
 # Everything Claude Code would fetch besides the model (docs/claude-code.md, "Offline").
 OFFLINE_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..locate import Binary
+from ..locate import Binary, install_hint
 from ..version import version_output
 
 CODEX_VERSION = "0.171.0"
@@ -22,10 +22,7 @@ TARGET = "x86_64-unknown-linux-musl"
 # @openai/codex@<version>-linux-x64): no Node launcher, as opencode's platform package.
 NPM_SPEC = f"{PLATFORM_PACKAGE}@npm:{NPM_PACKAGE}@{CODEX_VERSION}-linux-x64"
 INSTALLED = f"node_modules/{PLATFORM_PACKAGE}/vendor/{TARGET}/bin/codex"  # under .tools/
-INSTALL_HINT = (
-    f"install it into the project with `python -m pytest_akmbench install-tools` ({NPM_PACKAGE}@{CODEX_VERSION} "
-    "from npm into .tools/); or set AKMBENCH_CODEX to the codex binary"
-)
+INSTALL_HINT = install_hint(f"{NPM_PACKAGE}@{CODEX_VERSION}", "set AKMBENCH_CODEX to the codex binary")
 CODEX = Binary("codex", "codex", "AKMBENCH_CODEX", INSTALLED, INSTALL_HINT)
 
 

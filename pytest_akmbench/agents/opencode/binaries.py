@@ -11,15 +11,14 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...system.procs import is_executable
-from ..locate import Binary
+from ..locate import Binary, install_hint
 from ..version import version_output
 
 OPENCODE_VERSION = "1.18.33"
 PLATFORM_PACKAGE = "opencode-linux-x64"
 INSTALLED = f"node_modules/{PLATFORM_PACKAGE}/bin/opencode"  # under a project's .tools/, where install-tools puts it
-INSTALL_HINT = (
-    f"install it into the project with `python -m pytest_akmbench install-tools` ({PLATFORM_PACKAGE}@{OPENCODE_VERSION} "
-    "from npm into .tools/); or set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
+INSTALL_HINT = install_hint(
+    f"{PLATFORM_PACKAGE}@{OPENCODE_VERSION}", "set AKMBENCH_OPENCODE / pass --bench-opencode PATH"
 )
 OPENCODE = Binary("opencode", "opencode", "AKMBENCH_OPENCODE", INSTALLED, INSTALL_HINT)
 RG_HINT = "install ripgrep: pip install ripgrep==14.1.0 (or apt-get install ripgrep)"
