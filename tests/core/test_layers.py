@@ -115,6 +115,7 @@ CORE = [
     "store.samples",
     "store.scrub",
     "store.soundness",
+    "system.cleaner",
     "system.interrupts",
     "system.lifecycle",
     "system.procs",
