@@ -10,6 +10,7 @@ from typing import Any
 from ..agents.base import Agent, Limits
 from ..corpus.hashes import fixture_hash
 from ..corpus.tasks import Task
+from ..system.cleaner import Cleaner
 from . import akm
 from .prompts import prompt_version as arm_prompt_version
 from .rundir import task_hash, tree_hash
@@ -94,6 +95,8 @@ class RunContext:
     # The offline report's: the run-level facts of the fingerprint as the reported run's samples
     # recorded them, in place of this process's (it ran no agent, no akm, no sandbox).
     recorded: Recorded | None = None
+    # Where a finished cell's directories are deleted: on the run's cleaner thread, else at once.
+    cleaner: Cleaner | None = field(default=None, repr=False, compare=False)
     _hashes: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
 
     def content_hash(self, path: Path, fn: Any) -> str:

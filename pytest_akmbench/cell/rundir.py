@@ -131,9 +131,13 @@ def _copy_file(source: Path, target: Path) -> None:
 
 def write_akm_stub(bin_dir: Path) -> None:
     """An ``akm`` in ``bin_dir`` that behaves like a missing command."""
-    path = bin_dir / "akm"
-    path.write_text(_NO_AKM)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    # One open and an fchmod (not a umask-dependent mode): the sandbox's uid must run it too.
+    fd = os.open(bin_dir / "akm", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o755)
+    try:
+        os.write(fd, _NO_AKM.encode())
+        os.fchmod(fd, 0o755)
+    finally:
+        os.close(fd)
 
 
 def hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warnings: list[str]) -> list[str]:
@@ -147,10 +151,11 @@ def hide_akm(entries: list[str], bin_dir: Path, run_dir: Path, arm: str, warning
     shadow = False
     run_root = run_dir.resolve()
     for entry in entries:
-        path = Path(entry)
-        if not is_executable(path / "akm"):
+        # os.access first: a cell asks this of every PATH entry, and most hold no akm.
+        if not os.access(os.path.join(entry, "akm"), os.X_OK) or not is_executable(Path(entry) / "akm"):
             kept.append(entry)
             continue
+        path = Path(entry)
         if path.resolve().is_relative_to(run_root):
             continue
         if is_executable(path / "sh"):

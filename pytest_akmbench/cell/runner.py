@@ -16,7 +16,6 @@ cell whose index fails, or whose akm calls all fail as only a broken akm fails, 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 from ..agents.base import AgentRequest, AgentResult, as_agent
 from ..records import SAMPLE_SCHEMA, Outcome, Sample
 from ..store.samples import SampleStore, fingerprint_hash
+from ..system.cleaner import remove
 from ..system.procs import ProcessTracker
 from ..system.sandbox import Sandbox
 from ..system.sandbox import for_cell as cell_sandbox
@@ -137,7 +137,7 @@ def run_cell(cell: Cell, ctx: RunContext, procs: ProcessTracker, fingerprint: di
         procs.kill_all()
         run.t_end = time.monotonic()
         if run.run_dir is not None and not ctx.keep_runs:
-            shutil.rmtree(run.run_dir, ignore_errors=True)
+            remove(run.run_dir, ctx.cleaner)  # every process of the cell is gone by now
     if not run.result.transcript_written:
         run.transcript_rel = None
     return _sample(cell, ctx, run, fingerprint or cell_fingerprint(cell, ctx))
@@ -250,7 +250,7 @@ def _judge(
     finally:
         procs.kill_all()
         if not ctx.keep_runs:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove(scratch, ctx.cleaner)
     if run.verdict.tamper:
         run.tamper.append(run.verdict.tamper)
     if run.verdict.error:

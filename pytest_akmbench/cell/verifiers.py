@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -89,26 +90,36 @@ def _missing(task: Task) -> str | None:
 
 def _copy_task(task: Task, copy: Path) -> Path:
     """The task's own files a verifier may use, without what would solve it: no ``solution/``,
-    no stash overlay, no starting workspace (the agent's takes its place)."""
-    overlay = (task.task_dir / task.stash_overlay).resolve() if task.stash_overlay else None
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        here = Path(directory)
-        skipped = {n for n in names if n in ("__pycache__", ".pytest_cache")}
-        if here == task.task_dir:
-            skipped |= {"solution", "workspace"} & set(names)
-        if overlay is not None:
-            skipped |= {n for n in names if (here / n).resolve() == overlay}
-        return skipped
-
-    shutil.copytree(task.task_dir, copy, ignore=ignore, dirs_exist_ok=True)
-    for dirpath, _dirs, files in os.walk(copy):  # the sandbox's unprivileged uid reads it
-        os.chmod(dirpath, 0o755)
-        for name in files:
-            full = os.path.join(dirpath, name)
-            os.chmod(full, os.stat(full).st_mode | 0o444)
-    (copy / "workspace").mkdir()  # the mount point of the agent's workspace
+    no stash overlay, no starting workspace (the agent's takes its place). Links are followed,
+    as shutil.copytree does; each file keeps its mode and times, readable by all (the
+    sandbox's unprivileged uid reads it), each directory 0755."""
+    overlay = os.path.realpath(task.task_dir / task.stash_overlay) if task.stash_overlay else None
+    _copy_dir(str(task.task_dir), str(copy), {"solution", "workspace"}, overlay)
+    os.mkdir(copy / "workspace")  # the mount point of the agent's workspace
+    os.chmod(copy / "workspace", 0o755)
     return copy
+
+
+def _copy_dir(source: str, target: str, skipped: set[str], overlay: str | None) -> None:
+    # One scandir per directory and a chmod as each entry is made: the verifier's copy is made
+    # once per cell (benchmarks/README.md, "Where an item's time goes").
+    os.makedirs(target, exist_ok=True)
+    os.chmod(target, 0o755)
+    with os.scandir(source) as entries:
+        for entry in entries:
+            name = entry.name
+            if name in skipped or name in ("__pycache__", ".pytest_cache"):
+                continue
+            if overlay is not None and os.path.realpath(entry.path) == overlay:
+                continue
+            dest = os.path.join(target, name)
+            if entry.is_dir():
+                _copy_dir(entry.path, dest, set(), overlay)
+            elif entry.is_file():
+                st = entry.stat()
+                shutil.copyfile(entry.path, dest)
+                os.chmod(dest, stat.S_IMODE(st.st_mode) | 0o444)
+                os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 # The match runs in a child process: Python's re cannot be interrupted, and a pattern that
@@ -174,7 +185,9 @@ def _home_env(home: Path) -> dict[str, str]:
 
 def verifier_env(base: Mapping[str, str], run_dir: Path | None = None) -> dict[str, str]:
     """The verifier's environment: the agent's, minus anything that points at a stash, and with
-    no PATH entry inside the run dir (where the agent could have planted a ``bash``)."""
+    no PATH entry inside the run dir (where the agent could have planted a ``bash``) and no
+    relative one: the verifier's shell would look it up from its working directory, the agent's
+    workspace, so a ``grep`` planted there would be the one a script runs."""
     env = {k: v for k, v in base.items() if not k.startswith("AKM_")}
     if run_dir is not None and "PATH" in env:
         # Compared as strings: the same test as ``Path.resolve().is_relative_to``, without a path
@@ -184,7 +197,7 @@ def verifier_env(base: Mapping[str, str], run_dir: Path | None = None) -> dict[s
         kept = [
             e
             for e in env["PATH"].split(os.pathsep)
-            if e and (real := os.path.realpath(e)) != root and not real.startswith(inside)
+            if e.startswith("/") and (real := os.path.realpath(e)) != root and not real.startswith(inside)
         ]
         env["PATH"] = os.pathsep.join(kept)
     return env

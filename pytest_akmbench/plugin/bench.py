@@ -266,6 +266,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.agent.stop()
     if state.interrupts is not None:
         state.interrupts.restore()
+    state.cleaner.close()  # the finished cells' dirs are gone before the run dir is released
     if not hasattr(config, "workerinput"):
         # A crashed worker's cells leave marked processes behind: nothing of this run survives
         # it. Only the controller may do this, once every worker is gone: a worker finishing

@@ -17,6 +17,7 @@ from ..corpus.tasks import Corpus, Task
 from ..run.resume import StoredSamples
 from ..store.scrub import Scrubber
 from ..system import lifecycle
+from ..system.cleaner import Cleaner
 from ..system.interrupts import Interrupts
 from ..tracks.track import SoundnessTrack, Track
 
@@ -57,6 +58,7 @@ class BenchState:
     floor: int = 0
     sandbox: str = ""
     plugins: dict[str, object] = field(default_factory=dict)  # this run's plugins by name (register)
+    cleaner: Cleaner = field(default_factory=Cleaner)  # deletes finished cells' dirs (system/cleaner.py)
     _stored: StoredSamples | None = None
     _context: RunContext | None = None
     _trials: dict[Cell, Trial] = field(default_factory=dict)
@@ -132,6 +134,7 @@ class BenchState:
                 sandbox_ro=s.sandbox_ro,
                 network=s.network,
                 providers=self._providers(),
+                cleaner=self.cleaner,
                 **run_caps(s),
             )
         return self._context

@@ -117,6 +117,7 @@ CORE = [
     "store.samples",
     "store.scrub",
     "store.soundness",
+    "system.cleaner",
     "system.interrupts",
     "system.lifecycle",
     "system.procs",

@@ -289,6 +289,31 @@ class TestNoSurvivors:
         )  # fmt: skip
         assert (code, out, timed_out) == (3, "half\n", False)
 
+    @pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "timer-thread"])
+    def test_a_command_deaf_to_sigterm_is_killed_after_the_grace(
+        self, tmp_path: Path, pidfd: bool, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The timeout holds with or without a pidfd (an old kernel has none): SIGTERM at the
+        timeout, SIGKILL after the grace, the output so far kept, nothing left running."""
+        if not pidfd:
+            monkeypatch.delattr(os, "pidfd_open")
+        tag = f"{os.getpid()}{int(time.time() * 1000) % 100000}"
+        procs = ProcessTracker(f"t-{tag}", grace_s=0.3)
+        started = time.monotonic()
+        code, out, timed_out = procs.run(
+            ["bash", "-c", f"trap '' TERM; echo started; sleep 8{tag}; echo never"], cwd=tmp_path,
+            env=dict(os.environ), timeout_s=0.5,
+        )  # fmt: skip
+        assert (code, out, timed_out) == (None, "started\n", True)
+        assert time.monotonic() - started < 5
+        assert alive_with(f"sleep 8{tag}") == []
+
+    def test_a_quick_command_is_not_timed_out(self, tmp_path: Path) -> None:
+        code, out, timed_out = tracker().run(
+            ["bash", "-c", "echo hi; exit 4"], cwd=tmp_path, env=dict(os.environ), timeout_s=30
+        )
+        assert (code, out, timed_out) == (4, "hi\n", False)
+
 
 class TestRealAkm:
     """The akm arm's treatment with real akm: indexed at the cell's own path, live, or an error."""

@@ -367,6 +367,12 @@ class TestWhatTheAgentLeftBehind:
         env = {"PATH": f"{run_dir / 'bin'}:/usr/bin:/bin", "HOME": str(run_dir / "home")}
         assert verifier_env(env, run_dir) == {"PATH": "/usr/bin:/bin", "HOME": str(run_dir / "home")}
 
+    def test_verifier_env_drops_relative_path_entries(self, tmp_path: Path) -> None:
+        """A relative entry is looked up from the verifier's working directory, the agent's
+        workspace; an empty one means that directory too."""
+        env = {"PATH": ".:bin:/usr/bin::./x:/bin:../up"}
+        assert verifier_env(env, tmp_path / "cell") == {"PATH": "/usr/bin:/bin"}
+
 
 class TestInItsSandbox:
     """With bubblewrap the verifier runs in a sandbox of its own (issue 28): nothing of the host

@@ -43,7 +43,9 @@ def _bwrap() -> None:
     require_bwrap()
 
 
-def bench(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+def bench(
+    tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
     """Run the corpus under tmp_path with real opencode and the shortcut policy; the stored samples."""
     proc = subprocess.run(
         [
@@ -76,6 +78,7 @@ def bench(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str]
             *extra,
         ],
         cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -116,6 +119,20 @@ def test_a_planted_bash_on_the_verifiers_path_does_not_pass_the_task(tmp_path: P
     assert any(
         w.startswith("tamper suspected in 1 of 1 runs: alpha/hijack[noakm-s1]") for w in report(tmp_path)["warnings"]
     )
+
+
+@pytest.mark.parametrize("entry", [".", "bin", "./bin"])
+def test_a_relative_path_entry_does_not_reach_the_agents_workspace(tmp_path: Path, entry: str) -> None:
+    """A relative entry on the user's PATH ("." or "bin") is looked up from the verifier's working
+    directory, the agent's workspace: a ``grep`` the agent planted there, exiting 0, must not be
+    the grep the verifier's script runs."""
+    attack = (
+        "mkdir -p bin\nprintf '#!/bin/sh\\nexit 0\\n' > grep\nchmod +x grep\ncp grep bin/grep\necho nope > out.txt\n"
+    )
+    corpus(tmp_path, "alpha/relative", attack, verify=HONEST_VERIFY)
+    env = {**os.environ, "PATH": f"{entry}:{os.environ['PATH']}"}
+    proc, (sample,) = bench(tmp_path, "--bench-seeds", "1", env=env)
+    assert sample["outcome"] == "fail", (sample["outcome"], sample["reason"], proc.stdout[-2000:])
 
 
 def test_a_workspace_pytest_does_not_stand_in_for_pytest(tmp_path: Path) -> None:

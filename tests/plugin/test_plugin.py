@@ -326,6 +326,25 @@ class TestReport:
         assert "2 workers" in parallel.stdout.str()
         assert strip_times(read_report(bench.path, "serial")) == strip_times(read_report(bench.path, "par"))
 
+    @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+    def test_a_finished_run_leaves_no_cell_dir(self, bench: pytest.Pytester, workers: list[str]) -> None:
+        """Cells' dirs are deleted on a thread of their own (system/cleaner.py), and all of them
+        before the run ends: the tmp root holds nothing of the run afterwards."""
+        # A slow disk: each delete waits first, so a run that did not wait for them would leave some.
+        bench.makeconftest(
+            "import shutil, time\n"
+            "from pytest_akmbench.system import cleaner\n"
+            "def slow(path):\n"
+            "    time.sleep(0.2)\n"
+            "    shutil.rmtree(path, ignore_errors=True)\n"
+            "cleaner.Cleaner._delete = staticmethod(slow)\n"
+        )
+        result = bench.runpytest_subprocess(
+            "corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-tmp", "cells", *workers
+        )
+        result.assert_outcomes(passed=6)
+        assert [p.name for p in (bench.path / "cells").iterdir()] == []
+
     def test_parallel_option_drives_xdist(self, bench: pytest.Pytester) -> None:
         """--parallel N runs cells on N xdist workers."""
         result = bench.runpytest_subprocess(
