@@ -152,6 +152,43 @@ def floor_cell(workspace: Path, verify_sh: Path, tmp_root: Path) -> float:
     return time.perf_counter() - t0
 
 
+PYTEST_FLOOR = """
+import shutil, subprocess, tempfile
+from pathlib import Path
+import pytest
+
+WORKSPACE, VERIFY, TMP = Path({workspace!r}), Path({verify!r}), Path({tmp!r})
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_floor(i):
+    d = Path(tempfile.mkdtemp(prefix="floor-", dir=TMP))
+    shutil.copytree(WORKSPACE, d / "workspace")
+    subprocess.run(["bash", str(VERIFY)], cwd=d / "workspace", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(d)
+"""
+
+
+def pytest_floor(tmp: Path, task_dir: Path, n: int) -> float:
+    """The floor's work as n items of a plain pytest file, timed as the bench is: (wall of the run
+    - wall of its --co) / n. What pytest's own item costs on this machine (its protocol, the
+    installed plugins' hooks, the terminal line) beside the in-process floor."""
+    proj = tmp / "pfloor"
+    (proj / "tmp").mkdir(parents=True, exist_ok=True)
+    (proj / "pytest.ini").write_text("[pytest]\n")
+    (proj / "test_floor.py").write_text(
+        PYTEST_FLOOR.format(
+            workspace=str(task_dir / "workspace"), verify=str(task_dir / "verify.sh"), tmp=str(proj / "tmp"), n=n
+        )
+    )
+    argv = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_floor.py"]
+    t_co, proc = timed_run([*argv, "--co"], proj)
+    check(proc, "plain pytest --co of the floor")
+    wall, proc = timed_run(argv, proj)
+    check(proc, "plain pytest run of the floor")
+    return (wall - t_co) / n
+
+
 def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
     n_tasks = max(1, n_cells // seeds)
     n = n_tasks * seeds
@@ -163,6 +200,7 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
     floor_tmp = tmp / "floor"
     floor_tmp.mkdir()
     floors: list[float] = []
+    pytest_floors: list[float] = []
     startups: list[float] = []
     walls: list[float] = []
     per_wall: list[float] = []
@@ -172,6 +210,7 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
     for r in range(repeats):
         loads.append(loadavg())
         floors.extend(floor_cell(task_dir / "workspace", task_dir / "verify.sh", floor_tmp) for _ in range(n))
+        pytest_floors.append(pytest_floor(tmp, task_dir, n))
         t_co, proc = timed_run(bench_argv(tmp, f"1co{r}", agent="nop", seeds=seeds, arms="noakm", extra=["--co"]), proj)
         check(proc, "pytest --co")
         startups.append(t_co)
@@ -201,6 +240,11 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
         f" verify {ms(med(parts['verify']))} (medians)"
     )
     print(f"   per cell from (wall - start-up) / {n}: median {ms(med(per_wall))} -> {verdict(med(per_wall) / f, 1.3)}")
+    pf = med(pytest_floors)
+    print(
+        f"   for reference, the floor's work as {n} items of a plain pytest file, (wall - --co) / {n}: median {ms(pf)}"
+        f" ({ms(pf - f)} of pytest's own per item); the bench per item against it: {med(per_wall) / pf:.2f}x"
+    )
     attribution(task_dir, floor_tmp, n)
 
 
