@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import BenchError
+from .locate import Binary
 from .preflight import doctor_model
 from .providers import ModelChoice
 
@@ -24,6 +26,20 @@ def binary_line(
 ) -> Check:
     """The binary's line: "<version> at <path>", raising BenchError when it is missing or broken."""
     return name, lambda: f"{read_version(locate(options))} at {locate(options)}"
+
+
+def optional_binary_lines(
+    binary: Binary, read_version: Callable[[Path], str], options: Mapping[str, Any]
+) -> list[Check]:
+    """The binary line of an agent a machine may lack: none when it is neither named (its option
+    or its variable) nor found; when it is named, its line says what is wrong with it."""
+    named = bool(options.get(binary.option) or os.environ.get(binary.variable))
+    try:
+        binary.locate(options)
+    except BenchError:
+        if not named:
+            return []
+    return [binary_line(binary.name, binary.locate, read_version, options)]
 
 
 def model_line(

@@ -76,8 +76,8 @@ def test_error_wording(name, option, variable, locate, installed, hint, tmp_path
 
 
 def test_the_optional_agents_lines_only_where_installed_or_named(tmp_path, empty_path, monkeypatch) -> None:
-    """Claude Code's line shows when it is installed or named by its variable; Codex's when it is
-    found or named by its option or variable; neither fails a machine without it."""
+    """Each optional agent's line shows when it is found or named by its option or its variable
+    (``doctor --claude PATH`` once showed no claude line); neither fails a machine without it."""
     monkeypatch.delenv("AKMBENCH_CLAUDE", raising=False)
     monkeypatch.delenv("AKMBENCH_CODEX", raising=False)
     options = {"rootdir": str(tmp_path)}
@@ -85,6 +85,7 @@ def test_the_optional_agents_lines_only_where_installed_or_named(tmp_path, empty
     assert claude_doctor.model_check(None, options) is None and codex_doctor.model_check(None, options) is None
     missing = str(tmp_path / "nope")
     assert [name for name, _ in codex_doctor.tools({**options, "codex": missing})] == ["codex"]
+    assert [name for name, _ in claude_doctor.tools({**options, "claude": missing})] == ["claude"]
     monkeypatch.setenv("AKMBENCH_CLAUDE", missing)
     monkeypatch.setenv("AKMBENCH_CODEX", missing)
     for tools, name in ((claude_doctor.tools, "claude"), (codex_doctor.tools, "codex")):

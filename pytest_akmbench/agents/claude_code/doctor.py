@@ -5,23 +5,20 @@ model line is a Claude Code run's own preflight: an entry it can speak to, one M
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from ..doctor_lines import Check, binary_line, model_line
+from ..doctor_lines import Check, model_line, optional_binary_lines
 from ..preflight import check_provider
 from ..providers import ModelChoice
-from .binaries import CLAUDE, locate_claude, read_version
+from .binaries import CLAUDE, read_version
 from .provider import check_anthropic
 
 
 def tools(options: Mapping[str, Any]) -> list[Check]:
     """Claude Code's version and path (raising BenchError when it is broken), or nothing when it
-    is neither installed nor named by AKMBENCH_CLAUDE."""
-    named = os.environ.get("AKMBENCH_CLAUDE") or CLAUDE.local(options).exists() or shutil.which("claude")
-    return [binary_line("claude", locate_claude, read_version, options)] if named else []
+    is neither installed nor named (``--claude``, AKMBENCH_CLAUDE)."""
+    return optional_binary_lines(CLAUDE, read_version, options)
 
 
 def model_check(model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:

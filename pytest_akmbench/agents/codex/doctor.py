@@ -4,25 +4,17 @@ own preflight request, in Codex's protocol (:mod:`preflight`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import BenchError
-from ..doctor_lines import Check, binary_line, model_line
-from .binaries import locate_codex, read_version
+from ..doctor_lines import Check, model_line, optional_binary_lines
+from .binaries import CODEX, read_version
 from .preflight import check_responses
 
 
 def tools(options: Mapping[str, Any]) -> list[Check]:
     """Codex's version and path; nothing when none is installed and none was named."""
-    named = bool(options.get("codex") or os.environ.get("AKMBENCH_CODEX"))
-    try:
-        locate_codex(options)
-    except BenchError:
-        if not named:
-            return []
-    return [binary_line("codex", locate_codex, read_version, options)]
+    return optional_binary_lines(CODEX, read_version, options)
 
 
 def model_check(model: str | None, options: Mapping[str, Any]) -> tuple[str, str] | None:
