@@ -71,7 +71,7 @@ def check_provider(choice: ModelChoice, env: Mapping[str, str], timeout_s: float
         return f"{choice.model}: built-in scripted model (no request needed)"
     if choice.provider_entry is None:
         raise ConfigError(
-            f"preflight: model {choice.model!r}: no providers entry for {choice.provider_key!r}, so opencode gets "
+            f"preflight: model {choice.model!r}: no providers entry for {choice.provider_key!r}, so the agent gets "
             f"no credentials (a cell sees none of your environment's keys); add providers.{choice.provider_key} "
             f'with options.apiKey "{{env:VAR}}" to a providers file and pass --bench-providers FILE',
             usage=True,

@@ -121,6 +121,7 @@ def test_a_cloud_model_without_providers_fails(capsys, monkeypatch, tmp_path: Pa
     assert main(["doctor", "--model", "openai/gpt-4o"]) == 1
     line = model_line(capsys)
     assert "[FAIL] model: preflight: model 'openai/gpt-4o': no providers entry for 'openai'" in line
+    assert "so the agent gets no credentials" in line  # any agent's line: no agent named wrongly
     assert "--bench-providers FILE" in line
 
 
