@@ -4,7 +4,8 @@ enforced, and what the run's end means (docs/codex.md, "Budgets").
 Codex reports its usage on stdout only when the whole turn ends. While it runs, each model
 response's usage is in its session log (``$CODEX_HOME/sessions/…/rollout-*.jsonl``, a
 ``token_count`` event per response), which :class:`Rollout` follows for the budgets. The tokens a
-run records are stdout's when the turn ended, else the session log's last total.
+run records are stdout's when the turn ended, else the session log's last total. The turn budget
+is the forwarder's first (docs/codex.md, "Budgets"): the session log only notices it later.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Watching one opencode run: its stdout fed to the event stream, the wall, token and turn
-budgets enforced, and what the run's end means (docs/opencode.md)."""
+budgets enforced (the turn budget first at the forwarder, docs/opencode.md "Budgets"), and what
+the run's end means."""
 
 from __future__ import annotations
 
