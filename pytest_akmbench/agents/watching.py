@@ -26,6 +26,7 @@ from .base import AgentRequest, AgentResult, Limits
 
 HUNG_AFTER_S = 20.0  # no output for this long (or half the wall budget) at the wall: "hung"
 DRAIN_S = 2.0  # after the agent exits, how long a leaked child holding its stdout may keep us
+CATCH_UP_S = 5.0  # how long a held turn waits for the agent to print the turns it was answered
 
 
 class Stream(Protocol):
@@ -40,6 +41,9 @@ class Stream(Protocol):
     def total_tokens(self) -> int: ...
 
     def over_turns(self, limit: int) -> bool: ...
+
+    @property
+    def turns(self) -> int: ...
 
 
 def turn_gate(limits: Limits, route: str) -> TurnGate:
@@ -57,6 +61,16 @@ def turn_gate(limits: Limits, route: str) -> TurnGate:
         return isinstance(tools, list) and bool(tools)
 
     return TurnGate(limits.turns, is_turn)
+
+
+def turns_held(gate: TurnGate | None, recorded: int) -> bool:
+    """Whether to stop the agent for the turn budget the forwarder enforces: it holds a request
+    past the budget and the run's own record has caught up with the turns answered. An agent may
+    print a turn's end after it sent the next request (opencode does), and it can spend nothing
+    while held; so the stop waits for that record, at most CATCH_UP_S."""
+    if gate is None or not gate.over.is_set():
+        return False
+    return recorded >= gate.turns or time.monotonic() - gate.over_at >= CATCH_UP_S
 
 
 def wake_on(gate: TurnGate | None, lines: queue.Queue[bool | None]) -> None:
@@ -120,7 +134,7 @@ def until_end(
         now = time.monotonic()
         if now >= deadline:
             return "wall", False
-        if gate is not None and gate.over.is_set():
+        if turns_held(gate, stream.turns):
             return "turns", False
         try:
             item = lines.get(timeout=min(0.25, deadline - now))

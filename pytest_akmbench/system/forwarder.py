@@ -29,6 +29,7 @@ import json
 import os
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -69,6 +70,7 @@ class TurnGate:
         self.is_turn = is_turn
         self.turns = 0
         self.over = threading.Event()
+        self.over_at = 0.0  # time.monotonic() when the budget was hit
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
 
@@ -78,8 +80,11 @@ class TurnGate:
             return False
         with self._lock:
             if self.limit is not None and self.turns >= self.limit:
-                listeners = [] if self.over.is_set() else list(self._listeners)
-                self.over.set()
+                first = not self.over.is_set()
+                if first:
+                    self.over_at = time.monotonic()
+                    self.over.set()
+                listeners = list(self._listeners) if first else []
             else:
                 self.turns += 1
                 return True
@@ -217,7 +222,8 @@ class Forwarder:
             if not _under(urllib.parse.urlsplit(path).path, self.base_path):
                 _answer(conn, 403, f"the cell's model forwarder reaches only {self.base_path or '/'}")
                 return
-            turn = self.turns.take(method, path, body) if self.turns is not None else False
+            # The target as the agent sent it: no secret reaches the agent's own judge of a turn.
+            turn = self.turns.take(method, target, body) if self.turns is not None else False
             if turn is None:  # past the turn budget: held open until the cell ends, never forwarded
                 self._closing.wait()
                 return

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_akmbench.agents.base import Limits
-from pytest_akmbench.agents.watching import turn_gate
+from pytest_akmbench.agents.watching import CATCH_UP_S, turn_gate, turns_held
 from pytest_akmbench.system.forwarder import Forwarder, TurnGate
 
 SECRET = "sk-test-0123456789abcdef"
@@ -231,3 +231,15 @@ def test_an_agents_turn_is_a_request_to_its_route_offering_tools() -> None:
     assert not is_turn("GET", "/c/tok/v1/chat/completions", tools)
     assert not is_turn("POST", "/c/tok/v1/models", tools)
     assert turn_gate(Limits(wall_s=60, turns=3), "/responses").limit == 3
+
+
+def test_the_watch_stops_once_the_runs_record_caught_up_with_the_held_turn() -> None:
+    """An agent may print a turn's end after sending the next request: the stop waits for its
+    record of the N answered turns (it spends nothing while held), at most CATCH_UP_S."""
+    gate = TurnGate(2, a_turn)
+    assert not turns_held(gate, 2) and not turns_held(None, 5)
+    assert gate.take("POST", "/v1/turn", b"") and gate.take("POST", "/v1/turn", b"")
+    assert gate.take("POST", "/v1/turn", b"") is None
+    assert not turns_held(gate, 1) and turns_held(gate, 2)
+    gate.over_at -= CATCH_UP_S
+    assert turns_held(gate, 1)

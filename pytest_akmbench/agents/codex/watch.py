@@ -24,7 +24,7 @@ from ...store.scrub import Scrubber
 from ...system.forwarder import TurnGate
 from ..base import AgentRequest, AgentResult, Limits
 from ..transcript import json_dict
-from ..watching import wake_on
+from ..watching import turns_held, wake_on
 from .events import EventStream, tokens_of
 
 HUNG_AFTER_S = 20.0
@@ -132,7 +132,9 @@ def _until_end(
         now = time.monotonic()
         if now >= deadline:
             return "wall", False
-        if gate is not None and gate.over.is_set():  # the forwarder holds a request past the budget
+        if gate is not None and gate.over.is_set():
+            rollout.poll()
+        if turns_held(gate, max(rollout.turns, stream.turns_completed)):  # the forwarder holds one past it
             return "turns", False
         try:
             item = lines.get(timeout=min(0.25, deadline - now))

@@ -12,7 +12,7 @@ import time
 from ...store.scrub import Scrubber
 from ...system.forwarder import TurnGate
 from ..base import AgentRequest, AgentResult, Limits
-from ..watching import wake_on
+from ..watching import turns_held, wake_on
 from .events import EventStream
 
 HUNG_AFTER_S = 20.0
@@ -73,7 +73,7 @@ def _until_end(
         now = time.monotonic()
         if now >= deadline:
             return "wall", False
-        if gate is not None and gate.over.is_set():  # the forwarder holds a request past the budget
+        if turns_held(gate, stream.turns):  # the forwarder holds a request past the budget
             return "turns", False
         try:
             item = lines.get(timeout=min(0.25, deadline - now))
