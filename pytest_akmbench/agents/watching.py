@@ -2,12 +2,16 @@
 agent's own parser as they come, the wall and token budgets enforced, the process tree stopped
 through the cell's tracker on a budget (docs/architecture.md, "Where to add").
 
-An agent's parser only has to offer :class:`Stream`. The turn budget is each agent's own (its
-notion of a turn differs), so the parser says when it is over it.
+An agent's parser only has to offer :class:`Stream`. The turn budget is enforced first at the
+cell's forwarder (:func:`turn_gate`, docs/architecture.md "Isolation"): request N+1 is held there
+and never reaches the model, and the watch ends at once. Each agent's notion of a turn differs,
+so it says which requests are turns, and its parser still says when a run is over the budget (a
+second line).
 """
 
 from __future__ import annotations
 
+import json
 import queue
 import subprocess
 import threading
@@ -16,11 +20,13 @@ from pathlib import Path
 from typing import Protocol
 
 from ..store.scrub import Scrubber
+from ..system.forwarder import TurnGate
 from ..system.untrusted import read_inside
 from .base import AgentRequest, AgentResult, Limits
 
 HUNG_AFTER_S = 20.0  # no output for this long (or half the wall budget) at the wall: "hung"
 DRAIN_S = 2.0  # after the agent exits, how long a leaked child holding its stdout may keep us
+CATCH_UP_S = 5.0  # how long a held turn waits for the agent to print the turns it was answered
 
 
 class Stream(Protocol):
@@ -36,13 +42,55 @@ class Stream(Protocol):
 
     def over_turns(self, limit: int) -> bool: ...
 
+    @property
+    def turns(self) -> int: ...
+
+
+def turn_gate(limits: Limits, route: str) -> TurnGate:
+    """The cell's turn budget at its forwarder, for an agent whose turn is one request to its
+    model's ``route`` (the path's end, e.g. ``/chat/completions``) offering tools: a request
+    without tools (a title, a side call on the small model) is no turn of the agent's run."""
+
+    def is_turn(method: str, path: str, body: bytes) -> bool:
+        if method != "POST" or not path.split("?", 1)[0].rstrip("/").endswith(route):
+            return False
+        try:
+            tools = json.loads(body).get("tools")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            return False
+        return isinstance(tools, list) and bool(tools)
+
+    return TurnGate(limits.turns, is_turn)
+
+
+def turns_held(gate: TurnGate | None, recorded: int) -> bool:
+    """Whether to stop the agent for the turn budget the forwarder enforces: it holds a request
+    past the budget and the run's own record has caught up with the turns answered. An agent may
+    print a turn's end after it sent the next request (opencode does), and it can spend nothing
+    while held; so the stop waits for that record, at most CATCH_UP_S."""
+    if gate is None or not gate.over.is_set():
+        return False
+    return recorded >= gate.turns or time.monotonic() - gate.over_at >= CATCH_UP_S
+
+
+def wake_on(gate: TurnGate | None, lines: queue.Queue[bool | None]) -> None:
+    """Wake a watch's wait when the forwarder holds a request past the turn budget."""
+    if gate is not None:
+        gate.when_over(lambda: lines.put(None))
+
 
 def watch(
-    proc: subprocess.Popen[bytes], stream: Stream, request: AgentRequest, started: float, scrub: Scrubber
+    proc: subprocess.Popen[bytes],
+    stream: Stream,
+    request: AgentRequest,
+    started: float,
+    scrub: Scrubber,
+    gate: TurnGate | None = None,
 ) -> tuple[str | None, float]:
     """Feed the agent's stdout to ``stream`` until it ends or a budget is hit; then stop it.
     Returns (the budget hit or None, seconds since the agent's last line)."""
-    lines: queue.Queue[bool] = queue.Queue()
+    lines: queue.Queue[bool | None] = queue.Queue()
+    wake_on(gate, lines)
 
     def read() -> None:
         assert proc.stdout is not None
@@ -57,7 +105,7 @@ def watch(
     reader = threading.Thread(target=read, name="akmbench-agent-reader", daemon=True)
     reader.start()
     deadline = started + request.limits.wall_s
-    budget, eof = until_end(proc, stream, lines, request.limits, deadline)
+    budget, eof = until_end(proc, stream, lines, request.limits, deadline, gate)
     idle = stream.idle_for()
     if budget is not None or not eof:
         request.procs.stop(proc)
@@ -73,7 +121,12 @@ def watch(
 
 
 def until_end(
-    proc: subprocess.Popen[bytes], stream: Stream, lines: queue.Queue[bool], limits: Limits, deadline: float
+    proc: subprocess.Popen[bytes],
+    stream: Stream,
+    lines: queue.Queue[bool | None],
+    limits: Limits,
+    deadline: float,
+    gate: TurnGate | None = None,
 ) -> tuple[str | None, bool]:
     """Wait for the end of the agent's output, a budget or its exit: (budget hit, output ended)."""
     exited_at: float | None = None
@@ -81,6 +134,8 @@ def until_end(
         now = time.monotonic()
         if now >= deadline:
             return "wall", False
+        if turns_held(gate, stream.turns):
+            return "turns", False
         try:
             item = lines.get(timeout=min(0.25, deadline - now))
         except queue.Empty:

@@ -14,6 +14,12 @@ are streamed back as they arrive (server-sent events stay live), with any secret
 
 One request per connection (``Connection: close``): simple, and the clients (an agent's HTTP
 stack) open a new connection for the next request.
+
+The cell's turn budget is enforced here, where every agent's requests pass (docs/architecture.md,
+"Isolation"): a :class:`TurnGate` forwards the first N requests that are turns (the agent says
+which requests are) and holds the next one open, unanswered and never forwarded, until the
+forwarder closes; the harness is told at once and stops the agent. Held, not refused: an agent
+answered with an error would retry or report a provider failure.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ import json
 import os
 import socket
 import threading
+import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -52,15 +59,68 @@ class BadRequest(Exception):
     pass
 
 
+class TurnGate:
+    """The turn budget at the forwarder: ``is_turn(method, path, body)`` says which requests are
+    model turns (the agent's own definition, so the count agrees with the turns its run records);
+    the first ``limit`` of them pass, the next is held and sets :attr:`over`. ``limit`` None only
+    counts. A turn the model did not answer (upstream unreachable, an error status) is given back."""
+
+    def __init__(self, limit: int | None, is_turn: Callable[[str, str, bytes], bool]) -> None:
+        self.limit = limit
+        self.is_turn = is_turn
+        self.turns = 0
+        self.over = threading.Event()
+        self.over_at = 0.0  # time.monotonic() when the budget was hit
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def take(self, method: str, path: str, body: bytes) -> bool | None:
+        """Whether the request is a turn (True), not one (False), or one past the budget (None)."""
+        if not self.is_turn(method, path, body):
+            return False
+        with self._lock:
+            if self.limit is not None and self.turns >= self.limit:
+                first = not self.over.is_set()
+                if first:
+                    self.over_at = time.monotonic()
+                    self.over.set()
+                listeners = list(self._listeners) if first else []
+            else:
+                self.turns += 1
+                return True
+        for listener in listeners:
+            listener()
+        return None
+
+    def give_back(self) -> None:
+        with self._lock:
+            self.turns -= 1
+
+    def when_over(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from the forwarder's thread) when the budget is hit, or now if it was."""
+        with self._lock:
+            self._listeners.append(listener)
+            hit = self.over.is_set()
+        if hit:
+            listener()
+
+
 class Forwarder:
     """Listens on ``unix_path`` (or 127.0.0.1 on a free port) and forwards to ``upstream``.
 
     ``swaps`` maps each placeholder the cell was given to the secret it stands for. ``close``
     stops listening and cuts every connection still open (a cell's end must not wait on a
-    hung model).
+    hung model). ``turns``, when given, is the cell's turn budget (:class:`TurnGate`).
     """
 
-    def __init__(self, upstream: str, swaps: Mapping[str, str] | None = None, *, unix_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        swaps: Mapping[str, str] | None = None,
+        *,
+        unix_path: Path | None = None,
+        turns: TurnGate | None = None,
+    ) -> None:
         parts = urllib.parse.urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"model forwarder: upstream {upstream!r} is not an http(s) URL")
@@ -72,6 +132,8 @@ class Forwarder:
         self.swaps = {k: v for k, v in (swaps or {}).items() if k and v}
         self.secrets = [v.encode() for v in self.swaps.values()]
         self.unix_path = unix_path
+        self.turns = turns
+        self._closing = threading.Event()
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         if unix_path is not None:
@@ -99,6 +161,7 @@ class Forwarder:
         return self._listener.fileno() == -1
 
     def close(self) -> None:
+        self._closing.set()
         try:
             self._listener.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -159,7 +222,14 @@ class Forwarder:
             if not _under(urllib.parse.urlsplit(path).path, self.base_path):
                 _answer(conn, 403, f"the cell's model forwarder reaches only {self.base_path or '/'}")
                 return
-            self._forward(conn, method, path, headers, body)
+            # The target as the agent sent it: no secret reaches the agent's own judge of a turn.
+            turn = self.turns.take(method, target, body) if self.turns is not None else False
+            if turn is None:  # past the turn budget: held open until the cell ends, never forwarded
+                self._closing.wait()
+                return
+            status = self._forward(conn, method, path, headers, body)
+            if turn and (status is None or status >= 400) and self.turns is not None:
+                self.turns.give_back()
         except OSError:
             pass
         finally:
@@ -167,7 +237,8 @@ class Forwarder:
 
     def _forward(
         self, conn: socket.socket, method: str, path: str, headers: list[tuple[str, str]], body: bytes
-    ) -> None:
+    ) -> int | None:
+        """Forward one request and stream its answer back: the upstream's status, None unreachable."""
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         upstream = cls(self.host, self.port, timeout=None)
         try:
@@ -181,7 +252,7 @@ class Forwarder:
                 response = upstream.getresponse()
             except (OSError, http.client.HTTPException) as err:
                 _answer(conn, 502, f"model forwarder: {self.netloc} unreachable ({err})")
-                return
+                return None
             head = [f"HTTP/1.1 {response.status} {response.reason}"]
             head += [f"{k}: {v}" for k, v in response.getheaders() if k.lower() not in _HOP]
             head += ["Connection: close", "", ""]
@@ -191,6 +262,7 @@ class Forwarder:
                 if not data:
                     break
                 conn.sendall(self._mask(data))
+            return int(response.status)
         finally:
             if upstream.sock is not None:
                 self._untrack(upstream.sock)

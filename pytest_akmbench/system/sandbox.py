@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .forwarder import Forwarder
+from .forwarder import Forwarder, TurnGate
 from .procs import reap_dead_orphans
 from .sandbox_launch import init_argv, init_source, lifeline
 from .sandbox_paths import python_paths, system_args, tool_paths, within
@@ -195,7 +195,9 @@ class Sandbox:
         """Whether the processes get a network namespace of their own."""
         return self.mode != "none" and self.network == "isolated"
 
-    def route_model(self, upstream: str, swaps: Mapping[str, str] | None = None) -> tuple[Forwarder, str]:
+    def route_model(
+        self, upstream: str, swaps: Mapping[str, str] | None = None, turns: TurnGate | None = None
+    ) -> tuple[Forwarder, str]:
         """Open the way to the model at ``upstream``: (the forwarder, the origin the agent uses).
 
         Isolated: a Unix socket in a fresh directory of the host's /tmp, bound into the sandbox
@@ -203,12 +205,12 @@ class Sandbox:
         listens on the host's loopback. Close the forwarder when the agent has ended.
         """
         if not self.isolated:
-            fwd = Forwarder(upstream, swaps)
+            fwd = Forwarder(upstream, swaps, turns=turns)
             return fwd, fwd.origin()
         # In the host's /tmp, not beside the run dir: a Unix socket's path holds at most 107 bytes.
         sock_dir = Path(tempfile.mkdtemp(prefix="akmbench-net-", dir="/tmp" if os.access("/tmp", os.W_OK) else None))
         sock_dir.chmod(0o755)
-        self.route = Forwarder(upstream, swaps, unix_path=sock_dir / "model.sock")
+        self.route = Forwarder(upstream, swaps, unix_path=sock_dir / "model.sock", turns=turns)
         return self.route, self.route.origin(MODEL_PORT)
 
     @property
@@ -379,9 +381,12 @@ def for_verifier(
     return box
 
 
-def open_route(box: Sandbox | None, upstream: str, swaps: Mapping[str, str]) -> tuple[Forwarder, str]:
-    """The model's forwarder for a cell with or without a sandbox: (forwarder, origin)."""
+def open_route(
+    box: Sandbox | None, upstream: str, swaps: Mapping[str, str], turns: TurnGate | None = None
+) -> tuple[Forwarder, str]:
+    """The model's forwarder for a cell with or without a sandbox: (forwarder, origin); ``turns``
+    is the cell's turn budget, enforced at the forwarder."""
     if box is None:
-        fwd = Forwarder(upstream, swaps)
+        fwd = Forwarder(upstream, swaps, turns=turns)
         return fwd, fwd.origin()
-    return box.route_model(upstream, swaps)
+    return box.route_model(upstream, swaps, turns)

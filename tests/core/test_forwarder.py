@@ -12,7 +12,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pytest_akmbench.system.forwarder import Forwarder
+from pytest_akmbench.agents.base import Limits
+from pytest_akmbench.agents.watching import CATCH_UP_S, turn_gate, turns_held
+from pytest_akmbench.system.forwarder import Forwarder, TurnGate
 
 SECRET = "sk-test-0123456789abcdef"
 PLACEHOLDER = "akmbench-placeholder-key-42"
@@ -142,3 +144,102 @@ def test_closing_cuts_a_hung_request(upstream: str) -> None:
     hung.close()
     assert not thread.is_alive() and time.monotonic() - started < 6
     assert len(results) == 1
+
+
+# ---------------------------------------------------------------- the turn budget (TurnGate)
+
+
+def a_turn(method: str, path: str, body: bytes) -> bool:
+    return path.endswith(("/turn", "/echo-key"))
+
+
+def held(url: str) -> tuple[threading.Thread, list[object]]:
+    """A request in a thread of its own, which the forwarder may hold: (the thread, its outcome)."""
+    outcome: list[object] = []
+
+    def client() -> None:
+        try:
+            outcome.append(call(url))
+        except OSError as err:  # the held connection cut when the forwarder closes
+            outcome.append(err)
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+@pytest.mark.parametrize("budget", [1, 3])
+def test_a_turn_budget_of_n_forwards_n_turns_and_holds_the_next(upstream: str, budget: int) -> None:
+    gate = TurnGate(budget, a_turn)
+    told = threading.Event()
+    gate.when_over(told.set)
+    with Forwarder(upstream, {}, turns=gate) as fwd:
+        for _ in range(budget):
+            assert call(fwd.origin() + "/c/tok/v1/turn")[0] == 200
+        assert not told.is_set() and not gate.over.is_set()
+        thread, outcome = held(fwd.origin() + "/c/tok/v1/turn")
+        assert told.wait(5), "the harness was not told"
+        thread.join(timeout=1)
+        assert thread.is_alive() and outcome == []  # held open, not answered: nothing to retry
+        # What is no turn (a title) still passes.
+        assert call(fwd.origin() + "/c/tok/v1/title")[0] == 200
+    thread.join(timeout=5)
+    assert not thread.is_alive() and len(outcome) == 1
+    paths = [seen["path"] for seen in Upstream.seen]
+    assert paths == ["/c/tok/v1/turn"] * budget + ["/c/tok/v1/title"]  # the N+1th never arrived
+    assert gate.turns == budget and gate.over.is_set()
+
+
+def test_a_turn_the_model_refused_is_given_back(upstream: str) -> None:
+    """An error answer (here 401) spent no turn of the agent's: the budget still allows one."""
+    gate = TurnGate(1, a_turn)
+    with Forwarder(upstream, {}, turns=gate) as fwd:
+        assert call(fwd.origin() + "/c/tok/v1/echo-key")[0] == 401
+        assert call(fwd.origin() + "/c/tok/v1/turn")[0] == 200
+        thread, _ = held(fwd.origin() + "/c/tok/v1/turn")
+        assert gate.over.wait(5)
+    thread.join(timeout=5)
+    assert [seen["path"] for seen in Upstream.seen] == ["/c/tok/v1/echo-key", "/c/tok/v1/turn"]
+    assert gate.turns == 1
+
+
+def test_no_turn_budget_only_counts(upstream: str) -> None:
+    gate = TurnGate(None, a_turn)
+    with Forwarder(upstream, {}, turns=gate) as fwd:
+        for _ in range(4):
+            assert call(fwd.origin() + "/c/tok/v1/turn")[0] == 200
+    assert gate.turns == 4 and not gate.over.is_set()
+
+
+def test_a_listener_after_the_budget_was_hit_is_told_at_once() -> None:
+    gate = TurnGate(0, a_turn)
+    assert gate.take("POST", "/v1/turn", b"") is None and gate.over.is_set()
+    told: list[bool] = []
+    gate.when_over(lambda: told.append(True))
+    assert told == [True]
+
+
+def test_an_agents_turn_is_a_request_to_its_route_offering_tools() -> None:
+    is_turn = turn_gate(Limits(wall_s=60, turns=3), "/chat/completions").is_turn
+    tools = json.dumps({"tools": [{"type": "function"}], "messages": []}).encode()
+    assert is_turn("POST", "/c/tok/v1/chat/completions", tools)
+    assert is_turn("POST", "/c/tok/v1/chat/completions?x=1", tools)
+    assert not is_turn("POST", "/c/tok/v1/chat/completions", b'{"tools": [], "messages": []}')  # a title
+    assert not is_turn("POST", "/c/tok/v1/chat/completions", b'{"messages": []}')
+    assert not is_turn("POST", "/c/tok/v1/chat/completions", b"not json")
+    assert not is_turn("POST", "/c/tok/v1/chat/completions", b"[1]")
+    assert not is_turn("GET", "/c/tok/v1/chat/completions", tools)
+    assert not is_turn("POST", "/c/tok/v1/models", tools)
+    assert turn_gate(Limits(wall_s=60, turns=3), "/responses").limit == 3
+
+
+def test_the_watch_stops_once_the_runs_record_caught_up_with_the_held_turn() -> None:
+    """An agent may print a turn's end after sending the next request: the stop waits for its
+    record of the N answered turns (it spends nothing while held), at most CATCH_UP_S."""
+    gate = TurnGate(2, a_turn)
+    assert not turns_held(gate, 2) and not turns_held(None, 5)
+    assert gate.take("POST", "/v1/turn", b"") and gate.take("POST", "/v1/turn", b"")
+    assert gate.take("POST", "/v1/turn", b"") is None
+    assert not turns_held(gate, 1) and turns_held(gate, 2)
+    gate.over_at -= CATCH_UP_S
+    assert turns_held(gate, 1)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
+from pytest_akmbench.agents.claude_code import adapter as claude_adapter
 from pytest_akmbench.agents.claude_code.adapter import ClaudeCodeAgent
 from pytest_akmbench.cell.prompts import build_prompt
 from pytest_akmbench.corpus.tasks import Task
@@ -29,7 +30,7 @@ from pytest_akmbench.errors import ConfigError
 from pytest_akmbench.scripted.server import ScriptedModel
 from pytest_akmbench.system import sandbox
 from pytest_akmbench.system.procs import MARKER, ProcessTracker, become_subreaper
-from tests.support import claude_code
+from tests.support import claude_code, gates
 from tests.support.bwrap import require_bwrap
 from tests.support.waiting import settle
 
@@ -145,6 +146,21 @@ def test_oracle_tokens_are_what_the_server_reported(tmp_path: Path, agent_for) -
 
 
 @pytest.mark.usefixtures("bwrap")
+def test_the_forwarder_counts_the_turns_the_run_records(tmp_path: Path, agent_for, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A turn at the forwarder is a request of Claude Code's run (one assistant message): the
+    gate's count of a finished run is its turns."""
+    seen = gates.capture(monkeypatch, claude_adapter)
+    procs = ProcessTracker(f"e2e-claude-{uuid.uuid4().hex[:8]}")
+    request = cell(tmp_path, "echo hi > out.txt\necho wrote hi\n", procs, wall_s=120)
+    agent = agent_for("oracle")
+    result = run(agent, request)
+    assert result.error is None and result.budget is None and result.turns == 2, result
+    assert seen.gate.turns == result.turns == agent.scripted_totals[str(request.run_dir)]["requests"]
+    assert not seen.gate.over.is_set()
+    assert [turn for _, _, turn in seen.requests] == [True] * result.turns  # it makes no other request
+
+
+@pytest.mark.usefixtures("bwrap")
 def test_a_hung_model_ends_at_the_wall_with_no_process_left(tmp_path: Path, agent_for) -> None:  # type: ignore[no-untyped-def]
     procs = ProcessTracker(f"e2e-claude-{uuid.uuid4().hex[:8]}")
     request = cell(tmp_path, "echo hi > out.txt\n", procs, wall_s=8)
@@ -173,8 +189,12 @@ def test_token_and_turn_budgets(tmp_path: Path, agent_for) -> None:  # type: ign
     assert result.budget == "tokens" and result.budget_tag == "confused", result
     assert result.turns == 4 and result.tokens is not None and result.tokens["input"] == 4060
     procs = ProcessTracker(f"e2e-claude-{uuid.uuid4().hex[:8]}")
-    result = run(agent_for("loop"), cell(tmp_path / "turns", "true\n", procs, wall_s=120, turns=3))
+    request = cell(tmp_path / "turns", "true\n", procs, wall_s=120, turns=3)
+    result = run(agent_for("loop"), request)
     assert result.budget == "turns" and result.turns == 3 and result.token_measurement == "measured", result
+    assert result.budget_tag == "confused"
+    # No 4th request reached the model (the forwarder would hold it).
+    assert agent_for("loop").scripted_totals[str(request.run_dir)]["requests"] == 3
 
 
 @pytest.mark.usefixtures("bwrap")

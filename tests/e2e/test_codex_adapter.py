@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, SessionInfo
+from pytest_akmbench.agents.codex import adapter as codex_adapter
 from pytest_akmbench.agents.codex.adapter import CodexAgent
 from pytest_akmbench.cell import akm
 from pytest_akmbench.scripted.server import ScriptedModel
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
 from tests.e2e.test_opencode_adapter import alive_with, make_request, make_task, verify
-from tests.support import codex, real_akm
+from tests.support import codex, gates, real_akm
 from tests.support.waiting import settle, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,6 +140,9 @@ def test_loop_hits_the_token_then_the_turn_budget(tmp_path, procs, agent_for):
     request = make_request(tmp_path / "turns", task, "noakm", procs, wall_s=120, turns=3)
     result = agent.run(request)
     assert result.budget == "turns" and result.turns == 3 and result.tokens == expected_tokens(3), result
+    assert result.budget_tag == "confused"
+    # The forwarder held the 4th request: it never reached the model.
+    assert agent.scripted_totals[str(request.run_dir)]["requests"] == 3
 
 
 def test_http_500_becomes_a_provider_error(tmp_path, procs, agent_for):
@@ -251,3 +255,16 @@ def test_a_providers_file_key_reaches_only_the_model(tmp_path, procs):
     assert [p for p in cell_files if key.encode() in p.read_bytes()] == []
     assert 'env_key = "AKMBENCH_CODEX_KEY"' in (request.run_dir / "codex" / "home" / "config.toml").read_text()
     assert "AKMBENCH_CODEX_KEY" not in (request.workspace / "env.txt").read_text()
+
+
+def test_the_forwarder_counts_the_turns_the_run_records(tmp_path, procs, agent_for, monkeypatch):
+    """A turn at the forwarder is a turn of Codex's run: the gate's count of a finished run is its turns."""
+    seen = gates.capture(monkeypatch, codex_adapter)
+    task = make_task(tmp_path, "echo hi > out.txt\necho 'wrote out.txt'\n")
+    request = make_request(tmp_path, task, "akm", procs)
+    agent = agent_for("oracle")
+    result = agent.run(request)
+    assert result.error is None and result.budget is None and result.turns == 5, result
+    assert seen.gate.turns == result.turns == agent.scripted_totals[str(request.run_dir)]["requests"]
+    assert not seen.gate.over.is_set()
+    assert [turn for _, _, turn in seen.requests] == [True] * result.turns  # it makes no other request

@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 
 from pytest_akmbench.agents import AgentRequest, Limits, SessionInfo
+from pytest_akmbench.agents.opencode import adapter as opencode_adapter
 from pytest_akmbench.agents.opencode.adapter import OpencodeAgent
 from pytest_akmbench.cell import akm
 from pytest_akmbench.cell.prompts import build_prompt
 from pytest_akmbench.corpus.tasks import Task
 from pytest_akmbench.scripted.server import usage_for_turn
 from pytest_akmbench.system.procs import ProcessTracker, become_subreaper
-from tests.support import opencode, real_akm
+from tests.support import gates, opencode, real_akm
 from tests.support.waiting import settle, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -264,9 +265,12 @@ def test_loop_hits_token_budget_promptly_as_confused(tmp_path, procs, agent_for)
 def test_loop_hits_turn_budget(tmp_path, procs, agent_for):
     task = make_task(tmp_path, "echo hi > out.txt\n")
     request = make_request(tmp_path, task, "noakm", procs, wall_s=120, turns=3)
-    result = agent_for("loop").run(request)
+    agent = agent_for("loop")
+    result = agent.run(request)
     assert result.budget == "turns" and result.budget_tag == "confused", result
     assert result.turns == 3 and result.tokens == expected_tokens(3)
+    # The forwarder held the 4th step's request: it never reached the model.
+    assert agent.scripted_totals[str(request.run_dir)]["requests"] == 3
 
 
 def test_http_500_becomes_provider_error(tmp_path, procs, agent_for):
@@ -341,3 +345,16 @@ def test_control_arm_is_clean(tmp_path, procs, agent_for):
     assert f"HOME={request.run_dir / 'home'}" in env
     assert result.akm == {"searches": [], "shows": [], "feedback": []}
     assert result.tool_calls == 1 and verify(request) == 0
+
+
+def test_the_forwarder_counts_the_turns_the_run_records(tmp_path, procs, agent_for, monkeypatch):
+    """A turn at the forwarder is a step of opencode's run (a title request is none): the gate's
+    count of a finished run is its turns."""
+    seen = gates.capture(monkeypatch, opencode_adapter)
+    task = make_task(tmp_path, "echo hi > out.txt\necho 'wrote out.txt'\n")
+    request = make_request(tmp_path, task, "akm", procs)
+    agent = agent_for("oracle")
+    result = agent.run(request)
+    assert result.error is None and result.budget is None and result.turns == 5, result
+    assert seen.gate.turns == result.turns == agent.scripted_totals[str(request.run_dir)]["requests"]
+    assert not seen.gate.over.is_set()

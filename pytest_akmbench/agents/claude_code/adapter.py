@@ -30,13 +30,13 @@ from typing import Any
 from ...cell.rundir import hide_akm
 from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
-from ...system.forwarder import Forwarder
+from ...system.forwarder import Forwarder, TurnGate
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
 from ..model import choice_digest, choose_model
 from ..providers import ModelChoice, check_env_vars, secret_values
 from ..transcript import TranscriptItem
-from ..watching import over_budget, watch
+from ..watching import over_budget, turn_gate, watch
 from . import doctor, provider
 from .binaries import CLAUDE_VERSION, INSTALLED, OFFLINE_ENV, PLATFORM_PACKAGE, locate_claude, read_version
 from .cell import outcome, preflight_line
@@ -137,6 +137,7 @@ class ClaudeCodeAgent(Agent):
         (cfg_dir / "config").mkdir(parents=True, exist_ok=True)
         token = uuid.uuid4().hex
         route: Forwarder | None = None
+        gate = turn_gate(request.limits, "/messages")  # a turn: one Messages request offering tools
         try:
             if self.scripted is not None:
                 self.scripted.register(
@@ -148,10 +149,10 @@ class ClaudeCodeAgent(Agent):
                     akm_line=request.akm_line,
                 )
             point = self._endpoint(token)
-            route, origin = open_route(request.sandbox, point.upstream, self._swaps)
+            route, origin = open_route(request.sandbox, point.upstream, self._swaps, gate)
             warnings: list[str] = []
             env = self._env(request, cfg_dir, origin + point.cell_path, point, warnings)
-            return self._spawn_and_watch(request, env, cfg_dir, warnings)
+            return self._spawn_and_watch(request, env, cfg_dir, warnings, gate)
         except (OSError, ValueError) as err:
             return AgentResult(error=f"cannot reach the model from the cell: {err}")
         finally:
@@ -214,7 +215,7 @@ class ClaudeCodeAgent(Agent):
         return argv
 
     def _spawn_and_watch(
-        self, request: AgentRequest, env: dict[str, str], cfg_dir: Path, warnings: list[str]
+        self, request: AgentRequest, env: dict[str, str], cfg_dir: Path, warnings: list[str], gate: TurnGate
     ) -> AgentResult:
         assert self.binary is not None
         prompt_path = cfg_dir / "prompt.txt"
@@ -241,7 +242,7 @@ class ClaudeCodeAgent(Agent):
                 return AgentResult(error=f"cannot start claude ({self.binary}): {err}")
         proc.stdout = ours.makefile("rb")
         try:
-            budget, idle = watch(proc, stream, request, started, self._scrub)
+            budget, idle = watch(proc, stream, request, started, self._scrub, gate)
         finally:
             ours.close()
         result = outcome(request, proc.returncode, stream, stderr_path, self._scrub, warnings)

@@ -36,7 +36,7 @@ from typing import Any
 from ...cell.rundir import hide_akm
 from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
-from ...system.forwarder import Forwarder
+from ...system.forwarder import Forwarder, TurnGate
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
 from ..boundary import check_inside
@@ -44,7 +44,7 @@ from ..model import choice_digest, choose_model
 from ..preflight import DEFAULT_BASE_URLS
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
-from ..watching import tail
+from ..watching import tail, turn_gate
 from . import doctor
 from .binaries import CODEX_VERSION, INSTALLED, NPM_PACKAGE, PLATFORM_PACKAGE, locate_codex, read_version
 from .config import KEY_VAR, cell_config, key_value, to_toml
@@ -147,13 +147,14 @@ class CodexAgent(Agent):
         warnings: list[str] = []
         token = uuid.uuid4().hex
         route: Forwarder | None = None
+        gate = turn_gate(request.limits, "/responses")  # a turn: one Responses request
         try:
-            route, base_url = self._route(request, token)
+            route, base_url = self._route(request, token, gate)
             fd = os.open(home / "config.toml", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(to_toml(cell_config(self.choice, self._placeholders, base_url)))
             env = self._env(request, cfg_dir, home, warnings)
-            return self._spawn_and_watch(request, env, cfg_dir, home, warnings)
+            return self._spawn_and_watch(request, env, cfg_dir, home, warnings, gate)
         except (OSError, ValueError) as err:
             return AgentResult(error=f"cannot reach the model from the cell: {err}")
         finally:
@@ -163,7 +164,7 @@ class CodexAgent(Agent):
                 self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
                 self.scripted.unregister(token)
 
-    def _route(self, request: AgentRequest, token: str) -> tuple[Forwarder, str]:
+    def _route(self, request: AgentRequest, token: str, gate: TurnGate) -> tuple[Forwarder, str]:
         """The cell's one way to its model (system/forwarder.py): (the forwarder, the base URL the
         cell's config gets); the key stays with the forwarder."""
         assert self.choice is not None
@@ -173,7 +174,7 @@ class CodexAgent(Agent):
             policy = self.choice.policy or "idle"
             self.scripted.register(token, policy, request.task, request.arm, request.run_dir, akm_line=request.akm_line)
         upstream, cell_path = self._endpoint(token)
-        forwarder, origin = open_route(request.sandbox, upstream, self._swaps)
+        forwarder, origin = open_route(request.sandbox, upstream, self._swaps, gate)
         return forwarder, origin + cell_path
 
     def _endpoint(self, token: str) -> tuple[str, str]:
@@ -239,7 +240,13 @@ class CodexAgent(Agent):
         return env
 
     def _spawn_and_watch(
-        self, request: AgentRequest, env: dict[str, str], cfg_dir: Path, home: Path, warnings: list[str]
+        self,
+        request: AgentRequest,
+        env: dict[str, str],
+        cfg_dir: Path,
+        home: Path,
+        warnings: list[str],
+        gate: TurnGate,
     ) -> AgentResult:
         assert self.binary is not None
         prompt_path = cfg_dir / "prompt.txt"
@@ -262,7 +269,7 @@ class CodexAgent(Agent):
                 return AgentResult(error=f"cannot start codex ({self.binary}): {err}")
         proc.stdout = ours.makefile("rb")
         try:
-            budget, idle = watch(proc, stream, rollout, request, self._scrub)
+            budget, idle = watch(proc, stream, rollout, request, self._scrub, gate)
         finally:
             ours.close()
         elapsed = time.monotonic() - stream.started_at

@@ -4,7 +4,8 @@ enforced, and what the run's end means (docs/codex.md, "Budgets").
 Codex reports its usage on stdout only when the whole turn ends. While it runs, each model
 response's usage is in its session log (``$CODEX_HOME/sessions/…/rollout-*.jsonl``, a
 ``token_count`` event per response), which :class:`Rollout` follows for the budgets. The tokens a
-run records are stdout's when the turn ended, else the session log's last total.
+run records are stdout's when the turn ended, else the session log's last total. The turn budget
+is the forwarder's first (docs/codex.md, "Budgets"): the session log only notices it later.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ...store.scrub import Scrubber
+from ...system.forwarder import TurnGate
 from ..base import AgentRequest, AgentResult, Limits
 from ..transcript import json_dict
+from ..watching import turns_held, wake_on
 from .events import EventStream, tokens_of
 
 HUNG_AFTER_S = 20.0
@@ -73,11 +76,17 @@ class Rollout:
 
 
 def watch(
-    proc: subprocess.Popen[bytes], stream: EventStream, rollout: Rollout, request: AgentRequest, scrub: Scrubber
+    proc: subprocess.Popen[bytes],
+    stream: EventStream,
+    rollout: Rollout,
+    request: AgentRequest,
+    scrub: Scrubber,
+    gate: TurnGate | None = None,
 ) -> tuple[str | None, float]:
     """Feed Codex's stdout to the stream until it ends or a budget is hit; then stop it.
     Returns (the budget hit or None, seconds since the last agent event)."""
-    lines: queue.Queue[bool] = queue.Queue()
+    lines: queue.Queue[bool | None] = queue.Queue()
+    wake_on(gate, lines)
 
     def read() -> None:
         assert proc.stdout is not None
@@ -92,7 +101,7 @@ def watch(
     reader = threading.Thread(target=read, name="akmbench-codex-reader", daemon=True)
     reader.start()
     deadline = stream.started_at + request.limits.wall_s
-    budget, eof = _until_end(proc, stream, rollout, lines, request.limits, deadline)
+    budget, eof = _until_end(proc, stream, rollout, lines, request.limits, deadline, gate)
     idle = stream.idle_for()
     if budget is not None or not eof:
         request.procs.stop(proc)
@@ -112,9 +121,10 @@ def _until_end(
     proc: subprocess.Popen[bytes],
     stream: EventStream,
     rollout: Rollout,
-    lines: queue.Queue[bool],
+    lines: queue.Queue[bool | None],
     limits: Limits,
     deadline: float,
+    gate: TurnGate | None,
 ) -> tuple[str | None, bool]:
     """Wait for the end of Codex's output, a budget or its exit: (budget hit, output ended)."""
     exited_at: float | None = None
@@ -122,6 +132,10 @@ def _until_end(
         now = time.monotonic()
         if now >= deadline:
             return "wall", False
+        if gate is not None and gate.over.is_set():
+            rollout.poll()
+        if turns_held(gate, max(rollout.turns, stream.turns_completed)):  # the forwarder holds one past it
+            return "turns", False
         try:
             item = lines.get(timeout=min(0.25, deadline - now))
         except queue.Empty:

@@ -47,7 +47,7 @@ from typing import Any
 from ...cell.rundir import hide_akm
 from ...scripted import ScriptedModel
 from ...store.scrub import Scrubber
-from ...system.forwarder import Forwarder
+from ...system.forwarder import Forwarder, TurnGate
 from ...system.sandbox import open_route
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
 from ..boundary import check_inside
@@ -56,7 +56,7 @@ from ..model import choice_digest, choose_model
 from ..preflight import DEFAULT_BASE_URLS, check_provider
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
-from ..watching import tail
+from ..watching import tail, turn_gate
 from . import agentlog, doctor
 from .binaries import (
     INSTALLED,
@@ -187,15 +187,16 @@ class OpencodeAgent(Agent):
         warnings: list[str] = []
         token = uuid.uuid4().hex
         route: Forwarder | None = None
+        gate = turn_gate(request.limits, "/chat/completions")  # a turn: one step's request, with tools
         try:
-            route, base_url = self._route(request, token)
+            route, base_url = self._route(request, token, gate)
             config = self._config(model, base_url, request.limits.wall_s)
             config_path = cfg_dir / "opencode.json"
             fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(config, fh, indent=2)
             env = self._env(request, cfg_dir, config_path, warnings)
-            result = self._spawn_and_watch(request, model, env, cfg_dir, warnings)
+            result = self._spawn_and_watch(request, model, env, cfg_dir, warnings, gate)
         except (OSError, ValueError) as err:
             return AgentResult(error=f"cannot reach the model from the cell: {err}")
         finally:
@@ -209,7 +210,7 @@ class OpencodeAgent(Agent):
             result.error += f"; opencode's log: {kept}" if kept else ""
         return result
 
-    def _route(self, request: AgentRequest, token: str) -> tuple[Forwarder, str]:
+    def _route(self, request: AgentRequest, token: str, gate: TurnGate) -> tuple[Forwarder, str]:
         """The cell's one way to its model (system/forwarder.py): (the forwarder, the base URL the
         cell's config gets). The provider's key stays with the forwarder: the cell's config holds
         a placeholder, swapped for the key on the way out."""
@@ -226,7 +227,7 @@ class OpencodeAgent(Agent):
                 akm_line=request.akm_line,
             )
         upstream, cell_path = self._endpoint(token)
-        forwarder, origin = open_route(request.sandbox, upstream, self._swaps)
+        forwarder, origin = open_route(request.sandbox, upstream, self._swaps, gate)
         return forwarder, origin + cell_path
 
     def _endpoint(self, token: str) -> tuple[str, str]:
@@ -310,7 +311,13 @@ class OpencodeAgent(Agent):
         return env
 
     def _spawn_and_watch(
-        self, request: AgentRequest, model: str, env: dict[str, str], cfg_dir: Path, warnings: list[str]
+        self,
+        request: AgentRequest,
+        model: str,
+        env: dict[str, str],
+        cfg_dir: Path,
+        warnings: list[str],
+        gate: TurnGate,
     ) -> AgentResult:
         assert self.binary is not None and self.rg is not None
         prompt_path = cfg_dir / "prompt.txt"
@@ -341,7 +348,7 @@ class OpencodeAgent(Agent):
                 return AgentResult(error=f"cannot start opencode ({self.binary}): {err}")
         proc.stdout = ours.makefile("rb")
         try:
-            budget, idle = watch(proc, stream, request, started, self._scrub)
+            budget, idle = watch(proc, stream, request, started, self._scrub, gate)
         finally:
             ours.close()
         elapsed = time.monotonic() - started

@@ -1,5 +1,6 @@
 """Watching one opencode run: its stdout fed to the event stream, the wall, token and turn
-budgets enforced, and what the run's end means (docs/opencode.md)."""
+budgets enforced (the turn budget first at the forwarder, docs/opencode.md "Budgets"), and what
+the run's end means."""
 
 from __future__ import annotations
 
@@ -9,18 +10,26 @@ import threading
 import time
 
 from ...store.scrub import Scrubber
+from ...system.forwarder import TurnGate
 from ..base import AgentRequest, AgentResult, Limits
+from ..watching import turns_held, wake_on
 from .events import EventStream
 
 HUNG_AFTER_S = 20.0
 
 
 def watch(
-    proc: subprocess.Popen[bytes], stream: EventStream, request: AgentRequest, started: float, scrub: Scrubber
+    proc: subprocess.Popen[bytes],
+    stream: EventStream,
+    request: AgentRequest,
+    started: float,
+    scrub: Scrubber,
+    gate: TurnGate | None = None,
 ) -> tuple[str | None, float]:
     """Feed opencode's stdout to the stream until it ends or a budget is hit; then stop it.
     Returns (the budget hit or None, seconds since the last agent event)."""
-    lines: queue.Queue[bool] = queue.Queue()
+    lines: queue.Queue[bool | None] = queue.Queue()
+    wake_on(gate, lines)
 
     def read() -> None:
         assert proc.stdout is not None
@@ -35,7 +44,7 @@ def watch(
     reader = threading.Thread(target=read, name="akmbench-opencode-reader", daemon=True)
     reader.start()
     deadline = started + request.limits.wall_s
-    budget, eof = _until_end(proc, stream, lines, request.limits, deadline)
+    budget, eof = _until_end(proc, stream, lines, request.limits, deadline, gate)
     idle = stream.idle_for()
     if budget is not None or not eof:
         request.procs.stop(proc)
@@ -51,7 +60,12 @@ def watch(
 
 
 def _until_end(
-    proc: subprocess.Popen[bytes], stream: EventStream, lines: queue.Queue[bool], limits: Limits, deadline: float
+    proc: subprocess.Popen[bytes],
+    stream: EventStream,
+    lines: queue.Queue[bool | None],
+    limits: Limits,
+    deadline: float,
+    gate: TurnGate | None,
 ) -> tuple[str | None, bool]:
     """Wait for the end of opencode's output, a budget or its exit: (budget hit, output ended)."""
     exited_at: float | None = None
@@ -59,6 +73,8 @@ def _until_end(
         now = time.monotonic()
         if now >= deadline:
             return "wall", False
+        if turns_held(gate, stream.turns):  # the forwarder holds a request past the budget
+            return "turns", False
         try:
             item = lines.get(timeout=min(0.25, deadline - now))
         except queue.Empty:
