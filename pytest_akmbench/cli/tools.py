@@ -24,7 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from ..agents.base import Tool
+from ..agents.base import Agent, Tool
 from ..agents.registry import builtin_agents
 from ..cell import akm
 from ..errors import BenchError, ConfigError
@@ -43,6 +43,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "finds them: .tools/",
     )
     p.add_argument("--dir", default=".tools", help="where to install (default: .tools, the bench's own place)")
+    p.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME",
+        help="install only this built-in agent's binaries (repeatable; default: every built-in agent's, "
+        "about 800 MB for the three)",
+    )
     p.add_argument(
         "--akm-bundles",
         action="append",
@@ -78,10 +85,11 @@ def schemas(args: argparse.Namespace) -> int:
 def install_tools(args: argparse.Namespace) -> int:
     bundles = args.akm_bundles or ([os.environ["AKM_BUNDLES"]] if os.environ.get("AKM_BUNDLES") else [])
     found = [js for raw in bundles for js in _bundles(Path(raw))]  # every path checked before installing
+    agents = _chosen(args.agent)
     _check_platform()
     tools = Path(args.dir).absolute()  # each tool is probed from a throwaway HOME, not from here
     tools.mkdir(parents=True, exist_ok=True)
-    for tool in [tool for agent in builtin_agents() for tool in agent.install()]:
+    for tool in [tool for agent in agents for tool in agent.install()]:
         print(f"{tool.name} {tool.version}: {install_pinned(tools, tool)}")
     if not found:
         print(
@@ -94,6 +102,18 @@ def install_tools(args: argparse.Namespace) -> int:
         info = install_akm(tools, js, bun)
         print(f"akm {info.version}: {info.path}")
     return 0
+
+
+def _chosen(names: list[str] | None) -> list[Agent]:
+    """The built-in agents ``--agent`` names (every one without it); an unknown name is one line."""
+    agents = builtin_agents()
+    known = {agent.name: agent for agent in agents}
+    unknown = [name for name in names or () if name not in known]
+    if unknown:
+        raise ConfigError(
+            f"--agent {unknown[0]}: not a built-in agent; choose from {', '.join(sorted(known))}", usage=True
+        )
+    return [known[name] for name in dict.fromkeys(names)] if names else agents
 
 
 def bundle_version(path: Path) -> str | None:

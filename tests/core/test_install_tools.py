@@ -76,3 +76,23 @@ def test_the_bundles_directory_may_come_from_the_environment(tmp_path: Path) -> 
         env=env,
     )
     assert proc.returncode == 2 and f"--akm-bundles {tmp_path / 'nowhere'}: no such file" in proc.stderr
+
+
+def test_an_unknown_agent_is_one_line(tmp_path: Path) -> None:
+    proc = install(tmp_path, "--agent", "cursor")
+    assert proc.returncode == 2
+    names = ", ".join(sorted(agent.name for agent in builtin_agents()))
+    assert proc.stderr.splitlines() == [f"akmbench: --agent cursor: not a built-in agent; choose from {names}"]
+    assert not (tmp_path / ".tools").exists()
+
+
+@pytest.mark.parametrize("name", [agent.name for agent in builtin_agents() if agent.install()])
+def test_one_agent_installs_that_agents_pins_only(tmp_path: Path, name: str) -> None:
+    """Without npm the first pin it would install is named: the chosen agent's, not opencode's."""
+    proc = install(tmp_path, "--agent", name, path=str(Path(sys.executable).parent))
+    (agent,) = [a for a in builtin_agents() if a.name == name]
+    first = agent.install()[0]
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"akmbench: npm not found: install Node.js (it brings npm) to install {first.package}@{first.version}"
+    ]
