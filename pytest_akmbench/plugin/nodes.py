@@ -114,9 +114,9 @@ class _Items:
         self.parent, self.task = parent, task
         self.marks = guard_marks(parent.config)
         self.fixtureinfo: Any = None
-        # Once per task, not per cell: the marker lookup checks the registered markers, and a
-        # task's slice may be a SHA-1 of its id (benchmarks/README.md, "Where a cell's time goes").
-        self.cell_mark, self.slice = pytest.mark.cell, task.slice
+        # Once per task, not per cell: a task's slice may be a SHA-1 of its id
+        # (benchmarks/README.md, "Where a cell's time goes").
+        self.slice = task.slice
 
     def cell(self, spec: ItemSpec) -> pytest.Item:
         cell, task = spec.cell, self.task
@@ -128,12 +128,16 @@ class _Items:
         self.fixtureinfo = internals.fixture_info(item)
         item.stash[CELL_KEY] = cell
         masked = {} if cell.mask is None else {"mask": cell.mask}
-        item.add_marker(
-            self.cell_mark(task=task.id, arm=cell.arm, seed=cell.seed, domain=task.domain, slice=self.slice, **masked)
+        mark = internals.mark(
+            "cell",
+            {"task": task.id, "arm": cell.arm, "seed": cell.seed, "domain": task.domain, "slice": self.slice, **masked},
         )
+        # What add_marker does for the cell mark, then each guard mark, in one step each
+        # (benchmarks/README.md, "Collection, third pass").
+        marks = [mark, *self.marks]
+        item.keywords.update({m.name: m for m in marks})
+        item.own_markers.extend(m.mark for m in marks)
         item.extra_keyword_matches.update({task.id, task.domain, *masked.values()})
-        for mark in self.marks:
-            item.add_marker(mark)
         return item
 
     def check(self, spec: ItemSpec) -> pytest.Item:
