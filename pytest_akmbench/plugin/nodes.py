@@ -7,17 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cell.checks import behaviour_checks, gold_search
 from ..cell.context import Cell
 from ..corpus.tasks import Task
 from ..records import Sample
-from ..report import soundness
-from ..report.metrics import sample_tokens
-from ..store import soundness as soundness_store
 from ..tracks.track import ItemSpec
 from . import internals
-from .evolve import EvolveItem
 from .state import STATE_KEY, BenchState
+
+# The soundness check's, a cell's report's and the evolve track's modules are imported where they
+# are used: a --co needs none of them (benchmarks/README.md, "Collection, third pass").
 
 if TYPE_CHECKING:
     from ..system.procs import ProcessTracker
@@ -148,6 +146,8 @@ class _Items:
         return item
 
     def evolve(self, spec: ItemSpec) -> pytest.Item:
+        from .evolve import EvolveItem
+
         return EvolveItem.build(self.parent, self.task, spec)
 
 
@@ -206,6 +206,8 @@ def failure_message(outcome: str, reason: str) -> str:
 
 def cell_properties(sample: Sample) -> list[tuple[str, object]]:
     """The junit ``<property>`` entries of a cell (``--junitxml``)."""
+    from ..report.metrics import sample_tokens
+
     total = sample_tokens(sample)
     return [
         ("outcome", sample["outcome"]),
@@ -249,6 +251,10 @@ def check_soundness(request: pytest.FixtureRequest, bench_procs: ProcessTracker)
     and, when an akm is given, the task's keywords find its gold asset (as separate words, else as
     one phrase: the record's ``found_by``). The result is appended to
     the store's soundness file, so the reports of this store show it (docs/report.md)."""
+    from ..cell.checks import behaviour_checks, gold_search
+    from ..report import soundness
+    from ..store import soundness as soundness_store
+
     state: BenchState = request.config.stash[STATE_KEY]
     task = request.node.stash[TASK_KEY]
     work_root = state.tmp_root / state.run_id
