@@ -206,10 +206,13 @@ def load_lenient(tasks_root: Path, stashes_root: Path, *, bad_specs: bool = Fals
     errors = errors if bad_specs else {}
     tasks: list[Task] = []
     seen: dict[str, Path] = {}
+    layers_of: dict[str, tuple[Path, ...]] = {}  # a domain's layers, looked up once per load
     for path in find_task_files(tasks_root):
         try:
             task = load_task(path)
-            layers = workspace_layers(tasks_root, task.domain)
+            if task.domain not in layers_of:
+                layers_of[task.domain] = workspace_layers(tasks_root, task.domain)
+            layers = layers_of[task.domain]
             if layers:
                 task = dataclasses.replace(task, layers=layers)
             task = with_workflows(task, specs, workflows_dir(tasks_root), bad, strict=bad_specs)

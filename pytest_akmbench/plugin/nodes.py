@@ -25,6 +25,7 @@ SAMPLE_KEY = pytest.StashKey[Sample]()
 STORED_KEY = pytest.StashKey[Sample]()
 TASK_KEY = pytest.StashKey[Any]()
 CLAIMED_KEY = pytest.StashKey[str]()
+_GUARDS_KEY = pytest.StashKey[list[pytest.MarkDecorator]]()
 
 
 def guard_marks(config: pytest.Config) -> list[pytest.MarkDecorator]:
@@ -33,8 +34,12 @@ def guard_marks(config: pytest.Config) -> list[pytest.MarkDecorator]:
     pytest-rerunfailures would run a failed trial again and keep the better outcome: a cell
     whose true pass rate is 0.5 reported 1.0. pytest-timeout's thread method ends the process
     with os._exit, orphaning the agent; a cell is bounded by its own budgets instead.
+    Asked once per run, not once per task: the plugins do not change during collection.
     """
-    marks = []
+    marks = config.stash.get(_GUARDS_KEY, None)
+    if marks is not None:
+        return marks
+    marks = config.stash[_GUARDS_KEY] = []
     if config.pluginmanager.hasplugin("rerunfailures"):
         marks.append(pytest.mark.flaky(reruns=0))
     if config.pluginmanager.hasplugin("timeout"):
