@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
 import pytest
@@ -61,9 +60,9 @@ WIRING: dict[str, Callable[[], Wiring]] = {
 }
 
 
-@cache
 def wired(name: str) -> Wiring:
-    """The track's wiring, its modules imported on first use."""
+    """The track's wiring, its modules imported on first use. Made on every call, never kept: a
+    kept one would hold the classes of a module that pytester's in-process runs unload."""
     return WIRING[name]()
 
 
