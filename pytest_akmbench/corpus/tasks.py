@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,18 +156,25 @@ def find_task_files(tasks_root: Path) -> list[Path]:
     """Every task.yaml under ``tasks_root`` (not below a task dir, not in ``_example`` or the
     shared ``base/`` layers), sorted. A task.yaml that is a directory is listed too: loading it is
     that task's error, never a task silently skipped (a dangling task.yaml link marks no task)."""
-    found: list[Path] = []
+    return sorted(_task_files(tasks_root))
+
+
+def has_task_files(tasks_root: Path) -> bool:
+    """Whether ``find_task_files`` would find one: the walk stops at the first."""
+    return next(_task_files(tasks_root), None) is not None
+
+
+def _task_files(tasks_root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(tasks_root):
         task_file = "task.yaml" in filenames and os.path.isfile(os.path.join(dirpath, "task.yaml"))
         if task_file or "task.yaml" in dirnames:
             dirnames[:] = []
             rel = Path(dirpath).relative_to(tasks_root)
             if "_example" not in rel.parts:
-                found.append(Path(dirpath) / "task.yaml")
+                yield Path(dirpath) / "task.yaml"
         else:
             top = dirpath == str(tasks_root)
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (top and d == BASE))
-    return sorted(found)
 
 
 def workspace_layers(tasks_root: Path, domain: str) -> tuple[Path, ...]:
@@ -206,10 +214,13 @@ def load_lenient(tasks_root: Path, stashes_root: Path, *, bad_specs: bool = Fals
     errors = errors if bad_specs else {}
     tasks: list[Task] = []
     seen: dict[str, Path] = {}
+    layers_of: dict[str, tuple[Path, ...]] = {}  # a domain's layers, looked up once per load
     for path in find_task_files(tasks_root):
         try:
             task = load_task(path)
-            layers = workspace_layers(tasks_root, task.domain)
+            if task.domain not in layers_of:
+                layers_of[task.domain] = workspace_layers(tasks_root, task.domain)
+            layers = layers_of[task.domain]
             if layers:
                 task = dataclasses.replace(task, layers=layers)
             task = with_workflows(task, specs, workflows_dir(tasks_root), bad, strict=bad_specs)

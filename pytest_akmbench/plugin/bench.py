@@ -19,7 +19,7 @@ from ..agents.base import Agent, OracleAgent, as_agent
 from ..agents.settings import table
 from ..cell import checks
 from ..corpus.config import Settings, agent_options, corpus_near, in_file, load_run_config, resolve
-from ..corpus.tasks import find_task_files, load_lenient, select_with_override
+from ..corpus.tasks import has_task_files, load_lenient, select_with_override
 from ..corpus.values import check_matrix, load_baseline
 from ..errors import BenchError, ConfigError, CorpusError, StoreError
 from ..report import gates
@@ -46,7 +46,7 @@ def _setup(config: pytest.Config) -> BenchState | None:
     raw = {n: options.raw(config, n) for n in options.SETTINGS}
     explicit = any(cli is not None for cli, _ in raw.values())
     named = options.named_corpus(config) if raw["corpus"] == (None, None) else None
-    if named is not None and not find_task_files(named / "tasks"):
+    if named is not None and not has_task_files(named / "tasks"):
         named = None  # a directory called corpus, but no corpus of tasks
     if not explicit and raw["corpus"][1] is None and raw["config"][1] is None and named is None:
         return None

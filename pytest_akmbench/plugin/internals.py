@@ -84,6 +84,16 @@ def fixture_info(item: pytest.Function) -> Any:
     return item._fixtureinfo
 
 
+def mark(name: str, kwargs: dict[str, Any]) -> pytest.MarkDecorator:
+    """``pytest.mark.<name>(**kwargs)``, the same ``Mark`` without the decorator call's second
+    ``Mark`` and merge: a cell's mark is made 10,000 times in a large collection
+    (benchmarks/README.md, "Collection, third pass"). Relied on: ``Mark(name, args, kwargs,
+    _ispytest=True)`` and ``MarkDecorator(mark, _ispytest=True)``."""
+    from _pytest.mark.structures import Mark
+
+    return pytest.MarkDecorator(Mark(name, (), kwargs, _ispytest=True), _ispytest=True)
+
+
 # ------------------------------------------------------------------ rootdir and ini file
 
 

@@ -7,17 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cell.checks import behaviour_checks, gold_search
 from ..cell.context import Cell
 from ..corpus.tasks import Task
 from ..records import Sample
-from ..report import soundness
-from ..report.metrics import sample_tokens
-from ..store import soundness as soundness_store
 from ..tracks.track import ItemSpec
 from . import internals
-from .evolve import EvolveItem
 from .state import STATE_KEY, BenchState
+
+# The soundness check's, a cell's report's and the evolve track's modules are imported where they
+# are used: a --co needs none of them (benchmarks/README.md, "Collection, third pass").
 
 if TYPE_CHECKING:
     from ..system.procs import ProcessTracker
@@ -27,6 +25,7 @@ SAMPLE_KEY = pytest.StashKey[Sample]()
 STORED_KEY = pytest.StashKey[Sample]()
 TASK_KEY = pytest.StashKey[Any]()
 CLAIMED_KEY = pytest.StashKey[str]()
+_GUARDS_KEY = pytest.StashKey[list[pytest.MarkDecorator]]()
 
 
 def guard_marks(config: pytest.Config) -> list[pytest.MarkDecorator]:
@@ -35,8 +34,12 @@ def guard_marks(config: pytest.Config) -> list[pytest.MarkDecorator]:
     pytest-rerunfailures would run a failed trial again and keep the better outcome: a cell
     whose true pass rate is 0.5 reported 1.0. pytest-timeout's thread method ends the process
     with os._exit, orphaning the agent; a cell is bounded by its own budgets instead.
+    Asked once per run, not once per task: the plugins do not change during collection.
     """
-    marks = []
+    marks = config.stash.get(_GUARDS_KEY, None)
+    if marks is not None:
+        return marks
+    marks = config.stash[_GUARDS_KEY] = []
     if config.pluginmanager.hasplugin("rerunfailures"):
         marks.append(pytest.mark.flaky(reruns=0))
     if config.pluginmanager.hasplugin("timeout"):
@@ -114,9 +117,9 @@ class _Items:
         self.parent, self.task = parent, task
         self.marks = guard_marks(parent.config)
         self.fixtureinfo: Any = None
-        # Once per task, not per cell: the marker lookup checks the registered markers, and a
-        # task's slice may be a SHA-1 of its id (benchmarks/README.md, "Where a cell's time goes").
-        self.cell_mark, self.slice = pytest.mark.cell, task.slice
+        # Once per task, not per cell: a task's slice may be a SHA-1 of its id
+        # (benchmarks/README.md, "Where a cell's time goes").
+        self.slice = task.slice
 
     def cell(self, spec: ItemSpec) -> pytest.Item:
         cell, task = spec.cell, self.task
@@ -128,12 +131,16 @@ class _Items:
         self.fixtureinfo = internals.fixture_info(item)
         item.stash[CELL_KEY] = cell
         masked = {} if cell.mask is None else {"mask": cell.mask}
-        item.add_marker(
-            self.cell_mark(task=task.id, arm=cell.arm, seed=cell.seed, domain=task.domain, slice=self.slice, **masked)
+        mark = internals.mark(
+            "cell",
+            {"task": task.id, "arm": cell.arm, "seed": cell.seed, "domain": task.domain, "slice": self.slice, **masked},
         )
+        # What add_marker does for the cell mark, then each guard mark, in one step each
+        # (benchmarks/README.md, "Collection, third pass").
+        marks = [mark, *self.marks]
+        item.keywords.update({m.name: m for m in marks})
+        item.own_markers.extend(m.mark for m in marks)
         item.extra_keyword_matches.update({task.id, task.domain, *masked.values()})
-        for mark in self.marks:
-            item.add_marker(mark)
         return item
 
     def check(self, spec: ItemSpec) -> pytest.Item:
@@ -144,6 +151,8 @@ class _Items:
         return item
 
     def evolve(self, spec: ItemSpec) -> pytest.Item:
+        from .evolve import EvolveItem
+
         return EvolveItem.build(self.parent, self.task, spec)
 
 
@@ -202,6 +211,8 @@ def failure_message(outcome: str, reason: str) -> str:
 
 def cell_properties(sample: Sample) -> list[tuple[str, object]]:
     """The junit ``<property>`` entries of a cell (``--junitxml``)."""
+    from ..report.metrics import sample_tokens
+
     total = sample_tokens(sample)
     return [
         ("outcome", sample["outcome"]),
@@ -245,6 +256,10 @@ def check_soundness(request: pytest.FixtureRequest, bench_procs: ProcessTracker)
     and, when an akm is given, the task's keywords find its gold asset (as separate words, else as
     one phrase: the record's ``found_by``). The result is appended to
     the store's soundness file, so the reports of this store show it (docs/report.md)."""
+    from ..cell.checks import behaviour_checks, gold_search
+    from ..report import soundness
+    from ..store import soundness as soundness_store
+
     state: BenchState = request.config.stash[STATE_KEY]
     task = request.node.stash[TASK_KEY]
     work_root = state.tmp_root / state.run_id

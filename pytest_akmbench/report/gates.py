@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import ARMS
-from . import lift as lift_mod
-from .compare import changes as compare_mod
 from .envelope_types import Envelope, GateResult
+
+# lift and compare are imported where a gate is evaluated: parse() runs at every bench start-up,
+# a --co included, which never evaluates one (benchmarks/README.md, "Collection, third pass").
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -174,6 +175,8 @@ def unreliable(envelope: Envelope) -> str | None:
         if isinstance(a := agg.get(arm), dict) and a.get("runs")
     }
     groups = [[arm] for arm in errors] + [["akm", b] for b in ("noakm", "synthetic") if "akm" in errors and b in errors]
+    from . import lift as lift_mod
+
     for group in groups:
         why = lift_mod.unreliable({arm: errors[arm] for arm in group})
         if why is not None:
@@ -205,6 +208,8 @@ def _significant(envelope: Envelope, gate: str, spec: dict[str, Any]) -> GateRes
             "observed": None,
             "message": f"{spec['metric']} is not available (arm not run or no paired task)",
         }
+    from . import lift as lift_mod
+
     refusal = lift_mod.gate_refusal(block, spec["metric"])
     if refusal:
         return {"gate": gate, "ok": False, "observed": None, "message": refusal}
@@ -222,6 +227,8 @@ def _threshold(envelope: Envelope, gate: str, spec: dict[str, Any]) -> GateResul
     getter = _getter(spec["metric"])
     assert getter is not None  # parse() checked it
     if spec["metric"].endswith((".low", ".high", ".p")) and spec["metric"].partition(".")[0] in _COMPARISONS:
+        from . import lift as lift_mod
+
         refusal = lift_mod.gate_refusal(_comparison(envelope, spec["metric"]), spec["metric"])
         if refusal:
             return {"gate": gate, "ok": False, "observed": None, "message": refusal}
@@ -245,6 +252,8 @@ def _threshold(envelope: Envelope, gate: str, spec: dict[str, Any]) -> GateResul
 
 
 def _no_regression(envelope: Envelope, gate: str, spec: dict[str, Any], base_dir: Path) -> GateResult:
+    from .compare import changes as compare_mod
+
     path = Path(spec["path"])
     if not path.is_absolute():
         path = base_dir / path
@@ -292,6 +301,8 @@ def _not_comparable(base: Envelope, envelope: Envelope, result: dict[str, Any], 
     in the base report has none now; None when it can."""
     if not result["ok"]:
         return f"cannot compare with {path}: {result['message']}"
+    from .compare import changes as compare_mod
+
     lost = [arm for arm in ARMS if compare_mod.arm_ran(base, arm) and not compare_mod.arm_ran(envelope, arm)]
     if lost:
         return f"arm {', '.join(lost)} ran in {path} but has no valid run now (missing or all harness errors)"

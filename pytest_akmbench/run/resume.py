@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cell.context import Cell, RunContext, cell_fingerprint
 from ..corpus.tasks import Task
 from ..records import SAMPLE_SCHEMA, CellKey, Sample
-from ..report.envelope import ReportInput
 from ..store.samples import Cursor, Line, SampleStore, TrialKey, as_sample, fingerprint_hash, latest_valid
+
+if TYPE_CHECKING:
+    from ..report.envelope import ReportInput
 
 
 class StoredSamples:
@@ -147,6 +149,9 @@ def report_input(
         complete = bool(wanted) and all(c in chosen and chosen[c]["outcome"] != "harness_error" for c in wanted)
     present = {c[0] for c in wanted}
     used_arms = {c[1] for c in wanted}
+    # Here, not at the top: the done-check and a --co import this module, the report only here.
+    from ..report.envelope import ReportInput
+
     return ReportInput(
         tasks=[t for t in tasks if t.id in present],
         arms=tuple(a for a in arms if a in used_arms),

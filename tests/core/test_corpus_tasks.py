@@ -11,6 +11,7 @@ import pytest
 from pytest_akmbench.corpus.tasks import (
     Corpus,
     find_task_files,
+    has_task_files,
     load_corpus,
     load_lenient,
     load_task,
@@ -198,6 +199,15 @@ class TestDiscovery:
         write_task(tmp_path / ".backup", "a/one")
         write_task(tmp_path / "a" / ".old", "b/two")
         assert find_task_files(tmp_path) == [tmp_path / "a" / "one" / "task.yaml"]
+
+    def test_has_task_files_is_whether_the_walk_finds_one(self, tmp_path: Path) -> None:
+        """The start-up's "is this a corpus" check: what find_task_files says, without the whole walk."""
+        write_task(tmp_path / ".backup", "a/one")
+        write_task(tmp_path / "_example", "a/one")
+        write_task(tmp_path / "base", "a/one")
+        assert not has_task_files(tmp_path) and find_task_files(tmp_path) == []
+        write_task(tmp_path, "b/two")
+        assert has_task_files(tmp_path)
 
 
 class TestFields:

@@ -69,6 +69,13 @@ def test_pytest_mark_matching_with_arguments() -> None:
     assert not matches("cell", arm="noakm") and not matches("other")
 
 
+def test_a_mark_made_directly_is_the_decorator_calls_mark() -> None:
+    kwargs = {"task": "d/t", "arm": "akm", "seed": 2, "domain": "d", "slice": "train"}
+    made = internals.mark("cell", dict(kwargs))
+    assert made == pytest.mark.cell(**kwargs)
+    assert list(made.mark.kwargs) == list(kwargs) and made.name == "cell" and made.args == ()
+
+
 # ------------------------------------------------------------------ a cell's failure report
 
 

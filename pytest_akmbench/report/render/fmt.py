@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabulate import tabulate
-
 
 def fmt_ci(low: float | None, high: float | None, with_sign: bool = False) -> str:
     if low is None or high is None:
@@ -36,6 +34,10 @@ def fmt_pct(value: float | None) -> str:
 
 
 def md_table(rows: list[list[Any]], head: list[str]) -> str:
+    # tabulate (and wcwidth below it) here, not at the top: every bench start-up imports this
+    # module, a --co included, which writes no table (benchmarks/README.md, "Collection, third pass").
+    from tabulate import tabulate
+
     return str(tabulate(rows, head, tablefmt="github", disable_numparse=True))
 
 
