@@ -6,6 +6,7 @@ pytest run that does not use it never imports this module or anything below it.
 
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import time
@@ -137,6 +138,9 @@ def activate(config: pytest.Config) -> bool:
     if state is None:
         return False
     config.stash[STATE_KEY] = state
+    # Registered before pytest's own configure runs: the thaw of what pytest_collection froze comes
+    # after pytest's end-of-session collections, and an in-process run (pytester) leaves nothing frozen.
+    config.add_cleanup(gc.unfreeze)
     shard.activate(config, state)
     caps.install(config, state)
     if state.explicit and config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -352,6 +356,12 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
                 record = stored.done((cell.task.id, cell.arm, cell.seed), state.fingerprint_hash(cell))
                 if record is not None:
                     item.stash[STORED_KEY] = record
+    if state is not None:
+        # What collection built (the items, their marks, the corpus) lives until the session ends:
+        # frozen, the cyclic collector skips it in the run's own collections and in the five
+        # pytest makes at its end (benchmarks/README.md, "Collection, third pass"). activate()
+        # registered the thaw, which runs after those.
+        gc.freeze()
     return result
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -344,6 +345,21 @@ class TestReport:
         )
         result.assert_outcomes(passed=6)
         assert [p.name for p in (bench.path / "cells").iterdir()] == []
+
+    def test_collection_is_frozen_for_the_run_and_thawed_after(self, bench: pytest.Pytester) -> None:
+        """What collection built is kept out of the cyclic collector while the cells run (gc.freeze)
+        and given back when the session ends: an in-process run leaves nothing frozen behind."""
+        bench.makeconftest(
+            "import gc\n"
+            "import pytest\n"
+            "@pytest.hookimpl(tryfirst=True)\n"
+            "def pytest_runtestloop(session):\n"
+            "    (session.config.rootpath / 'frozen.txt').write_text(str(gc.get_freeze_count()))\n"
+        )
+        result = bench.runpytest("corpus", "--bench-agent", "oracle", "--bench-seeds", "1", "--bench-report", "out")
+        result.assert_outcomes(passed=6)
+        assert int((bench.path / "frozen.txt").read_text()) > 1000
+        assert gc.get_freeze_count() == 0
 
     def test_parallel_option_drives_xdist(self, bench: pytest.Pytester) -> None:
         """--parallel N runs cells on N xdist workers."""
