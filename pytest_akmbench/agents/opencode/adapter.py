@@ -56,7 +56,7 @@ from ..model import choice_digest, choose_model
 from ..preflight import DEFAULT_BASE_URLS, check_provider
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
-from ..watching import tail, turn_gate
+from ..watching import over_budget, tail, turn_gate, watch
 from . import agentlog, doctor
 from .binaries import (
     INSTALLED,
@@ -70,7 +70,7 @@ from .binaries import (
 from .config import cell_config
 from .events import EventStream
 from .transcript import read_transcript
-from .watch import agent_result, failure, over_budget, stream_warnings, watch
+from .watch import agent_result, failure, stream_warnings
 
 # Names the tests and the docs reach through the adapter (doctor asks OpencodeAgent, agents/opencode/doctor.py).
 __all__ = ["OpencodeAgent", "agents", "choose_model", "locate_opencode", "locate_rg", "read_version"]
@@ -356,7 +356,7 @@ class OpencodeAgent(Agent):
         stream_warnings(stream, stderr_text, warnings)
         result = agent_result(request, proc.returncode, stream, warnings)
         if budget is not None:
-            over_budget(result, budget, idle, elapsed, request.limits, stream)
+            over_budget(result, budget, idle, elapsed, request.limits, stream.turns)
             return result
         result.error = failure(stream, proc.returncode, stderr_text)
         if result.error is None and not stream.measured:

@@ -213,6 +213,18 @@ class EventStream:
         with self._lock:
             return "\n".join(t for t in self._texts_since_tool if t).strip()
 
+    def total_tokens(self) -> int:
+        return self.tokens["total"]
+
+    def over_turns(self, limit: int) -> bool:
+        """A turn budget reached with the agent still calling tools: its last step ended for
+        another reason than a final answer, so the next one would pass the budget."""
+        return (
+            self.turns >= limit
+            and self.last_finish_reason not in (None, "stop", "length", "content-filter")
+            and self.turns > 0
+        )
+
     def idle_for(self, now: float | None = None) -> float:
         """Seconds since the last line (or since the stream was created)."""
         now = self._clock() if now is None else now
