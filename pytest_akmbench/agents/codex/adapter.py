@@ -44,14 +44,14 @@ from ..model import choice_digest, choose_model
 from ..preflight import DEFAULT_BASE_URLS
 from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
 from ..transcript import TranscriptItem
-from ..watching import tail, turn_gate
+from ..watching import over_budget, tail, turn_gate, watch
 from . import doctor
 from .binaries import CODEX_VERSION, INSTALLED, NPM_PACKAGE, PLATFORM_PACKAGE, locate_codex, read_version
 from .config import KEY_VAR, cell_config, key_value, to_toml
 from .events import EventStream
 from .preflight import check_responses
 from .transcript import read_transcript
-from .watch import Rollout, agent_result, failure, over_budget, watch
+from .watch import Progress, Rollout, agent_result, failure
 
 ARGV = ("exec", "--json", "--strict-config", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox")
 
@@ -269,14 +269,15 @@ class CodexAgent(Agent):
                 return AgentResult(error=f"cannot start codex ({self.binary}): {err}")
         proc.stdout = ours.makefile("rb")
         try:
-            budget, idle = watch(proc, stream, rollout, request, self._scrub, gate)
+            progress = Progress(stream, rollout)
+            budget, idle = watch(proc, progress, request, stream.started_at, self._scrub, gate, rollout.poll)
         finally:
             ours.close()
         elapsed = time.monotonic() - stream.started_at
         stderr_text = self._scrub.text(tail(stderr_path, request.run_dir))
         result = agent_result(request, proc.returncode, stream, rollout, warnings)
         if budget is not None:
-            over_budget(result, budget, idle, elapsed, request.limits)
+            over_budget(result, budget, idle, elapsed, request.limits, progress.turns)
             return result
         result.error = failure(stream, proc.returncode, stderr_text)
         if result.error is None and result.tokens is None:
