@@ -13,9 +13,10 @@ Recipe (docs/codex.md, all verified against Codex 0.171.0):
   provider key's variable, holding a placeholder the forwarder swaps for the key.
 * Codex runs in the workspace (``-C``) with the prompt on stdin; its stdout events come over a
   socket (a tool command could reopen a pipe through /proc and forge events) and are parsed live
-  by :mod:`events`; :mod:`watch` enforces the budgets and stops the whole process tree through
-  ``request.procs``. Codex starts each command in a new session (``setsid``): the harness's
-  tracker and subreaper still find it (docs/codex.md, "Processes").
+  by :mod:`events`; agents/watching.py (with :mod:`watch`'s session log) enforces the budgets and
+  stops the whole process tree through ``request.procs``. Codex starts each command in a new
+  session (``setsid``): the harness's tracker and subreaper still find it (docs/codex.md,
+  "Processes").
 
 Arm isolation as opencode's: on every arm but ``akm`` no ``AKM_*`` variable reaches Codex and no
 ``akm`` executable is on PATH.

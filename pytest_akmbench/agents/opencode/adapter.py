@@ -15,7 +15,7 @@ Recipe (docs/opencode.md, all verified against opencode 1.18.33):
   environment).
 * opencode runs in a new session with the prompt on stdin (then EOF). Its stdout events are
   parsed live by :mod:`events`; the main thread enforces the wall, token and turn budgets and
-  stops the whole process tree through ``request.procs`` on a budget (:mod:`watch`).
+  stops the whole process tree through ``request.procs`` on a budget (agents/watching.py).
 
 Arm isolation: on every arm but ``akm`` no ``AKM_*`` variable reaches opencode and no ``akm``
 executable is on PATH (directories of PATH that hold one are dropped, with a warning).
