@@ -13,8 +13,9 @@ import shutil
 import sys
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..system.procs import ProcessTracker
@@ -80,3 +81,31 @@ def check_inside(
         forwarder.close()
         shutil.rmtree(run_dir, ignore_errors=True)
     return f"{agent} starts and reaches the model inside the cell sandbox ({network} network)"
+
+
+def with_inside(
+    line: str,
+    options: Mapping[str, Any],
+    tools: Sequence[Path],
+    where: Callable[[], tuple[str, str]],
+    swaps: Mapping[str, str],
+    agent: str = "opencode",
+) -> str:
+    """The preflight's ``line`` and, when the session's ``options`` put cells in a sandbox, what
+    :func:`check_inside` found; ``where`` gives (the model's base URL, the cell's path to it)."""
+    if options.get("sandbox", "none") == "none" or not options.get("work_root"):
+        return line
+    upstream, cell_path = where()
+    inside = check_inside(
+        mode=str(options["sandbox"]),
+        network=str(options.get("network") or "isolated"),
+        work_root=Path(str(options["work_root"])),
+        tools=tools,
+        version_argv=[str(tools[0]), "--version"],
+        upstream=upstream,
+        cell_path=cell_path,
+        swaps=swaps,
+        extra=[Path(p) for p in options.get("sandbox_ro") or ()],
+        agent=agent,
+    )
+    return line if inside is None else f"{line}; {inside}"

@@ -6,7 +6,9 @@ An agent's parser only has to offer :class:`Stream`. The turn budget is enforced
 cell's forwarder (:func:`turn_gate`, docs/architecture.md "Isolation"): request N+1 is held there
 and never reaches the model, and the watch ends at once. Each agent's notion of a turn differs,
 so it says which requests are turns, and its parser still says when a run is over the budget (a
-second line).
+second line). An agent whose budgets show in a record besides its stdout (Codex's session log)
+passes ``poll``, a look at that record: taken on every wake, the budgets then checked on every
+wake too, not only on a new line.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import queue
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -86,6 +89,7 @@ def watch(
     started: float,
     scrub: Scrubber,
     gate: TurnGate | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> tuple[str | None, float]:
     """Feed the agent's stdout to ``stream`` until it ends or a budget is hit; then stop it.
     Returns (the budget hit or None, seconds since the agent's last line)."""
@@ -105,7 +109,7 @@ def watch(
     reader = threading.Thread(target=read, name="akmbench-agent-reader", daemon=True)
     reader.start()
     deadline = started + request.limits.wall_s
-    budget, eof = until_end(proc, stream, lines, request.limits, deadline, gate)
+    budget, eof = until_end(proc, stream, lines, request.limits, deadline, gate, poll)
     idle = stream.idle_for()
     if budget is not None or not eof:
         request.procs.stop(proc)
@@ -117,6 +121,8 @@ def watch(
             request.procs.stop(proc)
     reader.join(timeout=5)
     stream.close()
+    if poll is not None:
+        poll()
     return budget, idle
 
 
@@ -127,6 +133,7 @@ def until_end(
     limits: Limits,
     deadline: float,
     gate: TurnGate | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> tuple[str | None, bool]:
     """Wait for the end of the agent's output, a budget or its exit: (budget hit, output ended)."""
     exited_at: float | None = None
@@ -134,6 +141,8 @@ def until_end(
         now = time.monotonic()
         if now >= deadline:
             return "wall", False
+        if poll is not None and gate is not None and gate.over.is_set():
+            poll()  # the turns the agent was answered may show only in that record
         if turns_held(gate, stream.turns):
             return "turns", False
         try:
@@ -142,7 +151,9 @@ def until_end(
             item = None
         if item is False:
             return None, True
-        if item:
+        if poll is not None:
+            poll()
+        if item or poll is not None:
             if limits.tokens is not None and stream.total_tokens() > limits.tokens:
                 return "tokens", False
             if limits.turns is not None and stream.over_turns(limits.turns):

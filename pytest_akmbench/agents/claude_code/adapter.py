@@ -19,10 +19,8 @@
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,11 +28,11 @@ from typing import Any
 from ...cell.rundir import hide_akm
 from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
-from ...system.forwarder import Forwarder, TurnGate
-from ...system.sandbox import open_route
+from ...system.forwarder import TurnGate
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
+from ..cellstart import cell_route, idle_token, keys, known_version
 from ..model import choice_digest, choose_model
-from ..providers import ModelChoice, check_env_vars, secret_values
+from ..providers import ModelChoice
 from ..transcript import TranscriptItem
 from ..watching import over_budget, turn_gate, watch
 from . import doctor, provider
@@ -79,13 +77,10 @@ class ClaudeCodeAgent(Agent):
         self.choice, self.model = choice, choice.model
         env = options.get("env") or os.environ
         self._env_source = env
-        self._values = check_env_vars(choice, env)
-        self._placeholders = {v: f"akmbench-placeholder-{v.lower()}-{secrets.token_hex(8)}" for v in self._values}
-        self._swaps = {self._placeholders[v]: value for v, value in self._values.items()}
-        self.secrets = secret_values(choice.providers, env)
-        self._scrub = Scrubber(self.secrets)
-        known = options.get("version")
-        self.version = known if isinstance(known, str) and known else read_version(self.binary)
+        found = keys(choice, env)
+        self._values, self._placeholders, self._swaps = found.values, found.placeholders, found.swaps
+        self.secrets, self._scrub = found.secrets, found.scrub
+        self.version = known_version(options, self.binary, read_version)
         if choice.scripted and self.scripted is None:
             self.scripted = ScriptedModel()
             self.scripted.start()
@@ -112,16 +107,10 @@ class ClaudeCodeAgent(Agent):
 
     def preflight(self) -> str:
         assert self.choice is not None and self.binary is not None
-        token = uuid.uuid4().hex
-        if self.scripted is not None:
-            self.scripted.register(token, "idle")
-        try:
+        with idle_token(self.scripted) as token:
             return preflight_line(
                 self.choice, self._env_source, self._endpoint(token), self._swaps, self.binary, self._options
             )
-        finally:
-            if self.scripted is not None:
-                self.scripted.unregister(token)
 
     # ------------------------------------------------------------ one cell
 
@@ -135,32 +124,17 @@ class ClaudeCodeAgent(Agent):
         if cfg_dir.is_relative_to(request.workspace.resolve()):
             return AgentResult(error=f"{cfg_dir}: Claude Code's config dir must not be inside the workspace")
         (cfg_dir / "config").mkdir(parents=True, exist_ok=True)
-        token = uuid.uuid4().hex
-        route: Forwarder | None = None
+        scripted, policy = self.scripted, self.choice.policy
         gate = turn_gate(request.limits, "/messages")  # a turn: one Messages request offering tools
         try:
-            if self.scripted is not None:
-                self.scripted.register(
-                    token,
-                    self.choice.policy or "idle",
-                    request.task,
-                    request.arm,
-                    request.run_dir,
-                    akm_line=request.akm_line,
-                )
-            point = self._endpoint(token)
-            route, origin = open_route(request.sandbox, point.upstream, self._swaps, gate)
-            warnings: list[str] = []
-            env = self._env(request, cfg_dir, origin + point.cell_path, point, warnings)
-            return self._spawn_and_watch(request, env, cfg_dir, warnings, gate)
+            with cell_route(request, gate, scripted, policy, self._swaps, self.scripted_totals) as route:
+                point = self._endpoint(route.token)
+                origin = route.open(point.upstream)
+                warnings: list[str] = []
+                env = self._env(request, cfg_dir, origin + point.cell_path, point, warnings)
+                return self._spawn_and_watch(request, env, cfg_dir, warnings, gate)
         except (OSError, ValueError) as err:
             return AgentResult(error=f"cannot reach the model from the cell: {err}")
-        finally:
-            if route is not None:
-                route.close()
-            if self.scripted is not None:
-                self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
-                self.scripted.unregister(token)
 
     def _endpoint(self, token: str) -> provider.Endpoint:
         assert self.choice is not None

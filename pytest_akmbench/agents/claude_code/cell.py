@@ -10,7 +10,7 @@ from typing import Any
 from ...store.scrub import Scrubber
 from ...system.untrusted import read_inside
 from ..base import AgentRequest, AgentResult
-from ..boundary import check_inside
+from ..boundary import with_inside
 from ..preflight import check_provider
 from ..providers import ModelChoice
 from .events import ClaudeStream
@@ -74,18 +74,4 @@ def preflight_line(
     """One request to the model with the cells' credentials, then Claude Code's start and the way
     to the model from inside a cell's sandbox (agents/boundary.py)."""
     line = check_provider(choice, env)
-    if options.get("sandbox", "none") == "none" or not options.get("work_root"):
-        return line
-    inside = check_inside(
-        mode=str(options["sandbox"]),
-        network=str(options.get("network") or "isolated"),
-        work_root=Path(str(options["work_root"])),
-        tools=[binary],
-        version_argv=[str(binary), "--version"],
-        upstream=point.upstream,
-        cell_path=point.cell_path,
-        swaps=swaps,
-        extra=[Path(p) for p in options.get("sandbox_ro") or ()],
-        agent="claude",
-    )
-    return line if inside is None else f"{line}; {inside}"
+    return with_inside(line, options, [binary], lambda: (point.upstream, point.cell_path), swaps, "claude")

@@ -16,17 +16,15 @@ and remembers when the last line came.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ...cell.akm_calls import calls
+from ..linelog import TOKEN_KEYS, TRANSCRIPT_CAP, LineLog, empty_akm_usage, note_akm
 from ..transcript import json_dict, json_int, json_str
 
-TRANSCRIPT_CAP = 16 * 1024 * 1024
-TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
 SHELL = "Bash"
 
 
@@ -43,31 +41,20 @@ def tokens_of(usage: dict[str, Any]) -> dict[str, int]:
     return {**found, "total": sum(found.values())}
 
 
-class ClaudeStream:
+class ClaudeStream(LineLog):
     """Accumulates what one Claude Code stream says, line by line (one feeding thread)."""
 
     def __init__(
         self, transcript: Path | None = None, *, cap: int = TRANSCRIPT_CAP, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self._lock = threading.Lock()
-        self._clock = clock
-        self._cap = cap
-        self._file: IO[bytes] | None = None
-        if transcript is not None:
-            transcript.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(transcript, "wb")  # noqa: SIM115 - closed in close()
-        self.bytes_written = 0
-        self.truncated = False
-        self.started_at = clock()
-        self.last_event_at: float | None = None
+        super().__init__(transcript, cap, clock)
         self.messages: dict[str, dict[str, int]] = {}  # message id -> its tokens as last seen
         self.tool_calls = 0
         self.pending_tools = 0  # tool calls without their result yet
         self.result: dict[str, Any] | None = None
         self.version: str | None = None
         self.bad_lines = 0
-        self.akm: dict[str, list[Any]] = {"searches": [], "shows": [], "feedback": []}
-        self.warnings: list[str] = []
+        self.akm = empty_akm_usage()
 
     def feed(self, line: bytes) -> dict[str, Any] | None:
         raw = line if line.endswith(b"\n") else line + b"\n"
@@ -86,23 +73,6 @@ class ClaudeStream:
                 return None
             self._apply(event)
             return event
-
-    def close(self) -> None:
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
-    def _write(self, raw: bytes) -> None:
-        if self._file is None or self.truncated:
-            return
-        if self.bytes_written + len(raw) > self._cap:
-            self.truncated = True
-            self.warnings.append(f"transcript truncated at {self._cap} bytes")
-            return
-        self._file.write(raw)
-        self._file.flush()
-        self.bytes_written += len(raw)
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -128,16 +98,7 @@ class ClaudeStream:
             self.pending_tools += 1
             command = json_dict(block.get("input")).get("command")
             if block.get("name") == SHELL and isinstance(command, str):
-                self._akm(command)
-
-    def _akm(self, command: str) -> None:
-        for call in calls(command):
-            if call.verb == "search":
-                self.akm["searches"].append({"query": call.query})
-            elif call.verb == "show" and call.ref:
-                self.akm["shows"].append(call.ref)
-            elif call.verb == "feedback" and call.ref:
-                self.akm["feedback"].append({"ref": call.ref, "polarity": call.polarity})
+                note_akm(self.akm, calls(command))
 
     # ------------------------------------------------------------------ what it says
 
@@ -180,12 +141,6 @@ class ClaudeStream:
         """More requests than ``limit`` and no result: Claude Code's own ``--max-turns`` (which the
         adapter passes) did not stop it, so the harness does."""
         return len(self.messages) > limit and self.result is None
-
-    def idle_for(self, now: float | None = None) -> float:
-        now = self._clock() if now is None else now
-        with self._lock:
-            last = self.last_event_at if self.last_event_at is not None else self.started_at
-        return max(0.0, now - last)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:

@@ -13,9 +13,10 @@ Recipe (docs/codex.md, all verified against Codex 0.171.0):
   provider key's variable, holding a placeholder the forwarder swaps for the key.
 * Codex runs in the workspace (``-C``) with the prompt on stdin; its stdout events come over a
   socket (a tool command could reopen a pipe through /proc and forge events) and are parsed live
-  by :mod:`events`; :mod:`watch` enforces the budgets and stops the whole process tree through
-  ``request.procs``. Codex starts each command in a new session (``setsid``): the harness's
-  tracker and subreaper still find it (docs/codex.md, "Processes").
+  by :mod:`events`; agents/watching.py (with :mod:`watch`'s session log) enforces the budgets and
+  stops the whole process tree through ``request.procs``. Codex starts each command in a new
+  session (``setsid``): the harness's tracker and subreaper still find it (docs/codex.md,
+  "Processes").
 
 Arm isolation as opencode's: on every arm but ``akm`` no ``AKM_*`` variable reaches Codex and no
 ``akm`` executable is on PATH.
@@ -24,11 +25,8 @@ Arm isolation as opencode's: on every arm but ``akm`` no ``AKM_*`` variable reac
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 import time
-import urllib.parse
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,22 +34,21 @@ from typing import Any
 from ...cell.rundir import hide_akm
 from ...scripted.server import ScriptedModel
 from ...store.scrub import Scrubber
-from ...system.forwarder import Forwarder, TurnGate
-from ...system.sandbox import open_route
+from ...system.forwarder import TurnGate
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
-from ..boundary import check_inside
+from ..boundary import with_inside
+from ..cellstart import cell_route, cell_scripted, endpoint, idle_token, keys, known_version
 from ..model import choice_digest, choose_model
-from ..preflight import DEFAULT_BASE_URLS
-from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
+from ..providers import ModelChoice
 from ..transcript import TranscriptItem
-from ..watching import tail, turn_gate
+from ..watching import over_budget, tail, turn_gate, watch
 from . import doctor
 from .binaries import CODEX_VERSION, INSTALLED, NPM_PACKAGE, PLATFORM_PACKAGE, locate_codex, read_version
 from .config import KEY_VAR, cell_config, key_value, to_toml
 from .events import EventStream
 from .preflight import check_responses
 from .transcript import read_transcript
-from .watch import Rollout, agent_result, failure, over_budget, watch
+from .watch import Progress, Rollout, agent_result, failure
 
 ARGV = ("exec", "--json", "--strict-config", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox")
 
@@ -90,15 +87,10 @@ class CodexAgent(Agent):
         env = options.get("env") or os.environ
         self._env_source = env
         self._boundary = {k: options.get(k) for k in ("sandbox", "network", "sandbox_ro", "work_root")}
-        self._secret_env = check_env_vars(self.choice, env)
-        self._placeholders = {
-            var: f"akmbench-placeholder-{var.lower()}-{secrets.token_hex(8)}" for var in self._secret_env
-        }
-        self._swaps = {self._placeholders[var]: value for var, value in self._secret_env.items()}
-        self.secrets = secret_values(self.choice.providers, env)
-        self._scrub = Scrubber(self.secrets)
-        known = options.get("version")
-        self.version = known if isinstance(known, str) and known else read_version(self.binary)
+        found = keys(self.choice, env)
+        self._secret_env, self._placeholders, self._swaps = found.values, found.placeholders, found.swaps
+        self.secrets, self._scrub = found.secrets, found.scrub
+        self.version = known_version(options, self.binary, read_version)
         if self.choice.scripted and self.scripted is None:
             self.scripted = ScriptedModel()
             self.scripted.start()
@@ -145,82 +137,32 @@ class CodexAgent(Agent):
         home = cfg_dir / "home"
         home.mkdir(parents=True, exist_ok=True)
         warnings: list[str] = []
-        token = uuid.uuid4().hex
-        route: Forwarder | None = None
         gate = turn_gate(request.limits, "/responses")  # a turn: one Responses request
         try:
-            route, base_url = self._route(request, token, gate)
-            fd = os.open(home / "config.toml", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(to_toml(cell_config(self.choice, self._placeholders, base_url)))
-            env = self._env(request, cfg_dir, home, warnings)
-            return self._spawn_and_watch(request, env, cfg_dir, home, warnings, gate)
+            scripted = cell_scripted(self.choice, self.scripted)
+            policy = self.choice.policy
+            with cell_route(request, gate, scripted, policy, self._swaps, self.scripted_totals) as route:
+                upstream, cell_path = self._endpoint(route.token)
+                base_url = route.open(upstream) + cell_path
+                fd = os.open(home / "config.toml", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(to_toml(cell_config(self.choice, self._placeholders, base_url)))
+                env = self._env(request, cfg_dir, home, warnings)
+                return self._spawn_and_watch(request, env, cfg_dir, home, warnings, gate)
         except (OSError, ValueError) as err:
             return AgentResult(error=f"cannot reach the model from the cell: {err}")
-        finally:
-            if route is not None:
-                route.close()
-            if self.scripted is not None and self.choice.scripted:
-                self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
-                self.scripted.unregister(token)
-
-    def _route(self, request: AgentRequest, token: str, gate: TurnGate) -> tuple[Forwarder, str]:
-        """The cell's one way to its model (system/forwarder.py): (the forwarder, the base URL the
-        cell's config gets); the key stays with the forwarder."""
-        assert self.choice is not None
-        if self.choice.scripted:
-            if self.scripted is None:
-                raise ValueError("scripted model server is not running")
-            policy = self.choice.policy or "idle"
-            self.scripted.register(token, policy, request.task, request.arm, request.run_dir, akm_line=request.akm_line)
-        upstream, cell_path = self._endpoint(token)
-        forwarder, origin = open_route(request.sandbox, upstream, self._swaps, gate)
-        return forwarder, origin + cell_path
 
     def _endpoint(self, token: str) -> tuple[str, str]:
         """(the model's real base URL, the path of the base URL the cell is given)."""
         assert self.choice is not None
-        if self.choice.scripted:
-            assert self.scripted is not None
-            upstream = cell_base = self.scripted.base_url(token)
-        else:
-            written = ((self.choice.provider_entry or {}).get("options") or {}).get("baseURL")
-            written = written or DEFAULT_BASE_URLS.get(self.choice.provider_key)
-            if not written:
-                raise ValueError(f"provider {self.choice.provider_key!r} has no options.baseURL")
-            upstream = str(resolve_env_refs(str(written), self._secret_env))
-            cell_base = str(resolve_env_refs(str(written), self._placeholders))
-        parts = urllib.parse.urlsplit(cell_base)
-        return upstream, parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
+        return endpoint(self.choice, self.scripted, token, self._secret_env, self._placeholders)
 
     def preflight(self) -> str:
         """The model answers the harness; then Codex starts, and reaches the model, inside a cell's sandbox."""
         assert self.choice is not None and self.binary is not None
         line = check_responses(self.choice, self._env_source)
-        opts = self._boundary
-        if opts.get("sandbox", "none") == "none" or not opts.get("work_root"):
-            return line
-        token = uuid.uuid4().hex
-        if self.scripted is not None:
-            self.scripted.register(token, "idle")
-        try:
-            upstream, cell_path = self._endpoint(token)
-            inside = check_inside(
-                mode=str(opts["sandbox"]),
-                network=str(opts.get("network") or "isolated"),
-                work_root=Path(str(opts["work_root"])),
-                tools=[self.binary],
-                version_argv=[str(self.binary), "--version"],
-                upstream=upstream,
-                cell_path=cell_path,
-                swaps=self._swaps,
-                extra=[Path(p) for p in opts.get("sandbox_ro") or ()],
-                agent="codex",
-            )
-        finally:
-            if self.scripted is not None:
-                self.scripted.unregister(token)
-        return line if inside is None else f"{line}; {inside}"
+        with idle_token(self.scripted) as token:
+            return with_inside(line, self._boundary, [self.binary], lambda: self._endpoint(token), self._swaps, "codex")
 
     def _env(self, request: AgentRequest, cfg_dir: Path, home: Path, warnings: list[str]) -> dict[str, str]:
         assert self.choice is not None
@@ -269,14 +211,15 @@ class CodexAgent(Agent):
                 return AgentResult(error=f"cannot start codex ({self.binary}): {err}")
         proc.stdout = ours.makefile("rb")
         try:
-            budget, idle = watch(proc, stream, rollout, request, self._scrub, gate)
+            progress = Progress(stream, rollout)
+            budget, idle = watch(proc, progress, request, stream.started_at, self._scrub, gate, rollout.poll)
         finally:
             ours.close()
         elapsed = time.monotonic() - stream.started_at
         stderr_text = self._scrub.text(tail(stderr_path, request.run_dir))
         result = agent_result(request, proc.returncode, stream, rollout, warnings)
         if budget is not None:
-            over_budget(result, budget, idle, elapsed, request.limits)
+            over_budget(result, budget, idle, elapsed, request.limits, progress.turns)
             return result
         result.error = failure(stream, proc.returncode, stderr_text)
         if result.error is None and result.tokens is None:

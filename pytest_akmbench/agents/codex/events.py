@@ -23,18 +23,16 @@ Pure: no pytest, no processes. Thread-safe for one feeding thread and any number
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ...cell.akm_calls import calls
+from ..linelog import TOKEN_KEYS, TRANSCRIPT_CAP, LineLog, empty_akm_usage, note_akm
 from ..transcript import json_dict, json_int, json_str
 from .transcript import agent_command
 
-TRANSCRIPT_CAP = 16 * 1024 * 1024
-TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
 TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
 
 
@@ -53,7 +51,7 @@ def tokens_of(usage: dict[str, Any]) -> dict[str, int]:
     }
 
 
-class EventStream:
+class EventStream(LineLog):
     """Accumulates what a ``codex exec --json`` stream says, line by line."""
 
     def __init__(
@@ -64,26 +62,17 @@ class EventStream:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self._lock = threading.Lock()
-        self._clock, self._wall, self._cap = clock, wall, cap
-        self._file: IO[bytes] | None = None
-        if transcript is not None:
-            transcript.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(transcript, "wb")  # noqa: SIM115 - closed in close()
-        self.bytes_written = 0
-        self.truncated = False
-        self.started_at = clock()
-        self.last_event_at: float | None = None
+        super().__init__(transcript, cap, clock)
+        self._wall = wall
         self.tokens = {k: 0 for k in TOKEN_KEYS}
         self.turns_completed = 0
         self.tool_calls = 0
         self.errors: list[str] = []
         self.failed: str | None = None
         self.bad_lines = 0
-        self.akm: dict[str, list[Any]] = {"searches": [], "shows": [], "feedback": []}
+        self.akm = empty_akm_usage()
         self._texts_since_tool: list[str] = []
         self.calling = False  # the last response called a tool: the agent is not done
-        self.warnings: list[str] = []
 
     def feed(self, line: bytes | str) -> dict[str, Any] | None:
         """Take one line of stdout; returns the parsed event."""
@@ -102,23 +91,6 @@ class EventStream:
             self._write(json.dumps(event).encode() + b"\n")
             self._apply(event)
             return event
-
-    def close(self) -> None:
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
-    def _write(self, raw: bytes) -> None:
-        if self._file is None or self.truncated or not raw:
-            return
-        if self.bytes_written + len(raw) > self._cap:
-            self.truncated = True
-            self.warnings.append(f"transcript truncated at {self._cap} bytes")
-            return
-        self._file.write(raw)
-        self._file.flush()
-        self.bytes_written += len(raw)
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -150,13 +122,7 @@ class EventStream:
         command = agent_command(json_str(item.get("command")))
         if item.get("type") != "command_execution" or command is None:
             return
-        for call in calls(command):
-            if call.verb == "search":
-                self.akm["searches"].append({"query": call.query})
-            elif call.verb == "show" and call.ref:
-                self.akm["shows"].append(call.ref)
-            elif call.verb == "feedback" and call.ref:
-                self.akm["feedback"].append({"ref": call.ref, "polarity": call.polarity})
+        note_akm(self.akm, calls(command))
 
     @property
     def measured(self) -> bool:
@@ -167,10 +133,3 @@ class EventStream:
     def final_text(self) -> str:
         with self._lock:
             return "\n".join(t for t in self._texts_since_tool if t).strip()
-
-    def idle_for(self, now: float | None = None) -> float:
-        """Seconds since the last line (or since the stream was created)."""
-        now = self._clock() if now is None else now
-        with self._lock:
-            last = self.last_event_at if self.last_event_at is not None else self.started_at
-        return max(0.0, now - last)

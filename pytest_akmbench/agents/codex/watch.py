@@ -1,5 +1,5 @@
-"""Watching one Codex run: its stdout fed to the event stream, the wall, token and turn budgets
-enforced, and what the run's end means (docs/codex.md, "Budgets").
+"""What one Codex run is to agents/watching.py, which watches it, and what its end means
+(docs/codex.md, "Budgets").
 
 Codex reports its usage on stdout only when the whole turn ends. While it runs, each model
 response's usage is in its session log (``$CODEX_HOME/sessions/…/rollout-*.jsonl``, a
@@ -12,22 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import stat
-import subprocess
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-from ...store.scrub import Scrubber
-from ...system.forwarder import TurnGate
-from ..base import AgentRequest, AgentResult, Limits
+from ..base import AgentRequest, AgentResult
 from ..transcript import json_dict
-from ..watching import turns_held, wake_on
 from .events import EventStream, tokens_of
 
-HUNG_AFTER_S = 20.0
 READ_CAP = 1024 * 1024  # of the session log per look
 
 
@@ -75,83 +67,33 @@ class Rollout:
             self.tokens = tokens_of(json_dict(info.get("total_token_usage")))
 
 
-def watch(
-    proc: subprocess.Popen[bytes],
-    stream: EventStream,
-    rollout: Rollout,
-    request: AgentRequest,
-    scrub: Scrubber,
-    gate: TurnGate | None = None,
-) -> tuple[str | None, float]:
-    """Feed Codex's stdout to the stream until it ends or a budget is hit; then stop it.
-    Returns (the budget hit or None, seconds since the last agent event)."""
-    lines: queue.Queue[bool | None] = queue.Queue()
-    wake_on(gate, lines)
+class Progress:
+    """A Codex run as agents/watching.py watches it: stdout's events for the wall budget and the
+    tool calls, the session log (polled, :class:`Rollout`) for the tokens and turns."""
 
-    def read() -> None:
-        assert proc.stdout is not None
-        try:
-            for line in iter(proc.stdout.readline, b""):
-                stream.feed(scrub.bytes(line))
-                lines.put(True)
-        except (OSError, ValueError):
-            pass
-        lines.put(False)
+    def __init__(self, stream: EventStream, rollout: Rollout) -> None:
+        self.stream = stream
+        self.rollout = rollout
 
-    reader = threading.Thread(target=read, name="akmbench-codex-reader", daemon=True)
-    reader.start()
-    deadline = stream.started_at + request.limits.wall_s
-    budget, eof = _until_end(proc, stream, rollout, lines, request.limits, deadline, gate)
-    idle = stream.idle_for()
-    if budget is not None or not eof:
-        request.procs.stop(proc)
-    else:
-        try:
-            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            budget = "wall"
-            request.procs.stop(proc)
-    reader.join(timeout=5)
-    stream.close()
-    rollout.poll()
-    return budget, idle
+    def feed(self, line: bytes) -> object:
+        return self.stream.feed(line)
 
+    def close(self) -> None:
+        self.stream.close()
 
-def _until_end(
-    proc: subprocess.Popen[bytes],
-    stream: EventStream,
-    rollout: Rollout,
-    lines: queue.Queue[bool | None],
-    limits: Limits,
-    deadline: float,
-    gate: TurnGate | None,
-) -> tuple[str | None, bool]:
-    """Wait for the end of Codex's output, a budget or its exit: (budget hit, output ended)."""
-    exited_at: float | None = None
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            return "wall", False
-        if gate is not None and gate.over.is_set():
-            rollout.poll()
-        if turns_held(gate, max(rollout.turns, stream.turns_completed)):  # the forwarder holds one past it
-            return "turns", False
-        try:
-            item = lines.get(timeout=min(0.25, deadline - now))
-        except queue.Empty:
-            item = None
-        if item is False:
-            return None, True
-        rollout.poll()
-        if limits.tokens is not None and rollout.tokens is not None and rollout.tokens["total"] > limits.tokens:
-            return "tokens", False
-        # A turn budget reached with the agent still calling tools: the next response would pass it.
-        if limits.turns is not None and rollout.turns >= limits.turns and stream.calling:
-            return "turns", False
-        if proc.poll() is not None:
-            exited_at = exited_at or time.monotonic()
-            if time.monotonic() - exited_at > 2.0:  # a leaked child holding stdout must not keep us
-                return None, False
+    def idle_for(self) -> float:
+        return self.stream.idle_for()
+
+    def total_tokens(self) -> int:
+        return self.rollout.tokens["total"] if self.rollout.tokens is not None else 0
+
+    def over_turns(self, limit: int) -> bool:
+        """A turn budget reached with the agent still calling tools: the next response would pass it."""
+        return self.rollout.turns >= limit and self.stream.calling
+
+    @property
+    def turns(self) -> int:
+        return max(self.rollout.turns, self.stream.turns_completed)
 
 
 def agent_result(
@@ -170,23 +112,6 @@ def agent_result(
         warnings=[*warnings, *stream.warnings]
         + ([f"{stream.bad_lines} non-JSON line(s) on codex stdout"] if stream.bad_lines else []),
     )
-
-
-def over_budget(result: AgentResult, budget: str, idle: float, elapsed: float, limits: Limits) -> None:
-    """Mark the budget hit, tagged ``hung`` (no agent event for a while) or ``confused``."""
-    result.budget = budget
-    if budget == "wall":
-        result.budget_tag = "hung" if idle >= min(HUNG_AFTER_S, 0.5 * limits.wall_s) else "confused"
-        result.warnings.append(
-            f"wall budget of {limits.wall_s:g}s reached after {elapsed:.1f}s (no agent event for {idle:.1f}s)"
-        )
-        return
-    result.budget_tag = "confused"
-    if budget == "tokens":
-        total = (result.tokens or {}).get("total")
-        result.warnings.append(f"token budget of {limits.tokens} exceeded: {total} tokens after {result.turns} turn(s)")
-    else:
-        result.warnings.append(f"turn budget of {limits.turns} reached with the agent still calling tools")
 
 
 def failure(stream: EventStream, returncode: int | None, stderr_text: str) -> str | None:

@@ -15,7 +15,7 @@ Recipe (docs/opencode.md, all verified against opencode 1.18.33):
   environment).
 * opencode runs in a new session with the prompt on stdin (then EOF). Its stdout events are
   parsed live by :mod:`events`; the main thread enforces the wall, token and turn budgets and
-  stops the whole process tree through ``request.procs`` on a budget (:mod:`watch`).
+  stops the whole process tree through ``request.procs`` on a budget (agents/watching.py).
 
 Arm isolation: on every arm but ``akm`` no ``AKM_*`` variable reaches opencode and no ``akm``
 executable is on PATH (directories of PATH that hold one are dropped, with a warning).
@@ -35,11 +35,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import time
-import urllib.parse
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,16 +44,16 @@ from typing import Any
 from ...cell.rundir import hide_akm
 from ...scripted import ScriptedModel
 from ...store.scrub import Scrubber
-from ...system.forwarder import Forwarder, TurnGate
-from ...system.sandbox import open_route
+from ...system.forwarder import TurnGate
 from ..base import Agent, AgentRequest, AgentResult, SessionInfo, Tool
-from ..boundary import check_inside
+from ..boundary import with_inside
+from ..cellstart import cell_route, cell_scripted, endpoint, idle_token, keys, known_version
 from ..discovery import CONFIG_SOURCES, discover_providers
 from ..model import choice_digest, choose_model
-from ..preflight import DEFAULT_BASE_URLS, check_provider
-from ..providers import ModelChoice, check_env_vars, resolve_env_refs, secret_values
+from ..preflight import check_provider
+from ..providers import ModelChoice
 from ..transcript import TranscriptItem
-from ..watching import tail, turn_gate
+from ..watching import over_budget, tail, turn_gate, watch
 from . import agentlog, doctor
 from .binaries import (
     INSTALLED,
@@ -70,7 +67,7 @@ from .binaries import (
 from .config import cell_config
 from .events import EventStream
 from .transcript import read_transcript
-from .watch import agent_result, failure, over_budget, stream_warnings, watch
+from .watch import agent_result, failure, stream_warnings
 
 # Names the tests and the docs reach through the adapter (doctor asks OpencodeAgent, agents/opencode/doctor.py).
 __all__ = ["OpencodeAgent", "agents", "choose_model", "locate_opencode", "locate_rg", "read_version"]
@@ -128,16 +125,10 @@ class OpencodeAgent(Agent):
         self._env_source = env
         # Where the preflight looks from inside a cell (agents/boundary.py).
         self._boundary = {k: options.get(k) for k in ("sandbox", "network", "sandbox_ro", "work_root")}
-        self._secret_env = check_env_vars(choice, env)
-        self._placeholders = {
-            var: f"akmbench-placeholder-{var.lower()}-{secrets.token_hex(8)}" for var in self._secret_env
-        }
-        self._swaps = {self._placeholders[var]: value for var, value in self._secret_env.items()}
-        self.secrets = secret_values(choice.providers, env)
-        self._scrub = Scrubber(self.secrets)
-        # A local xdist worker is given the version its controller read from the same binary.
-        known = options.get("version")
-        self.version = known if isinstance(known, str) and known else read_version(self.binary)
+        found = keys(choice, env)
+        self._secret_env, self._placeholders, self._swaps = found.values, found.placeholders, found.swaps
+        self.secrets, self._scrub = found.secrets, found.scrub
+        self.version = known_version(options, self.binary, read_version)
         if choice.scripted and self.scripted is None:
             self.scripted = ScriptedModel()
             self.scripted.start()
@@ -176,6 +167,7 @@ class OpencodeAgent(Agent):
             return AgentResult(error=f"model {model!r} differs from the session's {self.choice.model!r}")
         workspace = request.workspace.resolve()
         cfg_dir = request.run_dir.resolve() / "opencode"
+        gate = turn_gate(request.limits, "/chat/completions")  # a turn: one step's request, with tools
         try:
             cfg_dir.relative_to(workspace)
             inside = True
@@ -185,95 +177,38 @@ class OpencodeAgent(Agent):
             return AgentResult(error=f"{cfg_dir}: opencode config dir must not be inside or above the workspace")
         cfg_dir.mkdir(parents=True, exist_ok=True)
         warnings: list[str] = []
-        token = uuid.uuid4().hex
-        route: Forwarder | None = None
-        gate = turn_gate(request.limits, "/chat/completions")  # a turn: one step's request, with tools
         try:
-            route, base_url = self._route(request, token, gate)
-            config = self._config(model, base_url, request.limits.wall_s)
-            config_path = cfg_dir / "opencode.json"
-            fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(config, fh, indent=2)
-            env = self._env(request, cfg_dir, config_path, warnings)
-            result = self._spawn_and_watch(request, model, env, cfg_dir, warnings, gate)
+            scripted = cell_scripted(self.choice, self.scripted)
+            policy = self.choice.policy
+            with cell_route(request, gate, scripted, policy, self._swaps, self.scripted_totals) as route:
+                upstream, cell_path = self._endpoint(route.token)
+                config = self._config(model, route.open(upstream) + cell_path, request.limits.wall_s)
+                config_path = cfg_dir / "opencode.json"
+                fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(config, fh, indent=2)
+                env = self._env(request, cfg_dir, config_path, warnings)
+                result = self._spawn_and_watch(request, model, env, cfg_dir, warnings, gate)
         except (OSError, ValueError) as err:
             return AgentResult(error=f"cannot reach the model from the cell: {err}")
-        finally:
-            if route is not None:
-                route.close()
-            if self.scripted is not None and self.choice.scripted:
-                self.scripted_totals[str(request.run_dir)] = self.scripted.totals(token)
-                self.scripted.unregister(token)
         if result.error is not None:  # a harness error: keep opencode's own log, which the run dir takes along
             kept = agentlog.keep(request.run_dir, request.transcript, self._scrub)
             result.error += f"; opencode's log: {kept}" if kept else ""
         return result
 
-    def _route(self, request: AgentRequest, token: str, gate: TurnGate) -> tuple[Forwarder, str]:
-        """The cell's one way to its model (system/forwarder.py): (the forwarder, the base URL the
-        cell's config gets). The provider's key stays with the forwarder: the cell's config holds
-        a placeholder, swapped for the key on the way out."""
-        assert self.choice is not None
-        if self.choice.scripted:
-            if self.scripted is None:
-                raise ValueError("scripted model server is not running")
-            self.scripted.register(
-                token,
-                self.choice.policy or "idle",
-                request.task,
-                request.arm,
-                request.run_dir,
-                akm_line=request.akm_line,
-            )
-        upstream, cell_path = self._endpoint(token)
-        forwarder, origin = open_route(request.sandbox, upstream, self._swaps, gate)
-        return forwarder, origin + cell_path
-
     def _endpoint(self, token: str) -> tuple[str, str]:
         """(the model's real base URL, the path and query of the base URL the cell is given)."""
         assert self.choice is not None
-        if self.choice.scripted:
-            assert self.scripted is not None
-            upstream = cell_base = self.scripted.base_url(token)
-        else:
-            entry = self.choice.provider_entry or {}
-            written = (entry.get("options") or {}).get("baseURL") or DEFAULT_BASE_URLS.get(self.choice.provider_key)
-            if not written:
-                raise ValueError(f"provider {self.choice.provider_key!r} has no options.baseURL")
-            upstream = resolve_env_refs(str(written), self._secret_env)
-            cell_base = resolve_env_refs(str(written), self._placeholders)
-        parts = urllib.parse.urlsplit(cell_base)
-        return upstream, parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
+        return endpoint(self.choice, self.scripted, token, self._secret_env, self._placeholders)
 
     def preflight(self) -> str:
         """One minimal request to the model through the provider entry the cells will get, then
         opencode's start and the way to the model from inside a cell's sandbox."""
         assert self.choice is not None and self.binary is not None and self.rg is not None
         line = check_provider(self.choice, self._env_source)
-        opts = self._boundary
-        if opts.get("sandbox", "none") == "none" or not opts.get("work_root"):
-            return line
-        token = uuid.uuid4().hex
-        if self.scripted is not None:
-            self.scripted.register(token, "idle")
-        try:
-            upstream, cell_path = self._endpoint(token)
-            inside = check_inside(
-                mode=str(opts["sandbox"]),
-                network=str(opts.get("network") or "isolated"),
-                work_root=Path(str(opts["work_root"])),
-                tools=[self.binary, self.rg],
-                version_argv=[str(self.binary), "--version"],
-                upstream=upstream,
-                cell_path=cell_path,
-                swaps=self._swaps,
-                extra=[Path(p) for p in opts.get("sandbox_ro") or ()],
-            )
-        finally:
-            if self.scripted is not None:
-                self.scripted.unregister(token)
-        return line if inside is None else f"{line}; {inside}"
+        tools = [self.binary, self.rg]
+        with idle_token(self.scripted) as token:
+            return with_inside(line, self._boundary, tools, lambda: self._endpoint(token), self._swaps)
 
     def _config(self, model: str, base_url: str, wall_s: float) -> dict[str, Any]:
         assert self.choice is not None
@@ -356,7 +291,7 @@ class OpencodeAgent(Agent):
         stream_warnings(stream, stderr_text, warnings)
         result = agent_result(request, proc.returncode, stream, warnings)
         if budget is not None:
-            over_budget(result, budget, idle, elapsed, request.limits, stream)
+            over_budget(result, budget, idle, elapsed, request.limits, stream.turns)
             return result
         result.error = failure(stream, proc.returncode, stderr_text)
         if result.error is None and not stream.measured:

@@ -22,25 +22,18 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ...cell.akm_calls import calls
-
-TRANSCRIPT_CAP = 16 * 1024 * 1024
-TOKEN_KEYS = ("input", "output", "reasoning", "cache_read", "cache_write", "total")
+from ..linelog import TOKEN_KEYS, TRANSCRIPT_CAP, LineLog, empty_akm_usage, note_akm
 
 _REJECTED = re.compile(r"rejected permission|user rejected|permission .*rejected", re.IGNORECASE)
 
 
-def empty_akm_usage() -> dict[str, list[Any]]:
-    return {"searches": [], "shows": [], "feedback": []}
-
-
-class EventStream:
+class EventStream(LineLog):
     """Accumulates what an opencode ``run --format json`` stream says, line by line."""
 
     def __init__(
@@ -50,18 +43,8 @@ class EventStream:
         cap: int = TRANSCRIPT_CAP,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._lock = threading.Lock()
-        self._clock = clock
-        self._cap = cap
-        self._file: IO[bytes] | None = None
+        super().__init__(transcript, cap, clock)
         self.transcript = transcript
-        if transcript is not None:
-            transcript.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(transcript, "wb")  # noqa: SIM115 - closed in close()
-        self.bytes_written = 0
-        self.truncated = False
-        self.started_at = clock()
-        self.last_event_at: float | None = None
         self.tokens = {k: 0 for k in TOKEN_KEYS}
         self.cost = 0.0
         self.turns = 0
@@ -76,7 +59,6 @@ class EventStream:
         self.session_id: str | None = None
         self.akm = empty_akm_usage()
         self._texts_since_tool: list[str] = []
-        self.warnings: list[str] = []
 
     # ------------------------------------------------------------------ input
 
@@ -102,29 +84,11 @@ class EventStream:
             self._apply(event)
             return event
 
-    def close(self) -> None:
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
     def __enter__(self) -> EventStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _write(self, raw: bytes) -> None:
-        if self._file is None or self.truncated:
-            return
-        if self.bytes_written + len(raw) > self._cap:
-            self.truncated = True
-            self.warnings.append(f"transcript truncated at {self._cap} bytes")
-            self._file.flush()
-            return
-        self._file.write(raw)
-        self._file.flush()
-        self.bytes_written += len(raw)
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -184,13 +148,7 @@ class EventStream:
                 self.permission_rejections.append(f"{tool}: {message[:200]}")
         command = _dict(state.get("input")).get("command")
         if tool == "bash" and isinstance(command, str):
-            for call in calls(command):
-                if call.verb == "search":
-                    self.akm["searches"].append({"query": call.query})
-                elif call.verb == "show" and call.ref:
-                    self.akm["shows"].append(call.ref)
-                elif call.verb == "feedback" and call.ref:
-                    self.akm["feedback"].append({"ref": call.ref, "polarity": call.polarity})
+            note_akm(self.akm, calls(command))
 
     def _error(self, err: dict[str, Any]) -> None:
         """An error event (a provider's failure): name, message and HTTP status."""
@@ -213,12 +171,17 @@ class EventStream:
         with self._lock:
             return "\n".join(t for t in self._texts_since_tool if t).strip()
 
-    def idle_for(self, now: float | None = None) -> float:
-        """Seconds since the last line (or since the stream was created)."""
-        now = self._clock() if now is None else now
-        with self._lock:
-            last = self.last_event_at if self.last_event_at is not None else self.started_at
-        return max(0.0, now - last)
+    def total_tokens(self) -> int:
+        return self.tokens["total"]
+
+    def over_turns(self, limit: int) -> bool:
+        """A turn budget reached with the agent still calling tools: its last step ended for
+        another reason than a final answer, so the next one would pass the budget."""
+        return (
+            self.turns >= limit
+            and self.last_finish_reason not in (None, "stop", "length", "content-filter")
+            and self.turns > 0
+        )
 
 
 def _dict(value: Any) -> dict[str, Any]:
