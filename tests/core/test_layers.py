@@ -22,6 +22,8 @@ CORE = [
     "agents.transcript",
     "agents.watching",
     "agents.version",
+    "agents.cellstart",
+    "agents.linelog",
     "agents.locate",
     "agents.doctor_lines",
     "agents.boundary",
