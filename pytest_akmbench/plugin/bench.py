@@ -343,6 +343,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection(session: pytest.Session) -> Iterator[Any]:
     result = yield
     state = session.config.stash.get(STATE_KEY, None)
+    if state is not None:
+        # What collection built (the items, their marks, the corpus) lives until the session ends:
+        # frozen, the cyclic collector skips it in the done-check's and the run's collections and in
+        # the five pytest makes at its end (benchmarks/README.md, "Collection, third pass").
+        # activate() registered the thaw, which runs after those.
+        gc.freeze()
     if state is not None and not session.config.option.collectonly and state.remote is None:
         # Resume: a trial the store already holds under this fingerprint is not run again (a
         # remote worker hears of stored trials from the controller, cell by cell).
@@ -356,12 +362,6 @@ def pytest_collection(session: pytest.Session) -> Iterator[Any]:
                 record = stored.done((cell.task.id, cell.arm, cell.seed), state.fingerprint_hash(cell))
                 if record is not None:
                     item.stash[STORED_KEY] = record
-    if state is not None:
-        # What collection built (the items, their marks, the corpus) lives until the session ends:
-        # frozen, the cyclic collector skips it in the run's own collections and in the five
-        # pytest makes at its end (benchmarks/README.md, "Collection, third pass"). activate()
-        # registered the thaw, which runs after those.
-        gc.freeze()
     return result
 
 
