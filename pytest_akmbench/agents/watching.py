@@ -9,6 +9,12 @@ so it says which requests are turns, and its parser still says when a run is ove
 second line). An agent whose budgets show in a record besides its stdout (Codex's session log)
 passes ``poll``, a look at that record: taken on every wake, the budgets then checked on every
 wake too, not only on a new line.
+
+The token budget is held at the forwarder too (:class:`CatchUp`): before turn k+1 goes out, the
+watch is woken to look at the agent's record (Codex: polls its session log) until it shows k
+turns, at most CATCH_UP_S, and the turn is held when their tokens are over the budget. So the
+run stops after the same turn for every agent, however fast its model answers; the watch's own
+token check stays as the second line (the last turn of a run has no next request).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from .base import AgentRequest, AgentResult, Limits
 HUNG_AFTER_S = 20.0  # no output for this long (or half the wall budget) at the wall: "hung"
 DRAIN_S = 2.0  # after the agent exits, how long a leaked child holding its stdout may keep us
 CATCH_UP_S = 5.0  # how long a held turn waits for the agent to print the turns it was answered
+LOOK_S = 0.01  # while a turn waits for the record: how often the watch is woken to poll it
 
 
 class Stream(Protocol):
@@ -67,13 +74,54 @@ def turn_gate(limits: Limits, route: str) -> TurnGate:
 
 
 def turns_held(gate: TurnGate | None, recorded: int) -> bool:
-    """Whether to stop the agent for the turn budget the forwarder enforces: it holds a request
-    past the budget and the run's own record has caught up with the turns answered. An agent may
-    print a turn's end after it sent the next request (opencode does), and it can spend nothing
-    while held; so the stop waits for that record, at most CATCH_UP_S."""
+    """Whether to stop the agent for the budget the forwarder enforces (``gate.budget``): it
+    holds a request past it and the run's own record has caught up with the turns answered. An
+    agent may print a turn's end after it sent the next request (opencode does), and it can spend
+    nothing while held; so the stop waits for that record, at most CATCH_UP_S (a token hold
+    waited for it before holding)."""
     if gate is None or not gate.over.is_set():
         return False
-    return recorded >= gate.turns or time.monotonic() - gate.over_at >= CATCH_UP_S
+    caught_up = recorded >= gate.turns or gate.budget == "tokens"
+    return caught_up or time.monotonic() - gate.over_at >= CATCH_UP_S
+
+
+class CatchUp:
+    """The gate's ``spent`` for a token budget of ``limit``: before the forwarder forwards turn
+    k+1, it wakes the watch until the agent's record shows k turns (at most CATCH_UP_S) and says
+    whether their tokens are over the budget. Asked on a forwarder thread; the watch calls
+    :meth:`looked` after each look at the record, and :meth:`end` when it stops watching."""
+
+    def __init__(self, stream: Stream, lines: queue.Queue[bool | None], limit: int) -> None:
+        self.stream = stream
+        self.lines = lines
+        self.limit = limit
+        self.wanted = 0  # the turns a waiting request wants recorded
+        self.ended = False
+        self.cond = threading.Condition()
+
+    def spent(self, answered: int) -> bool:
+        deadline = time.monotonic() + CATCH_UP_S
+        with self.cond:
+            self.wanted = max(self.wanted, answered)
+            while self.stream.turns < answered and not self.ended:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.lines.put(None)  # the watch wakes and looks (polls a record besides stdout)
+                self.cond.wait(min(left, LOOK_S))
+        return self.stream.total_tokens() > self.limit
+
+    def looked(self) -> None:
+        """The watch looked at the record: a waiting turn goes on once its turns are there
+        (told only then, so a wait costs no more wakes than one per LOOK_S)."""
+        with self.cond:
+            if self.wanted and self.stream.turns >= self.wanted:
+                self.cond.notify_all()
+
+    def end(self) -> None:
+        with self.cond:
+            self.ended = True
+            self.cond.notify_all()
 
 
 def wake_on(gate: TurnGate | None, lines: queue.Queue[bool | None]) -> None:
@@ -95,6 +143,10 @@ def watch(
     Returns (the budget hit or None, seconds since the agent's last line)."""
     lines: queue.Queue[bool | None] = queue.Queue()
     wake_on(gate, lines)
+    catch_up = None
+    if gate is not None and request.limits.tokens is not None:
+        catch_up = CatchUp(stream, lines, request.limits.tokens)
+        gate.spent = catch_up.spent
 
     def read() -> None:
         assert proc.stdout is not None
@@ -109,7 +161,11 @@ def watch(
     reader = threading.Thread(target=read, name="akmbench-agent-reader", daemon=True)
     reader.start()
     deadline = started + request.limits.wall_s
-    budget, eof = until_end(proc, stream, lines, request.limits, deadline, gate, poll)
+    try:
+        budget, eof = until_end(proc, stream, lines, request.limits, deadline, gate, poll, catch_up)
+    finally:
+        if catch_up is not None:
+            catch_up.end()
     idle = stream.idle_for()
     if budget is not None or not eof:
         request.procs.stop(proc)
@@ -134,6 +190,7 @@ def until_end(
     deadline: float,
     gate: TurnGate | None = None,
     poll: Callable[[], None] | None = None,
+    catch_up: CatchUp | None = None,
 ) -> tuple[str | None, bool]:
     """Wait for the end of the agent's output, a budget or its exit: (budget hit, output ended)."""
     exited_at: float | None = None
@@ -143,8 +200,8 @@ def until_end(
             return "wall", False
         if poll is not None and gate is not None and gate.over.is_set():
             poll()  # the turns the agent was answered may show only in that record
-        if turns_held(gate, stream.turns):
-            return "turns", False
+        if gate is not None and turns_held(gate, stream.turns):
+            return gate.budget, False
         try:
             item = lines.get(timeout=min(0.25, deadline - now))
         except queue.Empty:
@@ -153,6 +210,8 @@ def until_end(
             return None, True
         if poll is not None:
             poll()
+        if catch_up is not None:
+            catch_up.looked()
         if item or poll is not None:
             if limits.tokens is not None and stream.total_tokens() > limits.tokens:
                 return "tokens", False

@@ -19,7 +19,10 @@ The cell's turn budget is enforced here, where every agent's requests pass (docs
 "Isolation"): a :class:`TurnGate` forwards the first N requests that are turns (the agent says
 which requests are) and holds the next one open, unanswered and never forwarded, until the
 forwarder closes; the harness is told at once and stops the agent. Held, not refused: an agent
-answered with an error would retry or report a provider failure.
+answered with an error would retry or report a provider failure. The token budget is held there
+too: before turn k+1 goes out, the gate asks the harness (``spent``) whether the first k turns
+spent it, and the harness answers once the agent's own record shows those k turns, so no agent
+is answered a turn past its token budget however fast its model is.
 """
 
 from __future__ import annotations
@@ -60,44 +63,68 @@ class BadRequest(Exception):
 
 
 class TurnGate:
-    """The turn budget at the forwarder: ``is_turn(method, path, body)`` says which requests are
-    model turns (the agent's own definition, so the count agrees with the turns its run records);
-    the first ``limit`` of them pass, the next is held and sets :attr:`over`. ``limit`` None only
-    counts. A turn the model did not answer (upstream unreachable, an error status) is given back."""
+    """The turn and token budgets at the forwarder: ``is_turn(method, path, body)`` says which
+    requests are model turns (the agent's own definition, so the count agrees with the turns its
+    run records); the first ``limit`` of them pass, the next is held and sets :attr:`over`.
+    ``limit`` None only counts. ``spent(k)``, when set, is asked before turn k+1 (k >= 1) goes
+    out whether the k answered turns spent the token budget: then that turn is held too. It may
+    wait (bounded) for the agent's record, on the request's own thread. :attr:`budget` says which
+    budget the held request is past. A turn the model did not answer (upstream unreachable, an
+    error status) is given back."""
 
-    def __init__(self, limit: int | None, is_turn: Callable[[str, str, bytes], bool]) -> None:
+    def __init__(
+        self,
+        limit: int | None,
+        is_turn: Callable[[str, str, bytes], bool],
+        spent: Callable[[int], bool] | None = None,
+    ) -> None:
         self.limit = limit
         self.is_turn = is_turn
+        self.spent = spent
         self.turns = 0
+        self.budget = "turns"  # which budget the held request is past: "turns" or "tokens"
         self.over = threading.Event()
         self.over_at = 0.0  # time.monotonic() when the budget was hit
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
 
     def take(self, method: str, path: str, body: bytes) -> bool | None:
-        """Whether the request is a turn (True), not one (False), or one past the budget (None)."""
+        """Whether the request is a turn (True), not one (False), or one past a budget (None)."""
         if not self.is_turn(method, path, body):
             return False
         with self._lock:
-            if self.limit is not None and self.turns >= self.limit:
-                first = not self.over.is_set()
-                if first:
-                    self.over_at = time.monotonic()
-                    self.over.set()
-                listeners = list(self._listeners) if first else []
-            else:
-                self.turns += 1
-                return True
+            past = self.over.is_set() or (self.limit is not None and self.turns >= self.limit)
+            if not past:
+                self.turns += 1  # taken now, so the turn limit holds for requests side by side
+            answered = self.turns - 1
+        if past:
+            self._hold("turns")
+            return None
+        # Outside the lock: the harness may wait for the agent's record of the answered turns.
+        if self.spent is not None and answered >= 1 and self.spent(answered):
+            self.give_back()
+            self._hold("tokens")
+            return None
+        return True
+
+    def _hold(self, budget: str) -> None:
+        """Hold this request: the first one held sets :attr:`over` and tells the listeners."""
+        with self._lock:
+            first = not self.over.is_set()
+            if first:
+                self.budget = budget
+                self.over_at = time.monotonic()
+                self.over.set()
+            listeners = list(self._listeners) if first else []
         for listener in listeners:
             listener()
-        return None
 
     def give_back(self) -> None:
         with self._lock:
             self.turns -= 1
 
     def when_over(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (from the forwarder's thread) when the budget is hit, or now if it was."""
+        """Call ``listener`` (from the forwarder's thread) when a budget is hit, or now if it was."""
         with self._lock:
             self._listeners.append(listener)
             hit = self.over.is_set()

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import queue
 import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
 
+from pytest_akmbench.agents import watching
 from pytest_akmbench.agents.base import Limits
-from pytest_akmbench.agents.watching import CATCH_UP_S, turn_gate, turns_held
+from pytest_akmbench.agents.watching import CATCH_UP_S, CatchUp, turn_gate, turns_held
 from pytest_akmbench.system.forwarder import Forwarder, TurnGate
 
 SECRET = "sk-test-0123456789abcdef"
@@ -243,3 +246,132 @@ def test_the_watch_stops_once_the_runs_record_caught_up_with_the_held_turn() -> 
     assert not turns_held(gate, 1) and turns_held(gate, 2)
     gate.over_at -= CATCH_UP_S
     assert turns_held(gate, 1)
+
+
+# ---------------------------------------------------------------- the token budget at the gate
+
+
+def test_a_turn_after_the_tokens_were_spent_is_held(upstream: str) -> None:
+    """Before turn k+1 the gate asks whether k turns spent the token budget: then it is held
+    (never forwarded) as a turn past the turn budget is, and the budget it is past says tokens."""
+    asked: list[int] = []
+
+    def spent(answered: int) -> bool:
+        asked.append(answered)
+        return answered >= 2
+
+    gate = TurnGate(None, a_turn, spent)
+    told = threading.Event()
+    gate.when_over(told.set)
+    with Forwarder(upstream, {}, turns=gate) as fwd:
+        for _ in range(2):
+            assert call(fwd.origin() + "/c/tok/v1/turn")[0] == 200
+        assert not gate.over.is_set()
+        thread, outcome = held(fwd.origin() + "/c/tok/v1/turn")
+        assert told.wait(5), "the harness was not told"
+        thread.join(timeout=1)
+        assert thread.is_alive() and outcome == []
+        assert call(fwd.origin() + "/c/tok/v1/title")[0] == 200  # no turn: still passes
+        later, _ = held(fwd.origin() + "/c/tok/v1/turn")  # once held, every later turn is
+        later.join(timeout=1)
+        assert later.is_alive()
+    thread.join(timeout=5)
+    assert [seen["path"] for seen in Upstream.seen] == ["/c/tok/v1/turn"] * 2 + ["/c/tok/v1/title"]
+    assert asked == [1, 2] and gate.budget == "tokens" and gate.turns == 2
+    assert turns_held(gate, 2) and turns_held(gate, 0)  # the record was waited for before holding
+
+
+class Record:
+    """An agent's record as a watch sees it: its turns and tokens so far."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.tokens = 0
+
+    def total_tokens(self) -> int:
+        return self.tokens
+
+
+def a_watch(catch_up: CatchUp, lines: queue.Queue[bool | None], look: Callable[[], None]) -> list[int]:
+    """A watch that takes a ``look`` at the record (a session log, say) on each wake only, as the
+    Codex watch polls; returns the looks, counted as they are taken."""
+    looks: list[int] = []
+
+    def run() -> None:
+        while not catch_up.ended:
+            try:
+                lines.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            looks.append(len(looks) + 1)
+            look()
+            catch_up.looked()
+
+    threading.Thread(target=run, daemon=True).start()
+    return looks
+
+
+def test_the_gate_holds_the_turn_after_the_one_that_spent_the_tokens_however_fast_the_model(upstream: str) -> None:
+    """Against an instant model turn k+1 is asked for before the record shows turn k (its only
+    look is the watch's, on a wake): the gate wakes the watch until it does, then judges. Turn k
+    spends 1010 + 10k tokens, so 4 turns spend 4140 > 4000: the 5th is held, never forwarded."""
+    lines: queue.Queue[bool | None] = queue.Queue()
+    record = Record()
+    catch_up = CatchUp(record, lines, 4000)  # type: ignore[arg-type]
+
+    def look() -> None:
+        record.turns = sum(1 for seen in Upstream.seen if seen["path"].endswith("/turn"))
+        record.tokens = sum(1010 + 10 * k for k in range(1, record.turns + 1))
+
+    looks = a_watch(catch_up, lines, look)
+    gate = TurnGate(None, a_turn, catch_up.spent)
+    try:
+        with Forwarder(upstream, {}, turns=gate) as fwd:
+            for _ in range(4):
+                assert call(fwd.origin() + "/c/tok/v1/turn")[0] == 200
+            thread, outcome = held(fwd.origin() + "/c/tok/v1/turn")
+            assert gate.over.wait(5) and gate.budget == "tokens"
+            thread.join(timeout=0.5)
+            assert thread.is_alive() and outcome == []
+    finally:
+        catch_up.end()
+    assert (record.turns, record.tokens, gate.turns) == (4, 4140, 4)
+    assert [seen["path"] for seen in Upstream.seen] == ["/c/tok/v1/turn"] * 4
+    assert len(looks) >= 4  # one look at least before each turn after the first
+
+
+def test_the_catch_up_wakes_the_watch_until_the_record_shows_the_turns() -> None:
+    """The record shows turn 4 only at the watch's 3rd look: the wait ends then, not later."""
+    lines: queue.Queue[bool | None] = queue.Queue()
+    record = Record()
+    record.turns, record.tokens = 3, 3105
+    catch_up = CatchUp(record, lines, 4000)  # type: ignore[arg-type]
+
+    def look() -> None:
+        if len(looks) == 3:
+            record.turns, record.tokens = 4, 4140
+
+    looks = a_watch(catch_up, lines, look)
+    started = time.monotonic()
+    try:
+        assert catch_up.spent(4)
+    finally:
+        catch_up.end()
+    assert len(looks) >= 3 and time.monotonic() - started < 1.0  # woken again and again, not slept
+    assert not CatchUp(record, lines, 5000).spent(4)  # caught up at once, under the budget
+
+
+def test_the_catch_up_is_bounded_and_ends_with_the_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record that never shows the turn: after CATCH_UP_S the tokens are judged as they are; a
+    watch that ended stops the wait at once."""
+    monkeypatch.setattr(watching, "CATCH_UP_S", 0.3)
+    lines: queue.Queue[bool | None] = queue.Queue()
+    record = Record()
+    record.turns, record.tokens = 3, 3105
+    started = time.monotonic()
+    assert not CatchUp(record, lines, 4000).spent(4)
+    assert 0.3 <= time.monotonic() - started < 2.0 and lines.qsize() >= 2  # the watch was woken to look
+    ended = CatchUp(record, lines, 3000)
+    ended.end()
+    started = time.monotonic()
+    assert ended.spent(4) and time.monotonic() - started < 0.2

@@ -185,9 +185,12 @@ def test_token_and_turn_budgets(tmp_path: Path, agent_for) -> None:  # type: ign
     """A model that never stops calling tools: the token budget stops it after the request that
     crossed it (1000 + 1010 + 1020 + 1030 > 4000), Claude Code's own --max-turns at the turn budget."""
     procs = ProcessTracker(f"e2e-claude-{uuid.uuid4().hex[:8]}")
-    result = run(agent_for("loop"), cell(tmp_path / "tokens", "true\n", procs, wall_s=120, tokens=4000))
+    request = cell(tmp_path / "tokens", "true\n", procs, wall_s=120, tokens=4000)
+    result = run(agent_for("loop"), request)
     assert result.budget == "tokens" and result.budget_tag == "confused", result
     assert result.turns == 4 and result.tokens is not None and result.tokens["input"] == 4060
+    # The forwarder held the 5th request once the stream showed the 4th message's tokens.
+    assert agent_for("loop").scripted_totals[str(request.run_dir)]["requests"] == 4
     procs = ProcessTracker(f"e2e-claude-{uuid.uuid4().hex[:8]}")
     request = cell(tmp_path / "turns", "true\n", procs, wall_s=120, turns=3)
     result = run(agent_for("loop"), request)

@@ -137,6 +137,8 @@ def test_loop_hits_the_token_then_the_turn_budget(tmp_path, procs, agent_for):
     result = agent.run(request)
     assert result.budget == "tokens" and result.budget_tag == "confused", result
     assert result.turns == 4 and result.tokens == expected_tokens(4)  # 4140 > 4000 after the 4th
+    # The forwarder held the 5th request once the session log showed the 4th turn's tokens.
+    assert agent.scripted_totals[str(request.run_dir)]["requests"] == 4
     request = make_request(tmp_path / "turns", task, "noakm", procs, wall_s=120, turns=3)
     result = agent.run(request)
     assert result.budget == "turns" and result.turns == 3 and result.tokens == expected_tokens(3), result

@@ -259,7 +259,7 @@ def test_loop_hits_token_budget_promptly_as_confused(tmp_path, procs, agent_for)
     assert result.turns == 4
     assert result.tokens == expected_tokens(4)
     served = agent.scripted_totals[str(request.run_dir)]
-    assert served["requests"] in (4, 5)  # a 5th call may be in flight when the budget fires
+    assert served["requests"] == 4  # the forwarder held the 5th once the 4th step's tokens showed
 
 
 def test_loop_hits_turn_budget(tmp_path, procs, agent_for):
