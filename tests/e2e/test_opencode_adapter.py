@@ -356,5 +356,4 @@ def test_the_forwarder_counts_the_turns_the_run_records(tmp_path, procs, agent_f
     agent = agent_for("oracle")
     result = agent.run(request)
     assert result.error is None and result.budget is None and result.turns == 5, result
-    assert seen.gate.turns == result.turns == agent.scripted_totals[str(request.run_dir)]["requests"]
-    assert not seen.gate.over.is_set()
+    seen.counted(result.turns, agent.scripted_totals[str(request.run_dir)]["requests"])

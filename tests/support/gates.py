@@ -22,6 +22,12 @@ class Seen:
         assert len(self.gates) == 1, self.gates
         return self.gates[0]
 
+    def counted(self, turns: int, served: int) -> None:
+        """The one gate counted the turns the run recorded, as many as the model served, and held
+        none; ``requests`` says which of the requests it judged were turns."""
+        assert self.gate.turns == turns == served, (self.gate.turns, turns, served)
+        assert not self.gate.over.is_set()
+
 
 def capture(monkeypatch: pytest.MonkeyPatch, adapter: ModuleType) -> Seen:
     """Spy on the ``turn_gate`` an agent's ``adapter`` module calls for each cell."""
