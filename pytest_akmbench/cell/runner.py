@@ -79,7 +79,10 @@ def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | N
         else:
             env["AKM_STASH_DIR"] = str(stash)
     warnings: list[str] = []
-    entries = [e for e in env.get("PATH", os.defpath).split(os.pathsep) if e]
+    # Absolute entries only: a relative one (".", "bin") would be looked up from whatever directory
+    # a process of the cell runs in (the workspace, the run dir), so the agent could plant there
+    # what akm or the verifier then runs (cell/verifiers.verifier_env checks it again).
+    entries = [e for e in env.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(e)]
     if cell.arm != "akm":
         entries = hide_akm(entries, bin_dir, run_dir, cell.arm, warnings)
         # Always shadowed, whatever PATH holds: the control arm finds no akm at all.

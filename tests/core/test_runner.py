@@ -181,6 +181,19 @@ class TestIsolation:
         assert sample["final_text_tail"] == "akm exit 127"
         assert sample["warnings"] == [f"PATH entry {tools} holds an akm executable; dropped for the noakm arm"]
 
+    @pytest.mark.parametrize("arm", ["noakm", "akm"])
+    def test_the_cells_path_has_no_relative_entry(
+        self, tmp_path: Path, corpus: dict[str, Task], monkeypatch: pytest.MonkeyPatch, arm: str
+    ) -> None:
+        """A relative PATH entry of the user's would be looked up from a cell's working directory,
+        where the agent writes: the cell's PATH keeps only absolute entries."""
+        monkeypatch.setenv("PATH", f".{os.pathsep}bin{os.pathsep}{os.pathsep}{os.environ['PATH']}")
+        spy = EnvSpy()
+        run_cell(Cell(corpus["alpha/script-task"], arm, 1), context(tmp_path, spy), tracker())
+        assert spy.request is not None
+        entries = spy.request.env["PATH"].split(os.pathsep)
+        assert entries and all(os.path.isabs(e) for e in entries), entries
+
     def test_akm_arm_gets_a_private_stash_with_overlay(self, tmp_path: Path, corpus: dict[str, Task]) -> None:
         """The akm arm's stash is a copy (plus overlay) inside the run dir, in AKM_STASH_DIR."""
         spy = EnvSpy()
