@@ -6,8 +6,11 @@
 
 1. per-cell wall of N ``nop`` cells with ``script`` verifiers run serially through pytest, from
    the stored samples (``timing_ms.total``) and from (wall - pytest start-up) / N, against a floor
-   of mkdtemp + copytree(workspace) + ``bash verify.sh`` + rmtree done in this process.
-   Target <= 1.3x the floor.
+   of mkdtemp + copytree(workspace) + ``bash verify.sh`` + rmtree done in this process, and
+   against a guarded floor: that work plus the least work of each guarantee a cell keeps (its
+   claim, HOME and akm stub, the verifier's private copy, HOME and PATH, its process group
+   killed, the fsync'd sample), also in this process. Target <= 1.3x the guarded floor; the
+   guarded floor's own ratio to the floor says how far below it any harness keeping them can go.
 2. one ``pytest``-verifier cell (its ``timing_ms.verify`` and ``timing_ms.total``) against a bare
    ``python -m pytest -q -p no:cacheprovider <tests>`` with plugin autoload off, cwd = a
    workspace copy. Target <= 1.1x.
@@ -26,10 +29,12 @@ interleaved with its floor, medians are printed with /proc/loadavg. Prints; asse
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -152,6 +157,63 @@ def floor_cell(workspace: Path, verify_sh: Path, tmp_root: Path) -> float:
     return time.perf_counter() - t0
 
 
+def guarded_floor_cell(task_dir: Path, tmp_root: Path, store: Path) -> float:
+    """The floor's work plus the least work of each guarantee a cell keeps (benchmarks/README.md,
+    "Per item, fourth pass"), done in this process the plain way:
+
+    - a claim against another bench on the store: a lock file created, flock'd, unlinked;
+    - the run dir: the workspace copy, and a HOME, tmp and bin of its own with the akm stub;
+    - the verifier's scratch, made after the agent: the task copied without ``workspace/`` and
+      ``solution/``, the agent's workspace linked in its place, a HOME of its own;
+    - the verifier's PATH: each entry resolved, none inside the run dir;
+    - ``bash verify.sh`` in a session of its own, and its group killed after it;
+    - the sample appended and fsync'd before the next cell; both directories deleted.
+    """
+    t0 = time.perf_counter()
+    claims = store / "claims"
+    claims.mkdir(exist_ok=True)
+    claim = os.open(claims / "trial.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(claim, fcntl.LOCK_EX)
+    run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=tmp_root))
+    shutil.copytree(task_dir / "workspace", run_dir / "workspace")
+    for name in ("home", "tmp", "bin"):
+        (run_dir / name).mkdir()
+    with open(run_dir / "bin" / "akm", "w") as fh:
+        fh.write("#!/bin/sh\nexit 127\n")
+        os.fchmod(fh.fileno(), 0o755)
+    scratch = Path(tempfile.mkdtemp(prefix="verify-", dir=tmp_root))
+    copy = scratch / "task"
+    shutil.copytree(task_dir, copy, ignore=shutil.ignore_patterns("workspace", "solution"))
+    (copy / "workspace").symlink_to(run_dir / "workspace")
+    (scratch / "home").mkdir()
+    root = os.path.realpath(run_dir) + "/"
+    path = [e for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if e.startswith("/")]
+    path = [e for e in path if not os.path.realpath(e).startswith(root)]
+    env = {"PATH": os.pathsep.join(path), "HOME": str(scratch / "home"), "TMPDIR": str(scratch / "home")}
+    proc = subprocess.Popen(
+        ["bash", str(copy / "verify.sh")],
+        cwd=run_dir / "workspace",
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    proc.wait()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    with open(store / "samples.jsonl", "a") as fh:
+        fh.write(json.dumps({"task_id": "d/t0000", "outcome": "pass", "code": proc.returncode}) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.unlink(claims / "trial.lock")
+    os.close(claim)
+    shutil.rmtree(run_dir)
+    shutil.rmtree(scratch)
+    return time.perf_counter() - t0
+
+
 PYTEST_FLOOR = """
 import shutil, subprocess, tempfile
 from pathlib import Path
@@ -196,20 +258,29 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
         f"\n== 1. {n} nop cells, script verifier, serial ({n_tasks} tasks x 1 arm x {seeds} seeds), {repeats} repeats"
     )
     proj = make_project(tmp / "p1", n_tasks)
+    # Twice the tasks: the difference of the two runs' walls is what N more cells cost, without
+    # what a run pays once whatever its size (start-up, the report, pytest's summary).
+    proj2 = make_project(tmp / "p1x2", 2 * n_tasks)
     task_dir = proj / "corpus" / "tasks" / "d" / "t0000"
     floor_tmp = tmp / "floor"
     floor_tmp.mkdir()
+    guarded_store = tmp / "guarded-store"
+    guarded_store.mkdir()
     floors: list[float] = []
+    guarded: list[float] = []
     pytest_floors: list[float] = []
     startups: list[float] = []
     walls: list[float] = []
     per_wall: list[float] = []
+    marginal: list[float] = []
     totals: list[float] = []
     parts: dict[str, list[float]] = {"setup": [], "agent": [], "verify": []}
     loads = []
     for r in range(repeats):
         loads.append(loadavg())
-        floors.extend(floor_cell(task_dir / "workspace", task_dir / "verify.sh", floor_tmp) for _ in range(n))
+        for _ in range(n):  # interleaved: the two floors see the same moments of the machine
+            floors.append(floor_cell(task_dir / "workspace", task_dir / "verify.sh", floor_tmp))
+            guarded.append(guarded_floor_cell(task_dir, floor_tmp, guarded_store))
         pytest_floors.append(pytest_floor(tmp, task_dir, n))
         t_co, proc = timed_run(bench_argv(tmp, f"1co{r}", agent="nop", seeds=seeds, arms="noakm", extra=["--co"]), proj)
         check(proc, "pytest --co")
@@ -218,6 +289,9 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
         check(proc, "pytest run of nop cells")
         walls.append(wall)
         per_wall.append((wall - t_co) / n)
+        wall2, proc = timed_run(bench_argv(tmp, f"1run2x{r}", agent="nop", seeds=seeds, arms="noakm"), proj2)
+        check(proc, "pytest run of twice the nop cells")
+        marginal.append((wall2 - wall) / n)
         samples = read_samples(tmp / f"store-1run{r}")
         if len(samples) != n:
             raise SystemExit(f"expected {n} samples, found {len(samples)}")
@@ -240,6 +314,18 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
         f" verify {ms(med(parts['verify']))} (medians)"
     )
     print(f"   per cell from (wall - start-up) / {n}: median {ms(med(per_wall))} -> {verdict(med(per_wall) / f, 1.3)}")
+    g = med(guarded)
+    print(
+        f"   guarded floor (the floor plus the least work of each guarantee a cell keeps, in-process):"
+        f" median {ms(g)} = {g / f:.2f}x the floor"
+        + (": no harness that keeps them can reach 1.3x the floor" if g / f > 1.3 else "")
+    )
+    print(f"   per cell from (wall - start-up) / {n} against the guarded floor: {verdict(med(per_wall) / g, 1.3)}")
+    m = med(marginal)
+    print(
+        f"   per cell at the margin, (wall of {2 * n} cells - wall of {n}) / {n}: median {ms(m)};"
+        f" against the floor {m / f:.2f}x, against the guarded floor {verdict(m / g, 1.3)}"
+    )
     pf = med(pytest_floors)
     print(
         f"   for reference, the floor's work as {n} items of a plain pytest file, (wall - --co) / {n}: median {ms(pf)}"

@@ -108,6 +108,7 @@ def _run_tests(
     # installed beside the bench (the reference paid about 2 s per cell for those).
     run_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     with verifier_box(sandbox, copy, workspace, writable, procs) as (_, out):
+        assert out is not None  # verifier_box makes one unless told not to
         results = out / "results.json"
         argv = [
             sys.executable,

@@ -56,9 +56,12 @@ def _now() -> str:
 def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | None, list[str]]:
     """Create the run dir; returns (run dir, agent environment, private stash or None, warnings)."""
     base = ctx.tmp_root / ctx.run_id
-    base.mkdir(parents=True, exist_ok=True)
     # Neither the task nor the arm in the name: "noakm" would tell the control arm about akm.
-    run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
+    try:
+        run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
+    except FileNotFoundError:  # the run's first cell here
+        base.mkdir(parents=True, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
     copy_workspace(cell.task, run_dir / "workspace")
     home = run_dir / "home"
     home.mkdir()  # XDG dirs are left to whoever needs them (an agent may create its own)

@@ -45,8 +45,11 @@ def run(procs: ProcessTracker, argv: list[str], cwd: Path, env: Mapping[str, str
 
 def fresh(scratch: Path, prefix: str) -> Path:
     """A new directory in ``scratch`` (several verifier runs may share one scratch)."""
-    scratch.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+    except FileNotFoundError:  # the scratch's first directory: made only then (one call a cell)
+        scratch.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
 
 
 @contextmanager
@@ -56,11 +59,14 @@ def verifier_box(
     workspace: Path,
     writable: Sequence[Path],
     procs: ProcessTracker,
-) -> Iterator[tuple[Sandbox, Path]]:
+    *,
+    output: bool = True,
+) -> Iterator[tuple[Sandbox, Path | None]]:
     """While active, ``procs`` starts everything in the verifier's sandbox: ``workspace`` (also
-    at ``copy/workspace``), ``writable`` and a fresh output directory (given) read-write, the
-    task's copy and the bench's Python read-only, no network."""
-    out = fresh(copy.parent, "out-")
+    at ``copy/workspace``), ``writable`` and, with ``output``, a fresh output directory (given)
+    read-write, the task's copy and the bench's Python read-only, no network."""
+    out = fresh(copy.parent, "out-") if output else None
+    outs = [] if out is None else [out]
     if mode == "none":  # no mount: the task's layout is made with a link instead
         place = copy / "workspace"
         if place.is_symlink() or place.is_file():
@@ -70,12 +76,12 @@ def verifier_box(
         place.symlink_to(workspace)
     box = for_verifier(
         mode,
-        rw=[workspace, *writable, out],
+        rw=[workspace, *writable, *outs],
         ro=[copy],
         mounts=[(workspace, copy / "workspace", True)],
         # The sandbox's uid (when the bench runs as root) must write them: an agent that wrote its
         # files from the harness's own process left them root's.
-        owned=[workspace, *writable, out],
+        owned=[workspace, *writable, *outs],
     )
     with box.applied(procs):
         yield box, out

@@ -71,7 +71,7 @@ def verify(
         return verify_pytest(
             task, copy, workspace, sandbox=sandbox, writable=writable, env=env, procs=procs, timeout_s=timeout_s
         )
-    with verifier_box(sandbox, copy, workspace, writable, procs) as (box, _):
+    with verifier_box(sandbox, copy, workspace, writable, procs, output=False) as (box, _):
         return _script(copy, workspace, env, procs, timeout_s, box)
 
 
@@ -165,11 +165,26 @@ def _script(
     copy: Path, workspace: Path, env: Mapping[str, str], procs: ProcessTracker, timeout_s: float, box: Sandbox
 ) -> Verdict:
     # bash from the verifier's PATH, which the harness built: nothing of the run dir is on it.
-    bash = shutil.which("bash", path=env.get("PATH"))
+    bash = _which_bash(env.get("PATH"))
     if bash is None:
         return Verdict(False, None, "", error="bash not found on PATH; install bash to run script verifiers")
     box.expose_tools(bash)
     return run(procs, [bash, str(copy / "verify.sh")], workspace, env, timeout_s)
+
+
+# The verifier's PATH is the same string cell after cell: bash is looked up once for it, and
+# asked again only if that file is no longer executable (benchmarks/README.md, "Per item, fourth
+# pass"). Every entry is outside the run dir (verifier_env), so no cell can change the answer.
+_BASH: dict[str | None, str] = {}
+
+
+def _which_bash(path: str | None) -> str | None:
+    found = _BASH.get(path)
+    if found is None or not os.access(found, os.X_OK):
+        found = shutil.which("bash", path=path)
+        if found is not None:
+            _BASH[path] = found
+    return found
 
 
 def _home_env(home: Path) -> dict[str, str]:
@@ -197,7 +212,35 @@ def verifier_env(base: Mapping[str, str], run_dir: Path | None = None) -> dict[s
         kept = [
             e
             for e in env["PATH"].split(os.pathsep)
-            if e.startswith("/") and (real := os.path.realpath(e)) != root and not real.startswith(inside)
+            if e.startswith("/") and (real := _real(e)) != root and not real.startswith(inside)
         ]
         env["PATH"] = os.pathsep.join(kept)
     return env
+
+
+# entry -> (its real path, the (device, inode) that path named when resolved)
+_REAL: dict[str, tuple[str, tuple[int, int]]] = {}
+
+
+def _real(entry: str) -> str:
+    """``os.path.realpath(entry)`` without walking every component each cell: the answer is
+    kept while the entry and its kept real path still name the same directory (a directory has
+    one path), so a link moved or a directory renamed since is resolved anew. An entry that does
+    not exist is resolved every time."""
+    ident = _ident(entry)
+    if ident is None:
+        return os.path.realpath(entry)
+    known = _REAL.get(entry)
+    if known is not None and known[1] == ident and _ident(known[0]) == ident:
+        return known[0]
+    real = os.path.realpath(entry)
+    _REAL[entry] = (real, ident)
+    return real
+
+
+def _ident(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

@@ -20,6 +20,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from .jsonl import open_making_parent
+
 CLAIMS_DIR = "claims"
 
 
@@ -34,10 +36,9 @@ class Claim:
 
     def acquire(self) -> str | None:
         """Take the claim. Returns who held it if this had to wait for them, else None."""
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         waited_for: str | None = None
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = open_making_parent(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
             try:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -28,15 +28,14 @@ def append_line(path: Path, payload: bytes, *, lock: Path | None = None, fsync: 
     The lock is ``lock`` when given (the samples file's readers take it shared for a snapshot),
     else the file itself.
     """
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600) if lock is not None else -1
+    lock_fd = open_making_parent(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC) if lock is not None else -1
     fd = -1
     try:
         if lock_fd >= 0:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
         # O_RDWR, not O_WRONLY: the torn-line check preads the last byte; O_APPEND still
         # sends every write to the end of the file.
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = open_making_parent(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC)
         held = lock_fd if lock_fd >= 0 else fd
         if lock_fd < 0:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -58,6 +57,16 @@ def append_line(path: Path, payload: bytes, *, lock: Path | None = None, fsync: 
             os.close(fd)
         if lock_fd >= 0:
             os.close(lock_fd)  # also releases the lock after an error
+
+
+def open_making_parent(path: Path, flags: int) -> int:
+    """``os.open(path, flags, 0o600)``, making its directory (0700) only when it is missing:
+    a store's files are opened once or twice a cell, their directory made once a run."""
+    try:
+        return os.open(path, flags, 0o600)
+    except (FileNotFoundError, NotADirectoryError):  # a file in the way: mkdir says so, as before
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return os.open(path, flags, 0o600)
 
 
 def _sync_dir(directory: Path) -> None:

@@ -329,11 +329,15 @@ class SampleStore:
             raise StoreError(f"{self.path}: transcript path {rel!r} must be relative to {self.directory} without '..'")
         path = self.directory.joinpath(*parts)
         if mkdir:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
             try:
-                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                for parent in list(reversed(path.relative_to(self.directory).parents))[1:]:
-                    (self.directory / parent).mkdir(mode=0o700, exist_ok=True)
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+                try:
+                    os.close(os.open(path, flags, 0o600))
+                except (FileNotFoundError, NotADirectoryError):  # its directories first (a file in the way says so)
+                    self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    for parent in list(reversed(path.relative_to(self.directory).parents))[1:]:
+                        (self.directory / parent).mkdir(mode=0o700, exist_ok=True)
+                    os.close(os.open(path, flags, 0o600))
             except OSError as exc:
                 raise StoreError(f"{path.parent}: cannot create transcript ({exc.strerror or exc})") from exc
         return path

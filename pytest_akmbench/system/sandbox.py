@@ -179,6 +179,8 @@ class Sandbox:
 
     def expose_tools(self, *executables: Path | str) -> None:
         """Let the cell run these executables (see :func:`tool_paths`)."""
+        if self.mode == "none":  # nothing is mounted, so nothing reads the list (as for_cell)
+            return
         for exe in executables:
             self.expose(*tool_paths(Path(exe)))
 

@@ -4,6 +4,7 @@ file's guarantees (lock, torn line terminated, fsync), every report file appears
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -75,3 +76,26 @@ def test_the_atomic_writer_syncs_and_makes_the_file_readable_by_all(tmp_path: Pa
     atomic.write_text(target, "# hi\n")
     assert target.read_text() == "# hi\n" and stat.S_IMODE(target.stat().st_mode) == 0o644
     assert len(synced) == 1 and synced[0].startswith(str(tmp_path / ".summary.md."))
+
+
+def test_a_store_emptied_while_a_run_writes_is_made_again(tmp_path: Path) -> None:
+    """A store's directories are made when first missing, not asked for before every write: one
+    removed while a run goes on (a user clearing it) is made again, private, at the next record,
+    claim or transcript."""
+    from pytest_akmbench.store.claims import Claim
+
+    store = SampleStore(tmp_path / "store")
+    store.append({"n": 1})
+    claim = Claim(store.directory, "trial", owner="run a")
+    claim.acquire()
+    claim.release()
+    store.transcript_path("transcripts/r/a.jsonl", mkdir=True)
+    for gone in (store.directory / "claims", store.directory / "transcripts", store.directory):
+        shutil.rmtree(gone)
+        store.append({"n": 2})
+        claim.acquire()
+        claim.release()
+        assert store.transcript_path("transcripts/r/b.jsonl", mkdir=True).is_file()
+    assert [json.loads(line) for line in store.path.read_text().splitlines()] == [{"n": 2}]
+    for d in (store.directory, store.directory / "claims", store.directory / "transcripts" / "r"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, d

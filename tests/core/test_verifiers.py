@@ -373,6 +373,45 @@ class TestWhatTheAgentLeftBehind:
         env = {"PATH": ".:bin:/usr/bin::./x:/bin:../up"}
         assert verifier_env(env, tmp_path / "cell") == {"PATH": "/usr/bin:/bin"}
 
+    def test_a_path_link_moved_into_the_run_dir_between_cells_is_dropped(self, tmp_path: Path) -> None:
+        """An entry's resolution is kept from cell to cell; a link moved since (into the next
+        cell's run dir) or a directory renamed there is seen as a fresh resolution would."""
+        tools, first, second = tmp_path / "tools", tmp_path / "cell-1", tmp_path / "cell-2"
+        for d in (tools, first / "bin", second / "bin"):
+            d.mkdir(parents=True)
+        link = tmp_path / "link"
+        link.symlink_to(tools)
+        env = {"PATH": f"{link}:/usr/bin"}
+        assert verifier_env(env, first) == env
+        link.unlink()
+        link.symlink_to(second / "bin")  # the same entry now leads into the next cell's run dir
+        assert verifier_env(env, second) == {"PATH": "/usr/bin"}
+        link.unlink()
+        link.symlink_to(tools)
+        assert verifier_env(env, second) == env
+        tools.rename(second / "tools")  # the directory itself moved: the link now dangles
+        link.unlink()
+        link.symlink_to(second / "tools")  # and points at it in its new place, the same inode
+        assert verifier_env(env, second) == {"PATH": "/usr/bin"}
+
+    def test_bash_is_looked_up_again_when_the_one_found_is_gone(self, case: Case, tmp_path: Path) -> None:
+        """The verifier's bash is found once for a PATH; if that file is removed, the next
+        verifier finds the next bash on the PATH rather than failing to start."""
+        first, second = tmp_path / "first", tmp_path / "second"
+        real = shutil.which("bash")
+        assert real is not None
+        for d in (first, second):
+            d.mkdir()
+            (d / "bash").write_text(f'#!{real}\necho "bash of {d.name}" >&2\nexec {real} "$@"\n')
+            (d / "bash").chmod(0o755)
+        task = case.task("a/twobash", verify="echo checked\n")
+        env = {"PATH": f"{first}:{second}:{os.environ['PATH']}"}
+        verdict = case.verify(task, env=env)
+        assert verdict.passed and "bash of first" in verdict.output, verdict.output
+        (first / "bash").unlink()
+        verdict = case.verify(task, env=env)
+        assert verdict.passed and "bash of second" in verdict.output, verdict.output
+
 
 class TestInItsSandbox:
     """With bubblewrap the verifier runs in a sandbox of its own (issue 28): nothing of the host
