@@ -69,11 +69,14 @@ def verifier_box(
     outs = [] if out is None else [out]
     if mode == "none":  # no mount: the task's layout is made with a link instead
         place = copy / "workspace"
-        if place.is_symlink() or place.is_file():
-            place.unlink()
-        elif place.is_dir():
-            place.rmdir()
-        place.symlink_to(workspace)
+        try:
+            place.symlink_to(workspace)
+        except FileExistsError:  # a mount point made for a sandbox, or a file of that name
+            if place.is_symlink() or place.is_file():
+                place.unlink()
+            else:
+                place.rmdir()
+            place.symlink_to(workspace)
     box = for_verifier(
         mode,
         rw=[workspace, *writable, *outs],

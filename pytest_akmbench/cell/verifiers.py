@@ -61,7 +61,7 @@ def verify(
         # link's target) or removed it: nothing of its work is there to check.
         why = f"the workspace was replaced by a link or removed: {workspace}"
         return Verdict(False, None, why, tamper=why if workspace.is_symlink() else None)
-    copy = _copy_task(task, fresh(scratch, "task-"))
+    copy = _copy_task(task, fresh(scratch, "task-"), mount_point=sandbox != "none")
     # A HOME of its own, not the agent's: nothing the agent left there (a user-site .pth, a
     # tool's config) may reach a program the verifier runs.
     home = fresh(scratch, "home-")
@@ -88,22 +88,27 @@ def _missing(task: Task) -> str | None:
     return None
 
 
-def _copy_task(task: Task, copy: Path) -> Path:
+def _copy_task(task: Task, copy: Path, *, mount_point: bool) -> Path:
     """The task's own files a verifier may use, without what would solve it: no ``solution/``,
-    no stash overlay, no starting workspace (the agent's takes its place). Links are followed,
-    as shutil.copytree does; each file keeps its mode and times, readable by all (the
-    sandbox's unprivileged uid reads it), each directory 0755."""
+    no stash overlay, no starting workspace (the agent's takes its place: at a ``mount_point``
+    made here, else at a link verdict.verifier_box makes). Links are followed, as
+    shutil.copytree does; each file keeps its mode and times, readable by all (the sandbox's
+    unprivileged uid reads it), each directory 0755."""
     overlay = os.path.realpath(task.task_dir / task.stash_overlay) if task.stash_overlay else None
     _copy_dir(str(task.task_dir), str(copy), {"solution", "workspace"}, overlay)
-    os.mkdir(copy / "workspace")  # the mount point of the agent's workspace
-    os.chmod(copy / "workspace", 0o755)
+    if mount_point:
+        os.mkdir(copy / "workspace")
+        os.chmod(copy / "workspace", 0o755)
     return copy
 
 
 def _copy_dir(source: str, target: str, skipped: set[str], overlay: str | None) -> None:
     # One scandir per directory and a chmod as each entry is made: the verifier's copy is made
     # once per cell (benchmarks/README.md, "Where an item's time goes").
-    os.makedirs(target, exist_ok=True)
+    try:
+        os.mkdir(target)
+    except FileExistsError:  # the copy's root, made by verdict.fresh
+        pass
     os.chmod(target, 0o755)
     with os.scandir(source) as entries:
         for entry in entries:
