@@ -157,6 +157,19 @@ def floor_cell(workspace: Path, verify_sh: Path, tmp_root: Path) -> float:
     return time.perf_counter() - t0
 
 
+PATH_REALS = [
+    (e, os.path.realpath(e)) for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if e.startswith("/")
+]
+
+
+def _same_dir(a: str, b: str) -> bool:
+    try:
+        x, y = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
+
+
 def guarded_floor_cell(task_dir: Path, tmp_root: Path, store: Path) -> float:
     """The floor's work plus the least work of each guarantee a cell keeps (benchmarks/README.md,
     "Per item, fourth pass"), done in this process the plain way:
@@ -186,9 +199,10 @@ def guarded_floor_cell(task_dir: Path, tmp_root: Path, store: Path) -> float:
     shutil.copytree(task_dir, copy, ignore=shutil.ignore_patterns("workspace", "solution"))
     (copy / "workspace").symlink_to(run_dir / "workspace")
     (scratch / "home").mkdir()
+    # Each entry's real path as resolved before the first cell, checked with two stats: the least
+    # work that still sees an entry moved since (cell/verifiers._real does the same).
     root = os.path.realpath(run_dir) + "/"
-    path = [e for e in os.environ.get("PATH", os.defpath).split(os.pathsep) if e.startswith("/")]
-    path = [e for e in path if not os.path.realpath(e).startswith(root)]
+    path = [e for e, real in PATH_REALS if _same_dir(e, real) and not real.startswith(root)]
     env = {"PATH": os.pathsep.join(path), "HOME": str(scratch / "home"), "TMPDIR": str(scratch / "home")}
     proc = subprocess.Popen(
         ["bash", str(copy / "verify.sh")],
