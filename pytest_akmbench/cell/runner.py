@@ -43,6 +43,7 @@ from .rundir import (
     write_akm_stub,
 )
 from .trajectory import analyse_cell
+from .verdict import fresh
 from .verifiers import Verdict, verifier_env, verify
 from .workflow import check_cell
 
@@ -55,13 +56,8 @@ def _now() -> str:
 
 def prepare(cell: Cell, ctx: RunContext) -> tuple[Path, dict[str, str], Path | None, list[str]]:
     """Create the run dir; returns (run dir, agent environment, private stash or None, warnings)."""
-    base = ctx.tmp_root / ctx.run_id
     # Neither the task nor the arm in the name: "noakm" would tell the control arm about akm.
-    try:
-        run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
-    except FileNotFoundError:  # the run's first cell here
-        base.mkdir(parents=True, exist_ok=True)
-        run_dir = Path(tempfile.mkdtemp(prefix="cell-", dir=base))
+    run_dir = fresh(ctx.tmp_root / ctx.run_id, "cell-")
     copy_workspace(cell.task, run_dir / "workspace")
     home = run_dir / "home"
     home.mkdir()  # XDG dirs are left to whoever needs them (an agent may create its own)

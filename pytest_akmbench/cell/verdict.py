@@ -44,10 +44,11 @@ def run(procs: ProcessTracker, argv: list[str], cwd: Path, env: Mapping[str, str
 
 
 def fresh(scratch: Path, prefix: str) -> Path:
-    """A new directory in ``scratch`` (several verifier runs may share one scratch)."""
+    """A new private directory in ``scratch`` (a run's cells share one; several verifier runs
+    may share one scratch), ``scratch`` made only when missing: its first directory, not each."""
     try:
         return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
-    except FileNotFoundError:  # the scratch's first directory: made only then (one call a cell)
+    except FileNotFoundError:
         scratch.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
 
@@ -67,16 +68,18 @@ def verifier_box(
     read-write, the task's copy and the bench's Python read-only, no network."""
     out = fresh(copy.parent, "out-") if output else None
     outs = [] if out is None else [out]
-    if mode == "none":  # no mount: the task's layout is made with a link instead
-        place = copy / "workspace"
+    # The task's layout: the workspace at copy/workspace, which the copy leaves free until a first
+    # run over it (the pytest verifier runs its tests again over a pristine workspace).
+    place = copy / "workspace"
+    if mode == "none":  # no mount: a link makes it
         try:
             place.symlink_to(workspace)
-        except FileExistsError:  # a mount point made for a sandbox, or a file of that name
-            if place.is_symlink() or place.is_file():
-                place.unlink()
-            else:
-                place.rmdir()
+        except FileExistsError:  # the first run's link
+            place.unlink()
             place.symlink_to(workspace)
+    else:  # the mount point
+        place.mkdir(exist_ok=True)
+        place.chmod(0o755)
     box = for_verifier(
         mode,
         rw=[workspace, *writable, *outs],

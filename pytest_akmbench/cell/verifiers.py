@@ -61,7 +61,7 @@ def verify(
         # link's target) or removed it: nothing of its work is there to check.
         why = f"the workspace was replaced by a link or removed: {workspace}"
         return Verdict(False, None, why, tamper=why if workspace.is_symlink() else None)
-    copy = _copy_task(task, fresh(scratch, "task-"), mount_point=sandbox != "none")
+    copy = _copy_task(task, fresh(scratch, "task-"))
     # A HOME of its own, not the agent's: nothing the agent left there (a user-site .pth, a
     # tool's config) may reach a program the verifier runs.
     home = fresh(scratch, "home-")
@@ -88,17 +88,14 @@ def _missing(task: Task) -> str | None:
     return None
 
 
-def _copy_task(task: Task, copy: Path, *, mount_point: bool) -> Path:
+def _copy_task(task: Task, copy: Path) -> Path:
     """The task's own files a verifier may use, without what would solve it: no ``solution/``,
-    no stash overlay, no starting workspace (the agent's takes its place: at a ``mount_point``
-    made here, else at a link verdict.verifier_box makes). Links are followed, as
-    shutil.copytree does; each file keeps its mode and times, readable by all (the sandbox's
-    unprivileged uid reads it), each directory 0755."""
+    no stash overlay, no starting workspace (the agent's takes its place, at the mount point or
+    link verdict.verifier_box makes). Links are followed, as shutil.copytree does; each file
+    keeps its mode and times, readable by all (the sandbox's unprivileged uid reads it), each
+    directory 0755."""
     overlay = os.path.realpath(task.task_dir / task.stash_overlay) if task.stash_overlay else None
     _copy_dir(str(task.task_dir), str(copy), {"solution", "workspace"}, overlay)
-    if mount_point:
-        os.mkdir(copy / "workspace")
-        os.chmod(copy / "workspace", 0o755)
     return copy
 
 
