@@ -179,7 +179,7 @@ def guarded_floor_cell(task_dir: Path, tmp_root: Path, store: Path) -> float:
     - the run dir: the workspace copy, and a HOME, tmp and bin of its own with the akm stub;
     - the verifier's scratch, made after the agent: the task copied without ``workspace/`` and
       ``solution/``, the agent's workspace linked in its place, a HOME of its own;
-    - the verifier's PATH: each entry resolved, none inside the run dir;
+    - the verifier's PATH: no entry inside the run dir, each checked against a resolution made once;
     - ``bash verify.sh`` in a session of its own, and its group killed after it;
     - the sample appended and fsync'd before the next cell; both directories deleted.
     """
@@ -213,7 +213,8 @@ def guarded_floor_cell(task_dir: Path, tmp_root: Path, store: Path) -> float:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    proc.wait()
+    if proc.wait() != 0:  # a check that failed early would make the floor look cheap
+        raise SystemExit(f"the guarded floor's verify.sh exited {proc.returncode}")
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -307,6 +308,8 @@ def section_cells(tmp: Path, n_cells: int, seeds: int, repeats: int) -> None:
         wall2, proc = timed_run(bench_argv(tmp, f"1run2x{r}", agent="nop", seeds=seeds, arms="noakm"), proj2)
         check(proc, "pytest run of twice the nop cells")
         marginal.append((wall2 - wall) / n)
+        if len(read_samples(tmp / f"store-1run2x{r}")) != 2 * n:
+            raise SystemExit(f"expected {2 * n} samples of the run of twice the cells")
         samples = read_samples(tmp / f"store-1run{r}")
         if len(samples) != n:
             raise SystemExit(f"expected {n} samples, found {len(samples)}")
